@@ -190,13 +190,18 @@ def _argmax_mask(logits: jax.Array, axis: int) -> jax.Array:
   return classes == idx
 
 
-def one_minus_pow(log1m_p: jax.Array, gamma: jax.Array) -> jax.Array:
-  """``(1 - p)^gamma`` from ``log(1 - p)`` as ``exp(gamma log(1 - p))``.
+def pow_from_log(log_x: jax.Array, gamma: jax.Array) -> jax.Array:
+  """``x^gamma`` from ``log(x)`` as ``exp(gamma log x)``.
 
-  ``gamma = 0`` gives exactly 1, also at ``p = 1`` where ``0 * -inf`` would
+  ``gamma = 0`` gives exactly 1, also at ``x = 0`` where ``0 * -inf`` would
   be NaN.
   """
-  return jnp.where(gamma == 0, 1.0, jnp.exp(gamma * log1m_p))
+  return jnp.where(gamma == 0, 1.0, jnp.exp(gamma * log_x))
+
+
+def one_minus_pow(log1m_p: jax.Array, gamma: jax.Array) -> jax.Array:
+  """``(1 - p)^gamma`` from ``log(1 - p)``: the focal focusing weight."""
+  return pow_from_log(log1m_p, gamma)
 
 
 def log_ratio(log_p: jax.Array, log1m_p: jax.Array) -> jax.Array:
@@ -261,3 +266,22 @@ def analytic_logit_grad(forward: Callable[..., jax.Array],
 
   f.defvjp(fwd, bwd)
   return f
+
+
+# --------------------------------------------------------------------------
+# Entry points shared by the softmax family.
+# --------------------------------------------------------------------------
+def prepare_softmax(logits: Any, labels: Any, where: Any
+                    ) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+  """Checked float logits, float targets ``[..., C]`` and a per-example mask."""
+  logits = check_logits(logits)
+  targets = softmax_targets(logits, labels)
+  return logits, targets, check_where(where, logits.shape[:-1])
+
+
+def mask_grad(grad: jax.Array, where: jax.Array | None) -> jax.Array:
+  """Zeroes the gradient rows of masked examples (``where`` has the loss's shape)."""
+  if where is None:
+    return grad
+  mask = where if where.ndim == grad.ndim else where[..., None]
+  return jnp.where(mask, grad, 0.0)

@@ -1,0 +1,115 @@
+"""Bootstrapping: targets mixed with the model's own prediction."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from losses import _common
+
+_DEFAULT_BETA = {"soft": 0.95, "hard": 0.8}
+
+
+def _prediction(log_p, mode, prediction_as_constant):
+  probs = jnp.exp(log_p)
+  if mode == "hard":  # argmax has no gradient: always a constant.
+    return jax.nn.one_hot(jnp.argmax(log_p, -1), log_p.shape[-1],
+                          dtype=log_p.dtype)
+  return jax.lax.stop_gradient(probs) if prediction_as_constant else probs
+
+
+@jax.jit(static_argnames=("mode", "prediction_as_constant"))
+def _bootstrapping(logits, targets, beta, where, *, mode,
+                   prediction_as_constant):
+  log_p = jax.nn.log_softmax(logits)
+  mixed = beta * targets + (1.0 - beta) * _prediction(
+      log_p, mode, prediction_as_constant)
+  return _common.apply_where(-jnp.sum(mixed * log_p, axis=-1), where)
+
+
+def _check(beta, mode):
+  if mode not in _DEFAULT_BETA:
+    raise ValueError(f"`mode` must be 'soft' or 'hard', got {mode!r}.")
+  beta = _DEFAULT_BETA[mode] if beta is None else beta
+  _common.check_range(beta, "beta", 0.0, 1.0)
+  return _common.as_float(beta)
+
+
+def bootstrapping_loss(logits, labels, *, beta=None, mode="soft",
+                       prediction_as_constant=False, where=None) -> jax.Array:
+  r"""Soft or hard bootstrapping.
+
+  .. math::
+    L = -\sum_k (\beta t_k + (1 - \beta) q_k) \log p_k,\quad
+    q = p \text{ (soft)},\ q = \mathrm{onehot}(\arg\max p) \text{ (hard)}.
+
+  Soft: by default ``q = p`` carries gradient, so the second term is the
+  entropy of ``p`` (the paper's reading: minimum-entropy regularisation).
+  ``prediction_as_constant=True`` stops it, as many reimplementations do.
+  Hard: ``q`` is always a constant (arg max has no gradient).
+
+  Args:
+    logits: ``[..., C]`` float logits.
+    labels: integer labels ``[...]`` or soft targets ``[..., C]``.
+    beta: weight of the given labels; ``None`` takes the paper's value for
+      the mode (0.95 soft, 0.8 hard). Traced.
+    mode: ``"soft"`` (default) or ``"hard"``; static.
+    prediction_as_constant: stop the gradient through ``q`` in soft mode.
+    where: optional boolean mask ``[...]``.
+
+  Returns:
+    ``[...]`` loss per example.
+
+  References:
+    Reed et al., Training Deep Neural Networks on Noisy Labels with
+    Bootstrapping, ICLR 2015 workshop.
+  """
+  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  return _bootstrapping(logits, targets, _check(beta, mode), where, mode=mode,
+                        prediction_as_constant=bool(prediction_as_constant))
+
+
+def bootstrapping_loss_grad(logits, labels, *, beta=None, mode="soft",
+                            prediction_as_constant=False, where=None
+                            ) -> jax.Array:
+  """Analytic gradient.
+
+  Constant ``q``: ``p (beta sum t + 1 - beta) - (beta t + (1-beta) q)``.
+  Soft with gradient through ``q``: ``beta (p sum t - t)`` plus
+  ``(1-beta)`` times the entropy gradient ``-p (log p + H)``.
+  """
+  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  beta = _check(beta, mode)
+  log_p = jax.nn.log_softmax(logits)
+  probs = jnp.exp(log_p)
+  if mode == "soft" and not prediction_as_constant:
+    entropy = -jnp.sum(probs * log_p, -1, keepdims=True)
+    grad = (beta * (probs * jnp.sum(targets, -1, keepdims=True) - targets)
+            - (1.0 - beta) * probs * (log_p + entropy))
+  else:
+    mixed = beta * targets + (1.0 - beta) * _prediction(log_p, mode, True)
+    grad = probs * jnp.sum(mixed, -1, keepdims=True) - mixed
+  return _common.mask_grad(grad, where)
+
+
+def bootstrapping_loss_steepness(p, *, beta=None, mode="soft", num_classes=10
+                                 ) -> tuple[jax.Array, jax.Array]:
+  """Loss and ``dL/dp`` against ``p_y``, the rest spread evenly over C-1 classes.
+
+  Soft (``q = p`` with gradient): ``-beta log p + (1-beta) H(p)``. Hard: cross
+  entropy while ``y`` is the arg max, else the mix with one of the others.
+  """
+  p = jnp.asarray(p, jnp.float32)
+  beta = _check(beta, mode)
+  c = num_classes
+  rest = (1.0 - p) / (c - 1)
+  log_p, log_rest = jnp.log(p), jnp.log(rest)
+  if mode == "soft":
+    entropy = -p * log_p - (1.0 - p) * log_rest
+    return (-beta * log_p + (1.0 - beta) * entropy,
+            -beta / p - (1.0 - beta) * (log_p - log_rest))
+  own = p >= rest
+  loss = jnp.where(own, -log_p, -beta * log_p - (1.0 - beta) * log_rest)
+  slope = jnp.where(own, -1.0 / p,
+                    -beta / p + (1.0 - beta) / ((c - 1) * rest))
+  return loss, slope

@@ -1,0 +1,159 @@
+"""The Encouraging Loss: cross entropy plus a bonus for well-classified examples."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from losses import _common
+
+
+def _bonus(log_p, log1m_p, log_end, floor):
+  """The conservative bonus ``b(p)`` and ``p b'(p) / (1-p)``-style regions.
+
+  Returns ``(bonus, linear, log_region)``: ``linear`` marks ``p > log_end``
+  (tangent line), ``log_region`` marks ``log(1-p)`` above the floor.
+  """
+  p = jnp.exp(log_p)
+  linear = p > log_end
+  # log_end = 1 never selects the tangent; the safe denominator only keeps
+  # the unselected branch free of 0/0.
+  one_minus_le = jnp.where(log_end < 1.0, 1.0 - log_end, 1.0)
+  tangent = jnp.log1p(-jnp.minimum(log_end, 1.0 - 1e-7)) - (
+      p - log_end) / one_minus_le
+  log_floor = jnp.log(floor)  # floor = 0 gives -inf: no floor.
+  log_region = ~linear & (log1m_p >= log_floor)
+  bonus = jnp.where(linear, tangent, jnp.maximum(log1m_p, log_floor))
+  return bonus, linear, log_region, one_minus_le
+
+
+def _forward(logits, targets, bonus_weight, log_end, floor):
+  log_p = jax.nn.log_softmax(logits)
+  bonus, *_ = _bonus(log_p, _common.log1m_softmax(logits), log_end, floor)
+  return jnp.sum(targets * (-log_p + bonus_weight * bonus), axis=-1)
+
+
+def _logit_grad(logits, targets, bonus_weight, log_end, floor):
+  """``d sum(L) / dz``, bounded at every ``p`` (SPEC §1, EL gradients).
+
+  Log region: ``d log(1-p_k)/dz = r_k (p - e_k)`` with ``r_k = p_k/(1-p_k)``.
+  ``r`` is unbounded only for the arg-max class ``m``; there
+  ``r_m (p - e_m) = p_m (q - e_m)`` with ``q = softmax(z without m)``, which
+  is bounded. Tangent region: ``r_k = p_k / (1 - log_end)``. Floored: 0.
+  """
+  log_p = jax.nn.log_softmax(logits)
+  probs = jnp.exp(log_p)
+  log1m_p = _common.log1m_softmax(logits)
+  _, linear, log_region, one_minus_le = _bonus(log_p, log1m_p, log_end, floor)
+  is_max = _common._argmax_mask(logits, -1)
+  special = is_max & log_region
+  ratio = jnp.where(linear, probs / one_minus_le,
+                    jnp.where(log_region & ~is_max,
+                              jnp.exp(log_p - log1m_p), 0.0))
+  tr = targets * ratio
+  lse_others = jax.nn.logsumexp(jnp.where(is_max, -jnp.inf, logits), axis=-1,
+                                keepdims=True)
+  q = jnp.where(is_max, 0.0, jnp.exp(logits - lse_others))
+  t_max = jnp.sum(jnp.where(special, targets * probs, 0.0), -1, keepdims=True)
+  bonus_grad = (jnp.sum(tr, -1, keepdims=True) * probs - tr
+                + t_max * (q - is_max))
+  ce_grad = jnp.sum(targets, -1, keepdims=True) * probs - targets
+  return ce_grad + bonus_weight * bonus_grad
+
+
+_stable = _common.analytic_logit_grad(_forward, _logit_grad)
+
+
+@jax.jit
+def _encouraging(logits, targets, bonus_weight, log_end, floor, where):
+  return _common.apply_where(
+      _stable(logits, targets, bonus_weight, log_end, floor), where)
+
+
+def _check(bonus_weight, log_end, floor):
+  _common.check_range(log_end, "log_end", 0.0, 1.0, low_open=True)
+  _common.check_range(floor, "floor", 0.0, 1.0, high_open=True)
+  # Any real bonus weight is meaningful (a negative one penalises confidence).
+  return tuple(_common.as_float(x) for x in (bonus_weight, log_end, floor))
+
+
+def encouraging_loss(logits, labels, *, bonus_weight=1.0, log_end=0.75,
+                     floor=1e-5, where=None) -> jax.Array:
+  r"""The (conservative) Encouraging Loss.
+
+  .. math::
+    L = -\log p_y + \rho\, b(p_y),\qquad
+    b(p) = \begin{cases}
+      \log(\max(1 - p, \text{floor})) & p \le LE \\
+      \log(1 - LE) - \frac{p - LE}{1 - LE} & p > LE
+    \end{cases}
+
+  Soft targets: :math:`\sum_k t_k [-\log p_k + \rho\, b(p_k)]`. ``b`` is
+  negative and decreasing, so the bonus rewards confident correct
+  predictions: the gradient wrt the target logit is ``-1`` for every ``p``
+  of the log region (``rho = 1``), where cross entropy's ``p - 1`` vanishes.
+  ``log(1 - p_k)`` is computed exactly from log-sum-exps, and ``jax.grad``
+  of this function uses the analytic gradient (:func:`encouraging_loss_grad`),
+  finite at every ``p``, ``p = 1`` included.
+
+  Args:
+    logits: ``[..., C]`` float logits.
+    labels: integer labels ``[...]`` or soft targets ``[..., C]`` (out of
+      range integers under jit: all-zero target, loss 0).
+    bonus_weight: ``rho`` (default 1.0); traced, so a schedule never
+      recompiles; 0 gives cross entropy.
+    log_end: ``LE`` in ``(0, 1]`` (default 0.75, the official code's); above
+      it the bonus is its tangent line (the conservative variant). 1.0 gives
+      the plain bonus ``log(1 - p)``; 0.5 "works everywhere" per the paper.
+    floor: lower bound on ``1 - p`` inside the log (default 1e-5 as in the
+      official code: below it the bonus is constant, zero gradient); 0
+      removes it (the plain bonus is then unbounded below as ``p -> 1``).
+    where: optional boolean mask ``[...]``.
+
+  Returns:
+    ``[...]`` loss per example.
+
+  References:
+    Zhao et al., Well-classified Examples are Underestimated in
+    Classification with Deep Neural Networks, AAAI 2022.
+  """
+  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  return _encouraging(logits, targets, *_check(bonus_weight, log_end, floor),
+                      where)
+
+
+def encouraging_loss_grad(logits, labels, *, bonus_weight=1.0, log_end=0.75,
+                          floor=1e-5, where=None) -> jax.Array:
+  """Analytic ``d sum(encouraging_loss) / d logits``, ``[..., C]``.
+
+  One-hot, log region: ``dL/dz_y = p_y - 1 - rho p_y`` and
+  ``dL/dz_k = p_k (1 + rho p_y / (1 - p_y))``; tangent region: the bonus
+  adds ``rho p_y (p - e_y) / (1 - LE)`` (SPEC §1).
+  """
+  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  grad = _logit_grad(logits, targets, *_check(bonus_weight, log_end, floor))
+  return _common.mask_grad(grad, where)
+
+
+def conservative_bonus(p, *, log_end=0.75, floor=1e-5) -> jax.Array:
+  """The bonus ``b(p)`` alone, as a function of the probability ``p``."""
+  p = jnp.asarray(p, jnp.float32)
+  _, log_end, floor = _check(0.0, log_end, floor)
+  bonus, *_ = _bonus(jnp.log(p), jnp.log1p(-p), log_end, floor)
+  return bonus
+
+
+def encouraging_loss_steepness(p, *, bonus_weight=1.0, log_end=0.75,
+                               floor=1e-5) -> tuple[jax.Array, jax.Array]:
+  """Loss ``-log p + rho b(p)`` and ``dL/dp`` against the target probability.
+
+  ``dL/dp = -1/p - rho/(1-p)`` in the log region, ``-1/p - rho/(1-LE)`` on
+  the tangent, ``-1/p`` below the floor.
+  """
+  p = jnp.asarray(p, jnp.float32)
+  bonus_weight, log_end, floor = _check(bonus_weight, log_end, floor)
+  bonus, linear, log_region, one_minus_le = _bonus(
+      jnp.log(p), jnp.log1p(-p), log_end, floor)
+  dbonus = jnp.where(linear, -1.0 / one_minus_le,
+                     jnp.where(log_region, -1.0 / (1.0 - p), 0.0))
+  return -jnp.log(p) + bonus_weight * bonus, -1.0 / p + bonus_weight * dbonus

@@ -1,0 +1,108 @@
+"""Focal loss (softmax): cross entropy down-weighted on well-classified examples."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from losses import _common
+
+
+def _class_weights(alpha, targets):
+  return jnp.ones(()) if alpha is None else jnp.broadcast_to(
+      alpha, targets.shape[-1:])
+
+
+def _forward(logits, targets, gamma, alpha):
+  log_p = jax.nn.log_softmax(logits)
+  weight = _common.one_minus_pow(_common.log1m_softmax(logits), gamma)
+  return -jnp.sum(targets * _class_weights(alpha, targets) * weight * log_p,
+                  axis=-1)
+
+
+def _logit_grad(logits, targets, gamma, alpha):
+  """``dL/dlog p_k = t_k a_k (1-p_k)^g (g p_k log(p_k)/(1-p_k) - 1)``.
+
+  Written with :func:`_common.log_ratio` it is finite for ``0 < g < 1`` at
+  ``p -> 1``, where autodiff of ``(1-p)^g`` meets ``inf * 0``.
+  """
+  log_p = jax.nn.log_softmax(logits)
+  probs = jnp.exp(log_p)
+  log1m_p = _common.log1m_softmax(logits)
+  weight = _common.one_minus_pow(log1m_p, gamma)
+  dlogp = (targets * _class_weights(alpha, targets) * weight
+           * (gamma * probs * _common.log_ratio(log_p, log1m_p) - 1.0))
+  return _common.log_softmax_vjp(probs, dlogp)
+
+
+_stable = _common.analytic_logit_grad(_forward, _logit_grad)
+
+
+@jax.jit
+def _focal(logits, targets, gamma, alpha, where):
+  return _common.apply_where(_stable(logits, targets, gamma, alpha), where)
+
+
+def _check(logits, gamma, alpha):
+  _common.check_range(gamma, "gamma", 0.0)
+  if alpha is not None:
+    _common.check_range(alpha, "alpha", 0.0, 1.0)
+    alpha = _common.as_float(alpha)
+    if alpha.ndim > 1 or (alpha.ndim == 1 and
+                          alpha.shape[0] != logits.shape[-1]):
+      raise ValueError(
+          f"`alpha` must be a scalar or a per-class vector of shape "
+          f"({logits.shape[-1]},), got shape {alpha.shape}.")
+  return _common.as_float(gamma), alpha
+
+
+def focal_loss(logits, labels, *, gamma=2.0, alpha=None, where=None
+               ) -> jax.Array:
+  r"""Softmax focal loss.
+
+  .. math::
+    L = -\alpha_y (1 - p_y)^\gamma \log p_y;\quad \text{soft targets: }
+    -\sum_k t_k \alpha_k (1 - p_k)^\gamma \log p_k.
+
+  The focusing weight is ``exp(gamma log(1-p))`` with ``log(1-p)`` exact, and
+  ``jax.grad`` uses the analytic gradient (:func:`focal_loss_grad`), finite
+  for ``0 < gamma < 1`` at ``p -> 1``.
+
+  Args:
+    logits: ``[..., C]`` float logits.
+    labels: integer labels ``[...]`` or soft targets ``[..., C]`` (out of
+      range integers under jit: all-zero target, loss 0).
+    gamma: focusing parameter ``>= 0`` (default 2.0); traced. 0 gives
+      cross entropy (times alpha).
+    alpha: ``None`` (default, no class weight), a scalar or a ``[C]`` vector
+      of class weights in ``[0, 1]``.
+    where: optional boolean mask ``[...]``.
+
+  Returns:
+    ``[...]`` loss per example.
+
+  References:
+    Lin et al., Focal Loss for Dense Object Detection, ICCV 2017.
+  """
+  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  return _focal(logits, targets, *_check(logits, gamma, alpha), where)
+
+
+def focal_loss_grad(logits, labels, *, gamma=2.0, alpha=None, where=None
+                    ) -> jax.Array:
+  """Analytic ``d sum(focal_loss) / d logits``, ``[..., C]``."""
+  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  grad = _logit_grad(logits, targets, *_check(logits, gamma, alpha))
+  return _common.mask_grad(grad, where)
+
+
+def focal_loss_steepness(p, *, gamma=2.0, alpha=1.0
+                         ) -> tuple[jax.Array, jax.Array]:
+  """Loss ``-a (1-p)^g log p`` and ``dL/dp = a [g (1-p)^(g-1) log p - (1-p)^g / p]``."""
+  p = jnp.asarray(p, jnp.float32)
+  gamma = _common.as_float(gamma)
+  log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
+  weight = _common.one_minus_pow(log1m_p, gamma)
+  # (1-p)^(g-1) log p written as (1-p)^g log(p)/(1-p): finite at p = 1.
+  slope = gamma * weight * _common.log_ratio(log_p, log1m_p) - weight / p
+  return -alpha * weight * log_p, alpha * slope

@@ -1,0 +1,138 @@
+"""Noise-robust losses: generalized cross entropy and symmetric cross entropy."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from losses import _common
+
+
+# --------------------------------------------------------------------------
+# Generalized cross entropy.
+# --------------------------------------------------------------------------
+@jax.jit
+def _gce(logits, targets, q, where):
+  log_p = jax.nn.log_softmax(logits)
+  # (1 - p^q)/q = -expm1(q log p)/q: exact for small q log p.
+  loss = jnp.sum(targets * -jnp.expm1(q * log_p), axis=-1) / q
+  return _common.apply_where(loss, where)
+
+
+def generalized_cross_entropy(logits, labels, *, q=0.7, where=None
+                              ) -> jax.Array:
+  r"""Generalized cross entropy (the ``L_q`` loss).
+
+  .. math::
+    L = \frac{1 - p_y^q}{q};\quad \text{soft targets: }
+    \sum_k t_k \frac{1 - p_k^q}{q}.
+
+  ``q -> 0`` tends to cross entropy, ``q = 1`` is ``1 - p_y`` (MAE in the
+  GCE paper's convention, half of :func:`probability_mae`).
+
+  Args:
+    logits: ``[..., C]`` float logits.
+    labels: integer labels ``[...]`` or soft targets ``[..., C]``.
+    q: exponent in ``(0, 1]`` (default 0.7, the paper's); traced.
+    where: optional boolean mask ``[...]``.
+
+  Returns:
+    ``[...]`` loss per example.
+
+  References:
+    Zhang & Sabuncu, Generalized Cross Entropy Loss for Training Deep Neural
+    Networks with Noisy Labels, NeurIPS 2018.
+  """
+  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  _common.check_range(q, "q", 0.0, 1.0, low_open=True)
+  return _gce(logits, targets, _common.as_float(q), where)
+
+
+def generalized_cross_entropy_grad(logits, labels, *, q=0.7, where=None
+                                   ) -> jax.Array:
+  """Analytic gradient: ``dL/dlog p_k = -t_k p_k^q`` through log-softmax."""
+  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  log_p = jax.nn.log_softmax(logits)
+  dlogp = -targets * jnp.exp(_common.as_float(q) * log_p)
+  grad = _common.log_softmax_vjp(jnp.exp(log_p), dlogp)
+  return _common.mask_grad(grad, where)
+
+
+def generalized_cross_entropy_steepness(p, *, q=0.7
+                                        ) -> tuple[jax.Array, jax.Array]:
+  """Loss ``(1 - p^q)/q`` and ``dL/dp = -p^(q-1)``."""
+  p = jnp.asarray(p, jnp.float32)
+  return -jnp.expm1(q * jnp.log(p)) / q, -jnp.power(p, q - 1.0)
+
+
+# --------------------------------------------------------------------------
+# Symmetric cross entropy.
+# --------------------------------------------------------------------------
+@jax.jit
+def _sce(logits, targets, alpha, beta, label_floor, where):
+  log_p = jax.nn.log_softmax(logits)
+  ce = -jnp.sum(targets * log_p, axis=-1)
+  rce = -jnp.sum(jnp.exp(log_p) * jnp.log(jnp.maximum(targets, label_floor)),
+                 axis=-1)
+  return _common.apply_where(alpha * ce + beta * rce, where)
+
+
+def _check_sce(alpha, beta, label_floor):
+  _common.check_range(alpha, "alpha", 0.0)
+  _common.check_range(beta, "beta", 0.0)
+  _common.check_range(label_floor, "label_floor", 0.0, 1.0, low_open=True)
+  return tuple(_common.as_float(x) for x in (alpha, beta, label_floor))
+
+
+def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
+                            label_floor=1e-4, where=None) -> jax.Array:
+  r"""Symmetric cross entropy: cross entropy plus reverse cross entropy.
+
+  .. math::
+    L = \alpha\, CE + \beta\, RCE,\quad
+    RCE = -\sum_k p_k \log \max(t_k, A) \;(= -\log(A)(1 - p_y)
+    \text{ one-hot}).
+
+  The official code also clamps ``p`` to ``[1e-7, 1]`` inside RCE; this
+  implementation does not (the difference is below ``1e-7 |log A|``).
+
+  Args:
+    logits: ``[..., C]`` float logits.
+    labels: integer labels ``[...]`` or soft targets ``[..., C]``.
+    alpha: cross-entropy weight (default 0.1, the paper's CIFAR-10 value).
+    beta: reverse-cross-entropy weight (default 1.0).
+    label_floor: ``A`` in ``(0, 1]``, the stand-in for ``log 0`` (default
+      1e-4, the paper's).
+    where: optional boolean mask ``[...]``.
+
+  Returns:
+    ``[...]`` loss per example.
+
+  References:
+    Wang et al., Symmetric Cross Entropy for Robust Learning with Noisy
+    Labels, ICCV 2019.
+  """
+  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  return _sce(logits, targets, *_check_sce(alpha, beta, label_floor), where)
+
+
+def symmetric_cross_entropy_grad(logits, labels, *, alpha=0.1, beta=1.0,
+                                 label_floor=1e-4, where=None) -> jax.Array:
+  """Analytic gradient: ``alpha (p sum t - t)`` plus the softmax Jacobian
+  times ``-beta log max(t, A)``."""
+  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  alpha, beta, label_floor = _check_sce(alpha, beta, label_floor)
+  probs = jax.nn.softmax(logits)
+  ce = probs * jnp.sum(targets, -1, keepdims=True) - targets
+  rce = _common.softmax_vjp(probs, -jnp.log(jnp.maximum(targets, label_floor)))
+  return _common.mask_grad(alpha * ce + beta * rce, where)
+
+
+def symmetric_cross_entropy_steepness(p, *, alpha=0.1, beta=1.0,
+                                      label_floor=1e-4
+                                      ) -> tuple[jax.Array, jax.Array]:
+  """Loss ``-a log p - b log(A)(1-p)`` and ``dL/dp = -a/p + b log A``."""
+  p = jnp.asarray(p, jnp.float32)
+  log_a = jnp.log(label_floor)
+  return (-alpha * jnp.log(p) - beta * log_a * (1.0 - p),
+          -alpha / p + beta * log_a)

@@ -1,0 +1,112 @@
+"""MSE and MAE on softmax probabilities (the bounded baselines)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from losses import _common
+
+
+@jax.jit
+def _mse(logits, targets, scale, where):
+  probs = jax.nn.softmax(logits)
+  return _common.apply_where(
+      scale * jnp.sum(jnp.square(probs - targets), axis=-1), where)
+
+
+def _scale(logits, normalize: bool):
+  return _common.as_float(1.0 / logits.shape[-1] if normalize else 1.0)
+
+
+def probability_mse(logits, labels, *, normalize=False, where=None
+                    ) -> jax.Array:
+  r"""Squared error between softmax probabilities and targets (Brier score).
+
+  .. math::
+    L = s \sum_k (p_k - t_k)^2,\quad s = 1 \text{ or } 1/C.
+
+  Args:
+    logits: ``[..., C]`` float logits.
+    labels: integer labels ``[...]`` or soft targets ``[..., C]``.
+    normalize: ``False`` (default) sums over classes (Brier);
+      ``True`` averages over them, as the Encouraging Loss paper's code does.
+    where: optional boolean mask ``[...]``.
+
+  Returns:
+    ``[...]`` loss per example.
+
+  References:
+    Brier, Verification of forecasts expressed in terms of probability, 1950;
+    Ghosh et al., Robust Loss Functions under Label Noise for Deep Neural
+    Networks, AAAI 2017.
+  """
+  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  return _mse(logits, targets, _scale(logits, normalize), where)
+
+
+def probability_mse_grad(logits, labels, *, normalize=False, where=None
+                         ) -> jax.Array:
+  """Analytic gradient: softmax Jacobian times ``2 s (p - t)``."""
+  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  probs = jax.nn.softmax(logits)
+  dprobs = 2.0 * _scale(logits, normalize) * (probs - targets)
+  return _common.mask_grad(_common.softmax_vjp(probs, dprobs), where)
+
+
+def probability_mse_steepness(p, *, normalize=False, num_classes=10
+                              ) -> tuple[jax.Array, jax.Array]:
+  """Loss and ``dL/dp`` against ``p_y``, the rest spread evenly over C-1 classes.
+
+  ``L = s (1-p)^2 C/(C-1)``, ``dL/dp = -2 s (1-p) C/(C-1)``.
+  """
+  p = jnp.asarray(p, jnp.float32)
+  c = num_classes
+  s = 1.0 / c if normalize else 1.0
+  return (s * jnp.square(1.0 - p) * c / (c - 1),
+          -2.0 * s * (1.0 - p) * c / (c - 1))
+
+
+@jax.jit
+def _mae(logits, targets, where):
+  probs = jax.nn.softmax(logits)
+  return _common.apply_where(jnp.sum(jnp.abs(probs - targets), axis=-1), where)
+
+
+def probability_mae(logits, labels, *, where=None) -> jax.Array:
+  r"""Absolute error between softmax probabilities and targets.
+
+  .. math::
+    L = \sum_k |p_k - t_k| \;(= 2 (1 - p_y) \text{ for one-hot targets}).
+
+  This is the L1 distance of Ghosh et al.; some papers (e.g. GCE's) write
+  MAE as ``1 - p_y``, half of this value, with half its gradient.
+
+  Args:
+    logits: ``[..., C]`` float logits.
+    labels: integer labels ``[...]`` or soft targets ``[..., C]``.
+    where: optional boolean mask ``[...]``.
+
+  Returns:
+    ``[...]`` loss per example.
+
+  References:
+    Ghosh et al., Robust Loss Functions under Label Noise for Deep Neural
+    Networks, AAAI 2017.
+  """
+  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  return _mae(logits, targets, where)
+
+
+def probability_mae_grad(logits, labels, *, where=None) -> jax.Array:
+  """Analytic gradient: softmax Jacobian times ``sign(p - t)``."""
+  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  probs = jax.nn.softmax(logits)
+  grad = _common.softmax_vjp(probs, jnp.sign(probs - targets))
+  return _common.mask_grad(grad, where)
+
+
+def probability_mae_steepness(p) -> tuple[jax.Array, jax.Array]:
+  """Loss ``2(1-p)`` and ``dL/dp = -2``, whatever the other classes hold."""
+  p = jnp.asarray(p, jnp.float32)
+  return 2.0 * (1.0 - p), jnp.full_like(p, -2.0)
