@@ -1,0 +1,408 @@
+"""Synthetic label noise (SPEC.md section 4), on host numpy arrays.
+
+Every multi-class model here is a row-stochastic transition matrix
+``T[i, j] = P(noisy = j | clean = i)`` applied by ``transition_noise``:
+
+* ``exact=True`` (default): within each clean class ``i`` of ``n_i`` examples,
+  exactly ``n_i T[i, j]`` examples (rounded by largest remainder, so the row
+  still sums to ``n_i``) receive label ``j``, the examples picked uniformly at
+  random. The realised transition matrix then equals ``T`` up to one example
+  per cell. This is how the official Joint Optimization code flips its
+  asymmetric noise (a shuffled fixed fraction of each class).
+* ``exact=False``: every example draws its noisy label from ``T[clean]``
+  independently, so the realised counts are binomial around the requested ones.
+
+Everything is deterministic given ``seed`` (``numpy.random.default_rng``). The
+result keeps the clean labels for evaluation and reports the realised noise
+rate and transition matrix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+import numpy as np
+
+# Asymmetric (class-dependent) mappings, source class -> target class.
+# CIFAR-10 (Patrini et al. 2017, used by JO and SCE): truck->automobile,
+# bird->airplane, cat<->dog, deer->horse.
+_CIFAR10 = {9: 1, 2: 0, 3: 5, 5: 3, 4: 7}
+# MNIST (Patrini et al. 2017): 7->1, 2->7, 5<->6, 3->8.
+_MNIST = {7: 1, 2: 7, 5: 6, 6: 5, 3: 8}
+# Fashion-MNIST, as the GCE paper (Zhang & Sabuncu 2018, section 4) words it:
+# BOOT->SNEAKER, SNEAKER->SANDALS, PULLOVER->SHIRT, COAT<->DRESS; indices from
+# the dataset's README (3 dress, 4 coat, 5 sandal, 6 shirt, 7 sneaker,
+# 9 ankle boot). Doubt: only the paper's prose was at hand here, not its code,
+# and flips are taken from the clean labels (a boot never travels on to
+# sandal); confirm before comparing numbers with the paper.
+_FASHION_MNIST = {9: 7, 7: 5, 2: 6, 4: 3, 3: 4}
+# CIFAR-100 (Patrini et al. 2017 code, followed by JO/SCE): within each block
+# of 5 consecutive fine-label indices, i -> next index, circularly. The blocks
+# are consecutive indices, not CIFAR-100's semantic superclasses (the fine
+# labels are alphabetical), exactly as the official code does it.
+_CIFAR100 = {i: (i // 5) * 5 + (i + 1) % 5 for i in range(100)}
+
+NAMED_MAPPINGS: Mapping[str, tuple[int, Mapping[int, int]]] = {
+    "cifar10": (10, _CIFAR10),
+    "cifar100": (100, _CIFAR100),
+    "mnist": (10, _MNIST),
+    "fashion_mnist": (10, _FASHION_MNIST),
+}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class NoisyLabels:
+  """Noisy training labels with the clean ones kept for evaluation.
+
+  Attributes:
+    labels: the noisy labels, int32 ``[N]`` (multi-label: float32 ``[N, C]``).
+    clean_labels: the labels before noise, same shape and dtype.
+    noise_rate: realised fraction of examples whose label changed
+      (multi-label: fraction of the ``N * C`` entries that changed).
+    transition_matrix: realised ``T[i, j] = #(clean=i, noisy=j) / #(clean=i)``,
+      float64 ``[C, C]``; a class without examples has a row of zeros.
+      Multi-label: ``[C, 2, 2]``, per class ``P(noisy=b | clean=a)``.
+  """
+
+  labels: np.ndarray
+  clean_labels: np.ndarray
+  noise_rate: float
+  transition_matrix: np.ndarray
+
+  @property
+  def is_noisy(self) -> np.ndarray:
+    """Bool ``[N]``: whether each example's label was changed."""
+    changed = self.labels != self.clean_labels
+    return changed.any(axis=-1) if changed.ndim > 1 else changed
+
+
+# ---------------------------------------------------------------------------
+# Checks.
+# ---------------------------------------------------------------------------
+def _check_rate(rate: float, name: str = "rate") -> float:
+  rate = float(rate)
+  if not 0.0 <= rate < 1.0:
+    raise ValueError(f"noise {name} must lie in [0, 1), got {rate}")
+  return rate
+
+
+def _check_labels(labels, num_classes: int) -> np.ndarray:
+  labels = np.asarray(labels)
+  if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+    raise ValueError(
+        f"labels must be a 1-D integer array, got {labels.dtype}{labels.shape}")
+  if num_classes < 2:
+    raise ValueError(f"num_classes must be at least 2, got {num_classes}")
+  if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+    raise ValueError(
+        f"labels must lie in [0, {num_classes}), got [{labels.min()}, "
+        f"{labels.max()}]")
+  return labels.astype(np.int32)
+
+
+def _check_transition_matrix(matrix, num_classes: int | None = None):
+  matrix = np.asarray(matrix, np.float64)
+  if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+    raise ValueError(f"transition matrix must be square, got {matrix.shape}")
+  if num_classes is not None and matrix.shape[0] != num_classes:
+    raise ValueError(
+        f"transition matrix is {matrix.shape[0]}x{matrix.shape[0]} but there "
+        f"are {num_classes} classes")
+  if (matrix < 0).any() or not np.allclose(matrix.sum(1), 1.0, atol=1e-6):
+    raise ValueError("transition matrix rows must be non-negative and sum to 1")
+  return matrix
+
+
+# ---------------------------------------------------------------------------
+# Transition matrices of the named models.
+# ---------------------------------------------------------------------------
+def symmetric_transition(num_classes: int, rate: float, *,
+                         include_true_class: bool = True) -> np.ndarray:
+  """``T`` of symmetric noise.
+
+  With ``include_true_class`` (JO, DivideMix) a fraction ``rate`` of each
+  class is relabelled uniformly over all ``C`` classes, so the flip rate is
+  ``rate (C-1)/C``; without it (SCE, Co-teaching) over the ``C-1`` others, so
+  the flip rate is exactly ``rate``.
+  """
+  rate = _check_rate(rate)
+  others = num_classes if include_true_class else num_classes - 1
+  matrix = np.full((num_classes, num_classes), rate / others)
+  np.fill_diagonal(matrix, 1.0 - rate + (rate / others if include_true_class
+                                         else 0.0))
+  return matrix
+
+
+def resolve_mapping(mapping: str | Mapping[int, int],
+                    num_classes: int) -> dict[int, int]:
+  """Returns an asymmetric mapping by name, or checks a given one.
+
+  Raises:
+    ValueError: unknown name, or a mapping that does not fit ``num_classes``.
+  """
+  if isinstance(mapping, str):
+    key = mapping.removeprefix("tfds:")
+    if key not in NAMED_MAPPINGS:
+      raise ValueError(f"unknown asymmetric mapping {mapping!r}; known: "
+                       f"{sorted(NAMED_MAPPINGS)}, or a dict source->target")
+    expected, mapping = NAMED_MAPPINGS[key]
+    if expected != num_classes:
+      raise ValueError(f"mapping {key!r} is for {expected} classes, the data "
+                       f"has {num_classes}")
+  mapping = {int(k): int(v) for k, v in dict(mapping).items()}
+  for source, target in mapping.items():
+    if not (0 <= source < num_classes and 0 <= target < num_classes):
+      raise ValueError(f"mapping {source}->{target} does not fit "
+                       f"{num_classes} classes")
+    if source == target:
+      raise ValueError(f"mapping sends class {source} to itself")
+  return mapping
+
+
+def asymmetric_transition(num_classes: int, rate: float,
+                          mapping: str | Mapping[int, int]) -> np.ndarray:
+  """``T`` that sends a fraction ``rate`` of each mapped class to its target."""
+  rate = _check_rate(rate)
+  matrix = np.eye(num_classes)
+  for source, target in resolve_mapping(mapping, num_classes).items():
+    matrix[source, source] = 1.0 - rate
+    matrix[source, target] = rate
+  return matrix
+
+
+def pair_flip_transition(num_classes: int, rate: float) -> np.ndarray:
+  """``T`` of pair flip (Co-teaching): ``i -> i+1 mod C`` at ``rate``."""
+  return asymmetric_transition(
+      num_classes, rate, {i: (i + 1) % num_classes for i in range(num_classes)})
+
+
+# ---------------------------------------------------------------------------
+# Applying a transition matrix.
+# ---------------------------------------------------------------------------
+def _apportion(total: int, weights: np.ndarray,
+               rng: np.random.Generator) -> np.ndarray:
+  """Integer counts summing to ``total``, closest to ``total * weights``.
+
+  Largest-remainder rounding; ties are broken at random so that no class is
+  favoured systematically.
+  """
+  ideal = total * weights
+  counts = np.floor(ideal + 1e-9).astype(np.int64)
+  short = total - counts.sum()
+  if short > 0:
+    remainder = ideal - counts
+    order = np.lexsort((rng.random(len(weights)), -remainder))
+    counts[order[:short]] += 1
+  return counts
+
+
+def realised_transition(clean, noisy, num_classes: int) -> np.ndarray:
+  """Empirical ``T[i, j] = #(clean=i, noisy=j) / #(clean=i)``."""
+  counts = np.zeros((num_classes, num_classes), np.float64)
+  np.add.at(counts, (clean, noisy), 1.0)
+  totals = counts.sum(1, keepdims=True)
+  return np.divide(counts, totals, out=np.zeros_like(counts),
+                   where=totals > 0)
+
+
+def from_noisy_labels(clean_labels, noisy_labels,
+                      num_classes: int) -> NoisyLabels:
+  """Wraps given noisy labels (e.g. the human ones of CIFAR-10N)."""
+  clean = _check_labels(clean_labels, num_classes)
+  noisy = _check_labels(noisy_labels, num_classes)
+  if clean.shape != noisy.shape:
+    raise ValueError(f"clean {clean.shape} and noisy {noisy.shape} labels "
+                     "differ in shape")
+  return NoisyLabels(
+      labels=noisy, clean_labels=clean,
+      noise_rate=float(np.mean(noisy != clean)) if clean.size else 0.0,
+      transition_matrix=realised_transition(clean, noisy, num_classes))
+
+
+def transition_noise(labels, transition_matrix, *, seed: int,
+                     exact: bool = True) -> NoisyLabels:
+  """Relabels each example according to ``T[clean]``.
+
+  Args:
+    labels: clean labels, int ``[N]``.
+    transition_matrix: row-stochastic ``[C, C]``,
+      ``T[i, j] = P(noisy = j | clean = i)``.
+    seed: the noise's seed.
+    exact: exact counts per (clean, noisy) cell (default) or independent
+      draws; see the module docstring.
+
+  Returns:
+    ``NoisyLabels`` with the realised rate and transition matrix.
+  """
+  matrix = _check_transition_matrix(transition_matrix)
+  num_classes = matrix.shape[0]
+  clean = _check_labels(labels, num_classes)
+  rng = np.random.default_rng(seed)
+  if exact:
+    noisy = clean.copy()
+    for source in range(num_classes):
+      members = rng.permutation(np.flatnonzero(clean == source))
+      counts = _apportion(len(members), matrix[source], rng)
+      noisy[members] = np.repeat(np.arange(num_classes, dtype=np.int32),
+                                 counts)
+  else:
+    cumulative = np.cumsum(matrix, axis=1)
+    draws = rng.random(clean.shape)
+    noisy = (draws[:, None] >= cumulative[clean]).sum(1)
+    noisy = np.minimum(noisy, num_classes - 1).astype(np.int32)
+  return from_noisy_labels(clean, noisy, num_classes)
+
+
+def symmetric_noise(labels, num_classes: int, rate: float, *, seed: int,
+                    include_true_class: bool = True,
+                    exact: bool = True) -> NoisyLabels:
+  """Symmetric noise; see ``symmetric_transition`` for the two conventions."""
+  return transition_noise(
+      labels, symmetric_transition(num_classes, rate,
+                                   include_true_class=include_true_class),
+      seed=seed, exact=exact)
+
+
+def asymmetric_noise(labels, num_classes: int, rate: float, *,
+                     mapping: str | Mapping[int, int], seed: int,
+                     exact: bool = True) -> NoisyLabels:
+  """Class-dependent noise: a fraction ``rate`` of each mapped class moves.
+
+  Args:
+    labels: clean labels, int ``[N]``.
+    num_classes: ``C``.
+    rate: fraction of each source class sent to its target, in [0, 1).
+    mapping: ``'cifar10' | 'cifar100' | 'mnist' | 'fashion_mnist'`` (a
+      ``'tfds:'`` prefix is ignored) or a dict ``{source: target}``.
+    seed: the noise's seed.
+    exact: exact counts per class (default) or independent draws.
+  """
+  return transition_noise(
+      labels, asymmetric_transition(num_classes, rate, mapping),
+      seed=seed, exact=exact)
+
+
+def pair_flip_noise(labels, num_classes: int, rate: float, *, seed: int,
+                    exact: bool = True) -> NoisyLabels:
+  """Pair flip: a fraction ``rate`` of class ``i`` becomes ``i+1 mod C``."""
+  return transition_noise(labels, pair_flip_transition(num_classes, rate),
+                          seed=seed, exact=exact)
+
+
+# ---------------------------------------------------------------------------
+# Multi-label noise.
+# ---------------------------------------------------------------------------
+def _flip_mask(candidates: np.ndarray, rate: float, exact: bool,
+               rng: np.random.Generator) -> np.ndarray:
+  """Bool mask over ``candidates``' column: which of its True entries flip."""
+  flip = np.zeros_like(candidates)
+  for column in range(candidates.shape[1]):
+    members = np.flatnonzero(candidates[:, column])
+    if exact:
+      chosen = rng.permutation(members)[:round(rate * len(members))]
+    else:
+      chosen = members[rng.random(len(members)) < rate]
+    flip[chosen, column] = True
+  return flip
+
+
+def multilabel_noise(targets, drop_rate: float, add_rate: float, *,
+                     seed: int, exact: bool = True) -> NoisyLabels:
+  """Drops positives and adds negatives of a multi-hot target, per class.
+
+  Args:
+    targets: clean multi-hot targets ``[N, C]`` of 0/1.
+    drop_rate: fraction of each class's positives set to 0, in [0, 1).
+    add_rate: fraction of each class's negatives set to 1, in [0, 1).
+    seed: the noise's seed.
+    exact: exact counts per class (default) or independent draws.
+
+  Returns:
+    ``NoisyLabels`` with float32 ``[N, C]`` labels and a realised
+    ``[C, 2, 2]`` transition matrix: per class ``P(noisy=b | clean=a)``, so
+    ``[:, 1, 0]`` are the realised drop rates and ``[:, 0, 1]`` the add rates.
+  """
+  drop_rate = _check_rate(drop_rate, "drop_rate")
+  add_rate = _check_rate(add_rate, "add_rate")
+  targets = np.asarray(targets)
+  if targets.ndim != 2 or not np.isin(targets, (0, 1)).all():
+    raise ValueError("multi-label targets must be a [N, C] array of 0/1, got "
+                     f"{targets.dtype}{targets.shape}")
+  clean = targets.astype(bool)
+  rng = np.random.default_rng(seed)
+  drop = _flip_mask(clean, drop_rate, exact, rng)
+  add = _flip_mask(~clean, add_rate, exact, rng)
+  noisy = (clean & ~drop) | add
+  matrix = np.zeros((clean.shape[1], 2, 2))
+  for a in (0, 1):
+    for b in (0, 1):
+      matrix[:, a, b] = ((clean == a) & (noisy == b)).sum(0)
+  totals = matrix.sum(2, keepdims=True)
+  matrix = np.divide(matrix, totals, out=np.zeros_like(matrix),
+                     where=totals > 0)
+  return NoisyLabels(
+      labels=noisy.astype(np.float32), clean_labels=clean.astype(np.float32),
+      noise_rate=float(np.mean(noisy != clean)) if clean.size else 0.0,
+      transition_matrix=matrix)
+
+
+# ---------------------------------------------------------------------------
+# Dispatcher by name.
+# ---------------------------------------------------------------------------
+NOISE_MODELS = ("none", "symmetric", "asymmetric", "pair_flip", "transition",
+                "multilabel", "human")
+
+
+def apply_noise(labels, num_classes: int, *, name: str = "none",
+                rate: float = 0.0, seed: int = 0, exact: bool = True,
+                include_true_class: bool = True,
+                mapping: str | Mapping[int, int] | None = None,
+                transition_matrix=None, drop_rate: float = 0.0,
+                add_rate: float = 0.0, noisy_labels=None) -> NoisyLabels:
+  """Applies the noise model ``name`` (one of ``NOISE_MODELS``).
+
+  Args:
+    labels: clean labels, int ``[N]`` (``'multilabel'``: multi-hot ``[N, C]``).
+    num_classes: ``C``.
+    name: ``'none'``, ``'symmetric'`` (``rate``, ``include_true_class``),
+      ``'asymmetric'`` (``rate``, ``mapping``), ``'pair_flip'`` (``rate``),
+      ``'transition'`` (``transition_matrix``), ``'multilabel'``
+      (``drop_rate``, ``add_rate``), ``'human'`` (``noisy_labels``, e.g. a
+      ``Dataset.train_noisy_labels`` entry of CIFAR-10N).
+    rate, seed, exact, include_true_class, mapping, transition_matrix,
+      drop_rate, add_rate, noisy_labels: as in the model functions.
+
+  Returns:
+    ``NoisyLabels``.
+
+  Raises:
+    ValueError: unknown model, a rate outside [0, 1), a missing argument, or
+      a mapping or matrix that does not fit ``num_classes``.
+  """
+  if name == "multilabel":
+    return multilabel_noise(labels, drop_rate, add_rate, seed=seed,
+                            exact=exact)
+  if name == "none":
+    return from_noisy_labels(labels, labels, num_classes)
+  if name == "human":
+    if noisy_labels is None:
+      raise ValueError("noise 'human' needs noisy_labels")
+    return from_noisy_labels(labels, noisy_labels, num_classes)
+  if name == "symmetric":
+    matrix = symmetric_transition(num_classes, rate,
+                                  include_true_class=include_true_class)
+  elif name == "asymmetric":
+    if mapping is None:
+      raise ValueError("noise 'asymmetric' needs a mapping: one of "
+                       f"{sorted(NAMED_MAPPINGS)} or a dict source->target")
+    matrix = asymmetric_transition(num_classes, rate, mapping)
+  elif name == "pair_flip":
+    matrix = pair_flip_transition(num_classes, rate)
+  elif name == "transition":
+    if transition_matrix is None:
+      raise ValueError("noise 'transition' needs transition_matrix")
+    matrix = _check_transition_matrix(transition_matrix, num_classes)
+  else:
+    raise ValueError(f"unknown noise model {name!r}; known: {NOISE_MODELS}")
+  return transition_noise(labels, matrix, seed=seed, exact=exact)
