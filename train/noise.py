@@ -24,6 +24,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from train import sampling
+
 # Asymmetric (class-dependent) mappings, source class -> target class.
 # CIFAR-10 (Patrini et al. 2017, used by JO and SCE): truck->automobile,
 # bird->airplane, cat<->dog, deer->horse.
@@ -180,23 +182,6 @@ def pair_flip_transition(num_classes: int, rate: float) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # Applying a transition matrix.
 # ---------------------------------------------------------------------------
-def _apportion(total: int, weights: np.ndarray,
-               rng: np.random.Generator) -> np.ndarray:
-  """Integer counts summing to ``total``, closest to ``total * weights``.
-
-  Largest-remainder rounding; ties are broken at random so that no class is
-  favoured systematically.
-  """
-  ideal = total * weights
-  counts = np.floor(ideal + 1e-9).astype(np.int64)
-  short = total - counts.sum()
-  if short > 0:
-    remainder = ideal - counts
-    order = np.lexsort((rng.random(len(weights)), -remainder))
-    counts[order[:short]] += 1
-  return counts
-
-
 def realised_transition(clean, noisy, num_classes: int) -> np.ndarray:
   """Empirical ``T[i, j] = #(clean=i, noisy=j) / #(clean=i)``."""
   counts = np.zeros((num_classes, num_classes), np.float64)
@@ -243,7 +228,7 @@ def transition_noise(labels, transition_matrix, *, seed: int,
     noisy = clean.copy()
     for source in range(num_classes):
       members = rng.permutation(np.flatnonzero(clean == source))
-      counts = _apportion(len(members), matrix[source], rng)
+      counts = sampling.apportion(len(members), matrix[source], rng)
       noisy[members] = np.repeat(np.arange(num_classes, dtype=np.int32),
                                  counts)
   else:
