@@ -1,0 +1,171 @@
+"""Asymmetric loss (ASL) for multi-label classification, per element.
+
+Positives get a focal weight ``(1-p)^g+``; negatives are shifted by a
+probability margin (``clip``) and get ``p_m^g-``, so easy negatives are
+discarded outright and the rest down-weighted more strongly than positives.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from losses import _common
+from losses import sigmoid
+from losses import sigmoid_focal
+
+
+def _clipped_logs(p, log_p, log1m_p, clip):
+  """``log p_m``, ``log(1 - p_m)`` and ``p_m > 0`` for ``p_m = max(p - m, 0)``.
+
+  Without a clip they are the exact ``log p``, ``log(1 - p)`` passed in
+  (``p_m = p > 0`` for every finite logit). With one, ``1 - p_m =
+  min(1 - p + m, 1)`` is summed in log space from ``log(1 - p)``, so it needs
+  no ``1 - p`` that rounds to 0.
+  """
+  has_clip = clip > 0
+  shifted = p - clip
+  active = ~has_clip | (shifted > 0)
+  log_x = jnp.where(has_clip, jnp.log(jnp.where(shifted > 0, shifted, 1.0)),
+                    log_p)
+  log_clip = jnp.log(jnp.where(has_clip, clip, 1.0))
+  log1m_x = jnp.where(
+      has_clip, jnp.minimum(jnp.logaddexp(log1m_p, log_clip), 0.0), log1m_p)
+  return (jnp.where(active, log_x, -jnp.inf), jnp.where(active, log1m_x, 0.0),
+          active)
+
+
+def _asl_negative(z, gamma, clip, weight_as_constant):
+  """``-p_m^g log(1 - p_m)`` at ``p = σ(z)`` and its derivative wrt ``z``.
+
+  ``d/dz = [p > m] p x^g ((1-p)/(1-x) - g (1-p) log(1-x)/x)``, ``x = p_m``:
+  ``(1-p)/(1-x) <= 1`` is a difference of logs and ``log(1-x)/x`` is
+  ``_common.log_ratio`` (-1 at ``x = 0``), so it is finite at the clip
+  boundary ``p -> m`` for ``g < 1`` (autodiff of ``max(p - m, 0)^g`` gives
+  NaN there) and at ``p -> 1`` without a clip. At ``p = m`` it is 0.
+  """
+  p, log_p, log1m_p = (jax.nn.sigmoid(z), jax.nn.log_sigmoid(z),
+                       jax.nn.log_sigmoid(-z))
+  log_x, log1m_x, active = _clipped_logs(p, log_p, log1m_p, clip)
+  weight = _common.pow_from_log(log_x, gamma)
+  weight = jnp.where(weight_as_constant, jax.lax.stop_gradient(weight), weight)
+  focusing = jnp.where(
+      weight_as_constant, 0.0,
+      gamma * _common.log_ratio(log1m_x, log_x) * jnp.exp(log1m_p))
+  dvalue = weight * (jnp.exp(log1m_p - log1m_x) - focusing)
+  return -weight * log1m_x, jnp.where(active, p * dvalue, 0.0)
+
+
+def _asl(z, t, gamma_pos, gamma_neg, clip, weight_as_constant):
+  pos, dpos = sigmoid_focal._focal_positive(z, gamma_pos, weight_as_constant)
+  neg, dneg = _asl_negative(z, gamma_neg, clip, weight_as_constant)
+  return t * pos + (1.0 - t) * neg, t * dpos + (1.0 - t) * dneg
+
+
+_ASL_LOSS, _ASL_GRAD = sigmoid._cores(_asl)
+
+
+def _asl_hyper(gamma_pos, gamma_neg, clip, focal_weight_as_constant):
+  clip = 0.0 if clip is None else clip
+  _common.check_range(gamma_pos, "gamma_pos", 0.0)
+  _common.check_range(gamma_neg, "gamma_neg", 0.0)
+  _common.check_range(clip, "clip", 0.0, 1.0)
+  # A traced flag, not a static one: switching it reuses the compiled code.
+  return (_common.as_float(gamma_pos), _common.as_float(gamma_neg),
+          _common.as_float(clip), jnp.asarray(focal_weight_as_constant, bool))
+
+
+def sigmoid_asymmetric_loss(logits, labels, *, gamma_neg=4.0, gamma_pos=1.0,
+                            clip=0.05, focal_weight_as_constant=False,
+                            where=None) -> jax.Array:
+  r"""Asymmetric loss (ASL) for multi-label classification, per element.
+
+  .. math::
+    L = -\left[t\, (1 - p)^{\gamma_+} \log p
+        + (1 - t)\, p_m^{\gamma_-} \log(1 - p_m)\right],\qquad
+    p = \sigma(z),\; p_m = \max(p - m, 0).
+
+  Negatives with ``p <= m`` give exactly 0 loss and 0 gradient. The weights
+  are ``exp(gamma log(.))`` of exact logs, and ``jax.grad`` of this function
+  uses the analytic gradient (:func:`sigmoid_asymmetric_loss_grad`), finite
+  for ``gamma < 1`` at ``p -> 0``, ``p -> 1`` and the clip boundary.
+
+  Differences from the official code (``AsymmetricLoss``): it clamps both
+  logs at ``log(max(x, 1e-8))``, so a positive with ``p < 1e-8``
+  (``z < -18.4``) costs at most ``18.4`` and gets a vanishing gradient;
+  here the logs are exact (``log_sigmoid``), the loss grows like ``|z|`` and
+  the gradient tends to ``-1``. Soft targets: the official code mixes ``t``
+  into ``p_t`` and the exponent; here ``t L(positive) + (1-t)
+  L(negative)`` (the two agree for hard targets). It sums over everything;
+  this returns per-element values (the usual reduction is the mean over
+  examples of the per-example sum).
+
+  Args:
+    logits: ``[...]`` float logits (half precision is computed in float32).
+    labels: multi-hot targets (bool, int or float in ``[0, 1]``),
+      broadcastable to ``logits.shape``.
+    gamma_neg: ``gamma_-`` ``>= 0``, focusing of negatives (default 4.0);
+      traced.
+    gamma_pos: ``gamma_+`` ``>= 0``, focusing of positives (default 1.0);
+      traced.
+    clip: probability margin ``m`` in ``[0, 1]`` (default 0.05); ``None`` or 0
+      disables it; traced.
+    focal_weight_as_constant: stop the gradient through the focusing weights
+      (official ``disable_torch_grad_focal_loss``). Default False, the
+      official behaviour: ``AsymmetricLossOptimized`` defaults to False, and
+      ``AsymmetricLoss`` has the statements that honour its True default
+      commented out, so both differentiate the weights.
+    where: optional boolean mask broadcastable to ``logits.shape``; masked
+      elements give 0 and zero gradient.
+
+  Returns:
+    ``logits.shape`` loss per element.
+
+  References:
+    Ridnik et al., Asymmetric Loss For Multi-Label Classification, ICCV 2021;
+    official code: github.com/Alibaba-MIIL/ASL,
+    ``src/loss_functions/losses.py``.
+  """
+  logits, targets, where = sigmoid._prepare(logits, labels, where)
+  return _ASL_LOSS(logits, targets, where, *_asl_hyper(
+      gamma_pos, gamma_neg, clip, focal_weight_as_constant))
+
+
+def sigmoid_asymmetric_loss_grad(logits, labels, *, gamma_neg=4.0,
+                                 gamma_pos=1.0, clip=0.05,
+                                 focal_weight_as_constant=False, where=None
+                                 ) -> jax.Array:
+  """Analytic ``d sum(loss) / d logits``, ``logits.shape``.
+
+  A positive: ``(1-p)^g+ (g+ p log p - (1-p))``; a negative with ``p > m``:
+  ``p p_m^g- [(1-p)/(1-p_m) - g- (1-p) log(1-p_m)/p_m]``, else 0. With
+  ``focal_weight_as_constant`` the ``g`` terms are dropped.
+  """
+  logits, targets, where = sigmoid._prepare(logits, labels, where)
+  return _ASL_GRAD(logits, targets, where, *_asl_hyper(
+      gamma_pos, gamma_neg, clip, focal_weight_as_constant))
+
+
+def sigmoid_asymmetric_loss_steepness(p, *, gamma_neg=4.0, gamma_pos=1.0,
+                                      clip=0.05,
+                                      focal_weight_as_constant=False,
+                                      target=1) -> tuple[jax.Array, jax.Array]:
+  """Loss and ``dL/dp`` against the sigmoid probability ``p``.
+
+  Positive (``target=1``): ``L = -(1-p)^g+ log p``, ``dL/dp = g+ (1-p)^(g+
+  - 1) log p - (1-p)^g+ / p``. Negative (``target=0``): ``L = -p_m^g-
+  log(1-p_m)``, ``dL/dp = p_m^g- / (1-p_m) - g- p_m^(g- - 1) log(1-p_m)``
+  for ``p > m``, 0 below. With ``focal_weight_as_constant`` the derivative
+  is the one the optimiser sees (weight held constant). ``target`` may be an
+  array of 0/1 broadcastable with ``p``.
+  """
+  p, target = sigmoid._probability(p), sigmoid._target(target)
+  gamma_pos, gamma_neg, clip, constant = _asl_hyper(
+      gamma_pos, gamma_neg, clip, focal_weight_as_constant)
+  log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
+  pos, dpos = sigmoid_focal._focal_curve(log1m_p, log_p, gamma_pos, constant)
+  log_x, log1m_x, active = _clipped_logs(p, log_p, log1m_p, clip)
+  neg, dneg = sigmoid_focal._focal_curve(log_x, log1m_x, gamma_neg, constant)
+  positive = target == 1
+  return (jnp.where(positive, pos, neg),
+          jnp.where(positive, -dpos, jnp.where(active, dneg, 0.0)))
