@@ -37,7 +37,7 @@ def check_logits(logits: Any, name: str = "logits") -> jax.Array:
   Half-precision inputs are computed in float32: ``log(1 - p)`` and the
   focusing weights lose every digit in bfloat16 near ``p = 1``.
   """
-  logits = jnp.asarray(logits)
+  logits = as_array(logits, name)
   if not jnp.issubdtype(logits.dtype, jnp.floating):
     raise TypeError(
         f"`{name}` must be a floating-point array, got dtype {logits.dtype}; "
@@ -92,6 +92,15 @@ def check_label_range(labels: jax.Array, num_classes: int,
         f"classes, got values in [{lo}, {hi}].")
 
 
+def as_array(x: Any, name: str) -> jax.Array:
+  """``jnp.asarray`` with an error that names the argument."""
+  try:
+    return jnp.asarray(x)
+  except TypeError as e:
+    raise TypeError(f"`{name}` must be a numeric array, got "
+                    f"{type(x).__name__} ({e.__class__.__name__}).") from None
+
+
 def softmax_targets(logits: jax.Array, labels: Any,
                     name: str = "labels") -> jax.Array:
   """Integer labels ``[...]`` or soft targets ``[..., C]`` as a float target.
@@ -100,7 +109,7 @@ def softmax_targets(logits: jax.Array, labels: Any,
   linear in the target, so a row summing to ``s`` scales that example by
   ``s``).
   """
-  labels = jnp.asarray(labels)
+  labels = as_array(labels, name)
   num_classes = logits.shape[-1]
   if jnp.issubdtype(labels.dtype, jnp.integer):
     if labels.shape != logits.shape[:-1]:
@@ -123,7 +132,7 @@ def softmax_targets(logits: jax.Array, labels: Any,
 def sigmoid_targets(logits: jax.Array, labels: Any,
                     name: str = "labels") -> jax.Array:
   """Binary or multi-hot targets (bool, int or float) as floats, logits' shape."""
-  labels = jnp.asarray(labels)
+  labels = as_array(labels, name)
   if labels.dtype == jnp.bool_ or jnp.issubdtype(labels.dtype, jnp.integer):
     labels = labels.astype(logits.dtype)
   elif not jnp.issubdtype(labels.dtype, jnp.floating):
@@ -159,9 +168,12 @@ def apply_where(loss: jax.Array, where: jax.Array | None) -> jax.Array:
   return loss if where is None else jnp.where(where, loss, 0.0)
 
 
-def as_float(x: Any, dtype=jnp.float32) -> jax.Array:
-  """A hyperparameter as an array, so that jit traces it instead of baking it."""
-  return jnp.asarray(x, dtype=dtype)
+def as_float(x: Any) -> jax.Array:
+  """A hyperparameter as a float array, so jit traces it instead of baking it.
+
+  The default float type: float32, or float64 under ``jax_enable_x64``.
+  """
+  return jnp.asarray(x, dtype=jnp.result_type(float))
 
 
 # --------------------------------------------------------------------------

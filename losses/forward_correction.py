@@ -37,7 +37,7 @@ def check_transition_matrix(transition_matrix, num_classes: int,
       raise ValueError(f"`{name}` must be row-stochastic (each row "
                        f"P(noisy | clean = i) sums to 1); row sums are "
                        f"{np.round(sums, 6)}.")
-  return t.astype(jnp.float32)
+  return _common.as_float(t)
 
 
 def forward_corrected_cross_entropy(logits, labels, *, transition_matrix,

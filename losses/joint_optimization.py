@@ -50,7 +50,7 @@ def _prepare(logits, labels, where, prior):
   else:
     logits, targets, where = _common.prepare_softmax(logits, labels, where)
   if prior is not None:
-    prior = jnp.asarray(prior, jnp.float32)
+    prior = _common.as_float(prior)
     if prior.shape != logits.shape[-1:]:
       raise ValueError(f"`prior` must have shape ({logits.shape[-1]},), got "
                        f"{prior.shape}.")

@@ -1,0 +1,69 @@
+"""Bad input gets a clear error naming the argument and what is allowed."""
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import jax.numpy as jnp
+import numpy as np
+
+import losses
+
+Z = jnp.zeros((4, 3))
+Y = jnp.array([0, 1, 2, 0])
+
+
+class ErrorTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(
+      ("int_logits", lambda: losses.cross_entropy(jnp.zeros((4, 3), int), Y),
+       TypeError, "logits.*floating"),
+      ("label_shape", lambda: losses.focal_loss(Z, jnp.array([0, 1])),
+       ValueError, "labels.*shape"),
+      ("soft_shape", lambda: losses.encouraging_loss(Z, jnp.zeros((4, 2))),
+       ValueError, "soft `labels`"),
+      ("label_range", lambda: losses.cross_entropy(Z, jnp.array([0, 1, 3, 0])),
+       ValueError, r"\[0, 3\)"),
+      ("negative_gamma", lambda: losses.focal_loss(Z, Y, gamma=-1.0),
+       ValueError, "gamma"),
+      ("log_end_zero", lambda: losses.encouraging_loss(Z, Y, log_end=0.0),
+       ValueError, r"log_end.*\(0.0, 1.0\]"),
+      ("log_end_big", lambda: losses.encouraging_loss(Z, Y, log_end=1.5),
+       ValueError, "log_end"),
+      ("q_zero", lambda: losses.generalized_cross_entropy(Z, Y, q=0.0),
+       ValueError, r"`q`"),
+      ("q_big", lambda: losses.generalized_cross_entropy(Z, Y, q=1.2),
+       ValueError, r"`q`"),
+      ("alpha_big", lambda: losses.focal_loss(Z, Y, alpha=1.5),
+       ValueError, "alpha"),
+      ("alpha_shape", lambda: losses.focal_loss(Z, Y, alpha=np.ones(4) / 2),
+       ValueError, "alpha.*per-class"),
+      ("not_stochastic", lambda: losses.forward_corrected_cross_entropy(
+          Z, Y, transition_matrix=np.ones((3, 3))), ValueError,
+       "row-stochastic"),
+      ("negative_T", lambda: losses.forward_corrected_cross_entropy(
+          Z, Y, transition_matrix=np.array([[1.5, -0.5, 0], [0, 1, 0],
+                                            [0, 0, 1]])), ValueError,
+       "non-negative"),
+      ("T_shape", lambda: losses.forward_corrected_cross_entropy(
+          Z, Y, transition_matrix=np.eye(4)), ValueError, r"\(3, 3\)"),
+      ("where_shape", lambda: losses.cross_entropy(Z, Y, where=np.ones(3)),
+       ValueError, "where"),
+      ("boot_mode", lambda: losses.bootstrapping_loss(Z, Y, mode="medium"),
+       ValueError, "mode"),
+      ("prior_shape", lambda: losses.joint_optimization_loss(
+          Z, Y, prior=np.ones(4) / 4), ValueError, "prior"),
+      ("label_dtype", lambda: losses.cross_entropy(Z, np.array(["a"] * 4)),
+       TypeError, "labels"),
+  )
+  def test_error(self, call, error, pattern):
+    with self.assertRaisesRegex(error, pattern):
+      call()
+
+  def test_out_of_range_labels_under_jit_give_zero_target(self):
+    import jax
+    value = jax.jit(losses.cross_entropy)(Z, jnp.array([0, 1, 7, -1]))
+    np.testing.assert_allclose(value, [np.log(3), np.log(3), 0.0, 0.0],
+                               rtol=1e-6)
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,112 @@
+"""Identities between losses, and the Encouraging Loss's defining gradient."""
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import losses
+
+rng = np.random.default_rng(3)
+Z = jnp.asarray(3 * rng.normal(size=(8, 6)), jnp.float32)
+Y = jnp.asarray(rng.integers(0, 6, size=8))
+
+
+class IdentityTest(parameterized.TestCase):
+
+  def test_cross_entropy_matches_optax(self):
+    np.testing.assert_allclose(
+        losses.cross_entropy(Z, Y),
+        optax.softmax_cross_entropy_with_integer_labels(Z, Y), rtol=1e-6)
+
+  @parameterized.parameters(None, 0.25)
+  def test_focal_gamma_zero_is_cross_entropy_times_alpha(self, alpha):
+    scale = 1.0 if alpha is None else alpha
+    np.testing.assert_allclose(losses.focal_loss(Z, Y, gamma=0.0, alpha=alpha),
+                               scale * losses.cross_entropy(Z, Y), rtol=1e-6)
+
+  def test_poly1_epsilon_zero_is_cross_entropy(self):
+    np.testing.assert_allclose(losses.poly1_loss(Z, Y, epsilon=0.0),
+                               losses.cross_entropy(Z, Y), rtol=1e-6)
+
+  def test_encouraging_with_zero_weight_is_cross_entropy(self):
+    np.testing.assert_allclose(
+        losses.encouraging_loss(Z, Y, bonus_weight=0.0),
+        losses.cross_entropy(Z, Y), rtol=1e-6)
+
+  def test_forward_correction_with_identity_is_cross_entropy(self):
+    np.testing.assert_allclose(
+        losses.forward_corrected_cross_entropy(Z, Y,
+                                               transition_matrix=np.eye(6)),
+        losses.cross_entropy(Z, Y), rtol=1e-5)
+
+  def test_asl_single_label_without_smoothing_ignores_gamma_neg(self):
+    a = losses.asymmetric_single_label_loss(Z, Y, label_smoothing=0.0,
+                                            gamma_neg=4.0)
+    b = losses.asymmetric_single_label_loss(Z, Y, label_smoothing=0.0,
+                                            gamma_neg=0.0)
+    np.testing.assert_allclose(a, b, rtol=1e-6)
+    np.testing.assert_allclose(a, losses.cross_entropy(Z, Y), rtol=1e-6)
+
+  def test_mae_is_twice_one_minus_p(self):
+    p_y = jnp.take_along_axis(jax.nn.softmax(Z), Y[:, None], -1)[:, 0]
+    np.testing.assert_allclose(losses.probability_mae(Z, Y), 2 * (1 - p_y),
+                               rtol=1e-5, atol=1e-6)
+
+  def test_jo_classification_term_has_cross_entropy_gradient(self):
+    t = jax.nn.softmax(jnp.asarray(rng.normal(size=(8, 6)), jnp.float32))
+    g_jo = jax.grad(lambda z: jnp.sum(losses.jo_classification_loss(z, t)))(Z)
+    g_ce = losses.cross_entropy_grad(Z, t)
+    np.testing.assert_allclose(g_jo, g_ce, atol=1e-6)
+    np.testing.assert_allclose(g_ce, jax.nn.softmax(Z) - t, atol=1e-6)
+
+
+class EncouragingGradientTest(parameterized.TestCase):
+
+  @parameterized.parameters(0.01, 0.3, 0.6, 0.9, 0.999, 0.999999)
+  def test_target_logit_gradient_is_minus_one_in_log_region(self, p):
+    c = 6
+    z = jnp.log(jnp.array([[p] + [(1 - p) / (c - 1)] * (c - 1)], jnp.float32))
+    g = losses.encouraging_loss_grad(z, jnp.array([0]), log_end=1.0, floor=0.0)
+    self.assertAlmostEqual(float(g[0, 0]), -1.0, places=5)
+    # Others: p_k / (1 - p_y), summing to 1.
+    np.testing.assert_allclose(g[0, 1:], 1.0 / (c - 1), rtol=1e-4)
+    # CE's vanishes instead.
+    ce = losses.cross_entropy_grad(z, jnp.array([0]))
+    self.assertAlmostEqual(float(ce[0, 0]), p - 1, places=5)
+
+  @parameterized.parameters(1.0, 2.0, 0.5)
+  def test_general_rho_gradient(self, rho):
+    z = Z[:1]
+    y = Y[:1]
+    p = jax.nn.softmax(z)[0]
+    p_y = p[y[0]]
+    g = jax.grad(lambda x: losses.encouraging_loss(
+        x, y, bonus_weight=rho, log_end=1.0, floor=0.0)[0])(z)[0]
+    np.testing.assert_allclose(g[y[0]], p_y - 1 - rho * p_y, rtol=1e-5)
+    others = np.delete(np.arange(6), y[0])
+    np.testing.assert_allclose(g[others],
+                               p[others] * (1 + rho * p_y / (1 - p_y)),
+                               rtol=1e-5)
+
+  def test_gradient_at_p_exactly_one(self):
+    z = jnp.array([[1e4, -1e4, 0.0]])
+    g = jax.grad(lambda x: losses.encouraging_loss(
+        x, jnp.array([0]), log_end=1.0, floor=0.0)[0])(z)
+    np.testing.assert_allclose(g, [[-1.0, 0.0, 1.0]], atol=1e-6)
+    # The floor (official default 1e-5) switches the bonus off up there.
+    g = jax.grad(lambda x: losses.encouraging_loss(
+        x, jnp.array([0]), log_end=1.0)[0])(z)
+    np.testing.assert_allclose(g, [[0.0, 0.0, 0.0]], atol=1e-6)
+
+  def test_floor_makes_bonus_constant(self):
+    z = jnp.array([[20.0, 0.0, 0.0]])  # 1 - p ~ 4e-9 < 1e-5
+    value = losses.encouraging_loss(z, jnp.array([0]), log_end=1.0)
+    np.testing.assert_allclose(value, -jax.nn.log_softmax(z)[0, 0]
+                               + np.log(1e-5), rtol=1e-6)
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,87 @@
+"""Joint Optimization batch loss: terms, gradients, masks (SPEC §3)."""
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import jax
+import jax.test_util  # noqa: F401  (check_grads)
+import jax.numpy as jnp
+import numpy as np
+
+import losses
+from tests import softmax_reference as ref
+
+
+def _batch(soft=True, seed=0, scale=2.0):
+  rng = np.random.default_rng(seed)
+  z = scale * rng.normal(size=(7, 4))
+  t = rng.dirichlet(np.ones(4), size=7) if soft else rng.integers(0, 4, 7)
+  return z, t
+
+
+class JointOptimizationTest(parameterized.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    jax.config.update("jax_enable_x64", True)
+
+  def tearDown(self):
+    jax.config.update("jax_enable_x64", False)
+    super().tearDown()
+
+  @parameterized.product(soft=(True, False), ab=((1.0, 0.5), (1.2, 0.8)),
+                         prior=(None, (0.1, 0.2, 0.3, 0.4)))
+  def test_value_and_gradients_match_formula(self, soft, ab, prior):
+    z, labels = _batch(soft)
+    t = labels if soft else np.eye(4)[labels]
+    kw = dict(alpha=ab[0], beta=ab[1], prior=prior)
+    want = ref.joint_optimization(jnp.asarray(z), jnp.asarray(t), **kw)
+    np.testing.assert_allclose(losses.joint_optimization_loss(z, labels, **kw),
+                               want, rtol=1e-10)
+    want_g = jax.grad(lambda x: ref.joint_optimization(
+        x, jnp.asarray(t), **kw))(jnp.asarray(z))
+    np.testing.assert_allclose(
+        losses.joint_optimization_loss_grad(z, labels, **kw), want_g,
+        rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        jax.grad(lambda x: losses.joint_optimization_loss(x, labels, **kw))(z),
+        want_g, rtol=1e-9, atol=1e-12)
+    jax.test_util.check_grads(
+        lambda x: losses.joint_optimization_loss(x, labels, **kw), (z,),
+        order=1, modes=["rev"])
+
+  def test_terms_alone_and_together(self):
+    z, t = _batch()
+    l_c, l_p, l_e = losses.joint_optimization_terms(z, t)
+    np.testing.assert_allclose(l_c, np.mean(losses.jo_classification_loss(z, t)))
+    np.testing.assert_allclose(l_p, losses.jo_prior_loss(z))
+    np.testing.assert_allclose(l_e, np.mean(losses.jo_entropy_loss(z)))
+    np.testing.assert_allclose(losses.joint_optimization_loss(z, t),
+                               l_c + 1.0 * l_p + 0.5 * l_e)
+    # A uniform batch mean meets the uniform prior: L_p = 0.
+    self.assertAlmostEqual(float(losses.jo_prior_loss(np.zeros((3, 4)))), 0.0)
+
+  def test_where_equals_dropping_the_rows(self):
+    z, t = _batch()
+    where = np.array([1, 1, 0, 1, 0, 1, 1], bool)
+    np.testing.assert_allclose(
+        losses.joint_optimization_loss(z, t, where=where),
+        losses.joint_optimization_loss(z[where], t[where]), rtol=1e-12)
+    g = losses.joint_optimization_loss_grad(z, t, where=where)
+    np.testing.assert_array_equal(g[~where], 0.0)
+    np.testing.assert_allclose(
+        g[where], losses.joint_optimization_loss_grad(z[where], t[where]),
+        rtol=1e-10)
+
+  def test_extreme_logits_are_finite(self):
+    with jax.enable_x64(False):
+      z = jnp.asarray([[1e4, -1e4, 0, 0], [1e4, -1e4, 0, 0]], jnp.float32)
+      t = jnp.asarray([0, 0])
+      self.assertTrue(np.isfinite(losses.joint_optimization_loss(z, t)))
+      g = jax.grad(lambda x: losses.joint_optimization_loss(x, t))(z)
+      self.assertTrue(np.all(np.isfinite(g)))
+      np.testing.assert_allclose(g, losses.joint_optimization_loss_grad(z, t),
+                                 atol=1e-6)
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,241 @@
+"""Every softmax-family loss against its plain SPEC formula (tests/softmax_reference.py).
+
+Values, analytic gradients (``*_grad``), ``jax.grad`` of the public function
+(the custom VJP where there is one) and finite differences, all in float64;
+then extremes, half precision, masks and retracing in float32.
+"""
+
+import functools
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import chex
+import jax
+import jax.test_util  # noqa: F401  (check_grads)
+import jax.numpy as jnp
+import numpy as np
+
+import losses
+from tests import softmax_reference as ref
+
+C = 5
+_T = np.asarray(0.6 * np.eye(C) + 0.4 * np.random.default_rng(0).dirichlet(
+    np.ones(C), size=C))
+_ALPHA = np.linspace(0.2, 1.0, C)
+
+# (case name, public loss, analytic gradient, reference, keyword arguments)
+CASES = [
+    ("ce", losses.cross_entropy, losses.cross_entropy_grad, ref.cross_entropy,
+     {}),
+    ("ce_smooth", losses.cross_entropy, losses.cross_entropy_grad,
+     ref.cross_entropy, dict(label_smoothing=0.1)),
+    ("poly1", losses.poly1_loss, losses.poly1_loss_grad, ref.poly1, {}),
+    ("poly1_eps_m1", losses.poly1_loss, losses.poly1_loss_grad, ref.poly1,
+     dict(epsilon=-1.0)),
+    ("el_plain", losses.encouraging_loss, losses.encouraging_loss_grad,
+     ref.encouraging, dict(log_end=1.0)),
+    ("el_le075", losses.encouraging_loss, losses.encouraging_loss_grad,
+     ref.encouraging, dict(log_end=0.75)),
+    ("el_le05_rho2", losses.encouraging_loss, losses.encouraging_loss_grad,
+     ref.encouraging, dict(log_end=0.5, bonus_weight=2.0)),
+    ("el_le03_rho05", losses.encouraging_loss, losses.encouraging_loss_grad,
+     ref.encouraging, dict(log_end=0.3, bonus_weight=0.5)),
+    ("focal_g2", losses.focal_loss, losses.focal_loss_grad, ref.focal, {}),
+    ("focal_g05_alpha", losses.focal_loss, losses.focal_loss_grad, ref.focal,
+     dict(gamma=0.5, alpha=_ALPHA)),
+    ("focal_g0_scalar_alpha", losses.focal_loss, losses.focal_loss_grad,
+     ref.focal, dict(gamma=0.0, alpha=0.25)),
+    ("asl_single", losses.asymmetric_single_label_loss,
+     losses.asymmetric_single_label_loss_grad, ref.asymmetric_single_label, {}),
+    ("asl_single_gp", losses.asymmetric_single_label_loss,
+     losses.asymmetric_single_label_loss_grad, ref.asymmetric_single_label,
+     dict(gamma_pos=0.5, gamma_neg=2.0, label_smoothing=0.2)),
+    ("mse", losses.probability_mse, losses.probability_mse_grad, ref.mse, {}),
+    ("mse_normalized", losses.probability_mse, losses.probability_mse_grad,
+     ref.mse, dict(normalize=True)),
+    ("mae", losses.probability_mae, losses.probability_mae_grad, ref.mae, {}),
+    ("gce", losses.generalized_cross_entropy,
+     losses.generalized_cross_entropy_grad, ref.gce, {}),
+    ("gce_q1", losses.generalized_cross_entropy,
+     losses.generalized_cross_entropy_grad, ref.gce, dict(q=1.0)),
+    ("sce", losses.symmetric_cross_entropy, losses.symmetric_cross_entropy_grad,
+     ref.sce, {}),
+    ("boot_soft", losses.bootstrapping_loss, losses.bootstrapping_loss_grad,
+     ref.bootstrapping, {}),
+    ("boot_soft_const", losses.bootstrapping_loss,
+     losses.bootstrapping_loss_grad, ref.bootstrapping,
+     dict(prediction_as_constant=True)),
+    ("boot_hard", losses.bootstrapping_loss, losses.bootstrapping_loss_grad,
+     ref.bootstrapping, dict(mode="hard")),
+    ("forward", losses.forward_corrected_cross_entropy,
+     losses.forward_corrected_cross_entropy_grad, ref.forward_corrected,
+     dict(transition_matrix=_T)),
+]
+
+
+BY_NAME = {c[0]: c for c in CASES}
+NAMES = tuple(BY_NAME)
+
+
+def _inputs(soft: bool, dtype=np.float64, scale=2.0):
+  rng = np.random.default_rng(1)
+  z = (scale * rng.normal(size=(6, C))).astype(dtype)
+  y = rng.integers(0, C, size=6)
+  # A few confident rows so the EL tangent/floor regions are exercised.
+  z[0, y[0]] += 6.0
+  z[1, y[1]] += 3.0
+  t = rng.dirichlet(np.ones(C), size=6) if soft else np.eye(C)[y]
+  return z, (t.astype(dtype) if soft else y.astype(np.int32)), t
+
+
+def _ref_kwargs(kwargs):
+  return {k: (jnp.asarray(v) if isinstance(v, np.ndarray) else v)
+          for k, v in kwargs.items()}
+
+
+class SoftmaxLossTest(parameterized.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    jax.config.update("jax_enable_x64", True)
+
+  def tearDown(self):
+    jax.config.update("jax_enable_x64", False)
+    super().tearDown()
+
+  @chex.all_variants(with_pmap=False, with_device=False)
+  @parameterized.product(case=NAMES, soft=(False, True))
+  def test_value_matches_formula(self, case, soft):
+    _, loss, _, reference, kwargs = BY_NAME[case]
+    z, labels, t = _inputs(soft)
+    got = self.variant(functools.partial(loss, **kwargs))(z, labels)
+    want = reference(jnp.asarray(z), jnp.asarray(t), **_ref_kwargs(kwargs))
+    chex.assert_shape(got, z.shape[:-1])
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+  @parameterized.product(case=NAMES, soft=(False, True))
+  def test_gradients_match_autodiff_of_formula(self, case, soft):
+    _, loss, grad, reference, kwargs = BY_NAME[case]
+    z, labels, t = _inputs(soft)
+    want = jax.grad(lambda x: jnp.sum(reference(
+        x, jnp.asarray(t), **_ref_kwargs(kwargs))))(jnp.asarray(z))
+    analytic = grad(z, labels, **kwargs)
+    via_grad = jax.grad(lambda x: jnp.sum(loss(x, labels, **kwargs)))(z)
+    np.testing.assert_allclose(analytic, want, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(via_grad, want, rtol=1e-9, atol=1e-12)
+
+  @parameterized.named_parameters(
+      (name, loss, kwargs) for name, loss, _, _, kwargs in CASES
+      # MAE and hard bootstrapping have kinks; soft bootstrapping with a
+      # constant prediction is by design not the derivative of its value.
+      if name not in ("mae", "boot_hard", "boot_soft_const"))
+  def test_finite_differences(self, loss, kwargs):
+    z, labels, _ = _inputs(soft=False)
+    jax.test_util.check_grads(
+        lambda x: jnp.sum(loss(x, labels, **kwargs)), (jnp.asarray(z),),
+        order=1, modes=["rev"], eps=1e-6)
+
+  @parameterized.product(case=NAMES, magnitude=(100.0, 1e4),
+                         target_wins=(True, False))
+  def test_extreme_logits_match_their_limits(self, case, magnitude,
+                                             target_wins):
+    """p_y exactly 1 or 0 in float32: finite, and equal to the float64 limit."""
+    _, loss, grad, reference, kwargs = BY_NAME[case]
+    y = np.array([0, 3])
+    z = np.full((2, C), -magnitude)
+    sign = 1.0 if target_wins else -1.0
+    z[0, 0], z[1, 3] = sign * magnitude, sign * magnitude
+    if not target_wins:
+      z[:, 1] = magnitude
+    t = np.eye(C)[y]
+    with jax.enable_x64(False):
+      z32 = jnp.asarray(z, jnp.float32)
+      value = loss(z32, y, **kwargs)
+      g_public = jax.grad(lambda x: jnp.sum(loss(x, y, **kwargs)))(z32)
+      g_analytic = grad(z32, y, **kwargs)
+    for arr in (value, g_public, g_analytic):
+      self.assertTrue(np.all(np.isfinite(arr)), f"{arr}")
+    want = reference(jnp.asarray(z), jnp.asarray(t), **_ref_kwargs(kwargs))
+    # The plain formula can meet 0 * inf (log 0 times a zero weight) where
+    # the limit is finite; those entries are checked for finiteness only.
+    ok = np.isfinite(want)
+    np.testing.assert_allclose(np.asarray(value)[ok], want[ok], rtol=1e-5,
+                               atol=1e-4)
+    want_g = jax.grad(lambda x: jnp.sum(reference(
+        x, jnp.asarray(t), **_ref_kwargs(kwargs))))(jnp.asarray(z))
+    ok = np.isfinite(want_g)
+    np.testing.assert_allclose(np.asarray(g_public)[ok], want_g[ok], atol=1e-5)
+    np.testing.assert_allclose(g_analytic, g_public, atol=1e-6)
+
+  @parameterized.named_parameters((c[0], c[1], c[4]) for c in CASES)
+  def test_bfloat16_is_computed_in_float32(self, loss, kwargs):
+    with jax.enable_x64(False):
+      z, labels, _ = _inputs(soft=False, dtype=np.float32, scale=4.0)
+      z16 = jnp.asarray(z, jnp.bfloat16)
+      value = loss(z16, labels, **kwargs)
+      self.assertEqual(value.dtype, jnp.float32)
+      want = loss(z16.astype(jnp.float32), labels, **kwargs)
+      np.testing.assert_allclose(value, want, rtol=1e-6)
+      g = jax.grad(lambda x: jnp.sum(loss(x, labels, **kwargs)))(z16)
+      self.assertEqual(g.dtype, jnp.bfloat16)
+      self.assertTrue(np.all(np.isfinite(np.asarray(g, np.float32))))
+      z16 = jnp.asarray(1e4 * np.sign(z), jnp.bfloat16)
+      self.assertTrue(np.all(np.isfinite(loss(z16, labels, **kwargs))))
+
+  @parameterized.named_parameters((c[0], c[1], c[2], c[4]) for c in CASES)
+  def test_where_masks_value_and_gradient(self, loss, grad, kwargs):
+    z, labels, _ = _inputs(soft=False)
+    where = np.array([True, False, True, True, False, True])
+    value = loss(z, labels, where=where, **kwargs)
+    np.testing.assert_array_equal(value[~where], 0.0)
+    np.testing.assert_allclose(value[where],
+                               loss(z, labels, **kwargs)[where])
+    g = jax.grad(lambda x: jnp.sum(loss(x, labels, where=where, **kwargs)))(z)
+    np.testing.assert_array_equal(g[~where], 0.0)
+    np.testing.assert_array_equal(grad(z, labels, where=where, **kwargs)[~where],
+                                  0.0)
+    self.assertTrue(np.any(g[where] != 0))
+
+
+# (loss, traced keyword, two values)
+TRACED = [
+    (losses.encouraging_loss, "bonus_weight", 0.5, 1.0),
+    (losses.encouraging_loss, "log_end", 0.5, 0.75),
+    (losses.focal_loss, "gamma", 1.0, 2.0),
+    (losses.asymmetric_single_label_loss, "gamma_neg", 2.0, 4.0),
+    (losses.poly1_loss, "epsilon", 1.0, 2.0),
+    (losses.generalized_cross_entropy, "q", 0.5, 0.7),
+    (losses.cross_entropy, "label_smoothing", 0.0, 0.1),
+    (losses.bootstrapping_loss, "beta", 0.8, 0.95),
+]
+
+
+class RetraceTest(parameterized.TestCase):
+
+  @parameterized.parameters(*TRACED)
+  def test_hyperparameter_change_does_not_retrace(self, loss, key, a, b):
+    z, labels, _ = _inputs(soft=False, dtype=np.float32)
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def step(z, hyper):
+      return jnp.sum(jax.grad(lambda x: jnp.sum(loss(x, labels, **{key: hyper})))(z))
+
+    chex.clear_trace_counter()
+    step(z, a)
+    step(z, b)  # raises if the new value re-traced
+
+  @parameterized.parameters(*TRACED)
+  def test_eager_calls_reuse_the_compiled_core(self, loss, key, a, b):
+    z, labels, _ = _inputs(soft=False, dtype=np.float32)
+    module = __import__(loss.__module__, fromlist=["_"])
+    cores = [v for v in vars(module).values()
+             if hasattr(v, "_cache_size") and callable(v)]
+    loss(z, labels, **{key: a})
+    before = sum(c._cache_size() for c in cores)
+    loss(z, labels, **{key: b})
+    self.assertEqual(sum(c._cache_size() for c in cores), before)
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,93 @@
+"""Plain forward formulas of the softmax losses, straight from SPEC.md §1/§3.
+
+Test-only. No custom gradient rule and no numerical trick beyond a stable
+softmax, so ``jax.grad`` of these is an independent reference (use float64).
+"""
+
+import jax
+import jax.numpy as jnp
+
+
+def probs(z):
+  e = jnp.exp(z - jnp.max(z, -1, keepdims=True))
+  return e / jnp.sum(e, -1, keepdims=True)
+
+
+def log_probs(z):
+  return jax.nn.log_softmax(z)
+
+
+def cross_entropy(z, t, label_smoothing=0.0):
+  t = (1 - label_smoothing) * t + label_smoothing / z.shape[-1]
+  return -jnp.sum(t * log_probs(z), -1)
+
+
+def poly1(z, t, epsilon=2.0):
+  return jnp.sum(t * (-log_probs(z) + epsilon * (1 - probs(z))), -1)
+
+
+def encouraging(z, t, bonus_weight=1.0, log_end=0.75, floor=1e-5):
+  p = probs(z)
+  bonus = jnp.log(jnp.maximum(1 - p, floor))
+  if log_end < 1:
+    tangent = jnp.log(1 - log_end) - (p - log_end) / (1 - log_end)
+    bonus = jnp.where(p > log_end, tangent, bonus)
+  return jnp.sum(t * (-log_probs(z) + bonus_weight * bonus), -1)
+
+
+def focal(z, t, gamma=2.0, alpha=None):
+  p = probs(z)
+  a = 1.0 if alpha is None else jnp.asarray(alpha)
+  return -jnp.sum(t * a * (1 - p) ** gamma * log_probs(z), -1)
+
+
+def asymmetric_single_label(z, t, gamma_pos=0.0, gamma_neg=4.0,
+                            label_smoothing=0.1):
+  p = probs(z)
+  w = t * (1 - p) ** gamma_pos + (1 - t) * p ** gamma_neg
+  ts = (1 - label_smoothing) * t + label_smoothing / z.shape[-1]
+  return -jnp.sum(ts * w * log_probs(z), -1)
+
+
+def mse(z, t, normalize=False):
+  s = jnp.sum((probs(z) - t) ** 2, -1)
+  return s / z.shape[-1] if normalize else s
+
+
+def mae(z, t):
+  return jnp.sum(jnp.abs(probs(z) - t), -1)
+
+
+def gce(z, t, q=0.7):
+  return jnp.sum(t * (1 - probs(z) ** q) / q, -1)
+
+
+def sce(z, t, alpha=0.1, beta=1.0, label_floor=1e-4):
+  rce = -jnp.sum(probs(z) * jnp.log(jnp.maximum(t, label_floor)), -1)
+  return alpha * cross_entropy(z, t) + beta * rce
+
+
+def bootstrapping(z, t, beta=None, mode="soft", prediction_as_constant=False):
+  beta = {"soft": 0.95, "hard": 0.8}[mode] if beta is None else beta
+  p = probs(z)
+  if mode == "hard":
+    q = jax.nn.one_hot(jnp.argmax(z, -1), z.shape[-1], dtype=z.dtype)
+  else:
+    q = jax.lax.stop_gradient(p) if prediction_as_constant else p
+  return -jnp.sum((beta * t + (1 - beta) * q) * jnp.log(p), -1)
+
+
+def forward_corrected(z, t, transition_matrix):
+  return -jnp.sum(t * jnp.log(probs(z) @ transition_matrix), -1)
+
+
+def joint_optimization(z, t, alpha=1.0, beta=0.5, prior=None):
+  c = z.shape[-1]
+  prior = jnp.full((c,), 1.0 / c) if prior is None else jnp.asarray(prior)
+  p = probs(z)
+  kl = jnp.sum(jnp.where(t > 0, t * jnp.log(jnp.where(t > 0, t, 1.0)), 0.0)
+               - t * jnp.log(p), -1)
+  p_bar = jnp.mean(p, 0)
+  l_p = jnp.sum(prior * jnp.log(prior / p_bar))
+  l_e = -jnp.mean(jnp.sum(p * jnp.log(p), -1))
+  return jnp.mean(kl) + alpha * l_p + beta * l_e

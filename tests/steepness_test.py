@@ -1,0 +1,98 @@
+"""Steepness curves against jax.grad of the public losses along p_y."""
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import losses
+
+C = 10
+_T = 0.7 * np.eye(C) + 0.3 / C
+
+# (name, loss, steepness, loss kwargs, steepness kwargs)
+CURVES = [
+    ("ce", losses.cross_entropy, losses.cross_entropy_steepness, {}, {}),
+    ("el_plain", losses.encouraging_loss, losses.encouraging_loss_steepness,
+     dict(log_end=1.0), dict(log_end=1.0)),
+    ("el_le075", losses.encouraging_loss, losses.encouraging_loss_steepness,
+     dict(log_end=0.75, bonus_weight=2.0),
+     dict(log_end=0.75, bonus_weight=2.0)),
+    ("focal", losses.focal_loss, losses.focal_loss_steepness, {}, {}),
+    ("focal_g05", losses.focal_loss, losses.focal_loss_steepness,
+     dict(gamma=0.5, alpha=0.25), dict(gamma=0.5, alpha=0.25)),
+    ("poly1", losses.poly1_loss, losses.poly1_loss_steepness, {}, {}),
+    ("gce", losses.generalized_cross_entropy,
+     losses.generalized_cross_entropy_steepness, {}, {}),
+    ("sce", losses.symmetric_cross_entropy,
+     losses.symmetric_cross_entropy_steepness, {}, {}),
+    ("mae", losses.probability_mae, losses.probability_mae_steepness, {}, {}),
+    ("mse", losses.probability_mse, losses.probability_mse_steepness,
+     dict(normalize=True), dict(normalize=True, num_classes=C)),
+    ("asl_single", losses.asymmetric_single_label_loss,
+     losses.asymmetric_single_label_loss_steepness, {},
+     dict(num_classes=C)),
+    ("boot_soft", losses.bootstrapping_loss,
+     losses.bootstrapping_loss_steepness, {}, dict(num_classes=C)),
+    ("boot_hard", losses.bootstrapping_loss,
+     losses.bootstrapping_loss_steepness, dict(mode="hard"),
+     dict(mode="hard", num_classes=C)),
+    ("forward", losses.forward_corrected_cross_entropy,
+     losses.forward_corrected_cross_entropy_steepness,
+     dict(transition_matrix=_T), dict(transition_matrix=_T)),
+]
+
+
+def canonical_logits(p):
+  """Logits with softmax ``(p, (1-p)/(C-1), ...)``: target class 0."""
+  rest = jnp.log((1.0 - p) / (C - 1))
+  return jnp.concatenate([jnp.log(p)[None], jnp.full((C - 1,), rest)])
+
+
+class SteepnessTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(*CURVES)
+  def test_curve_matches_grad_of_public_loss(self, loss, steepness, kw, skw):
+    # Points away from the kinks (EL tangent at 0.75, hard bootstrap at 0.1).
+    ps = np.array([0.02, 0.2, 0.45, 0.7, 0.8, 0.95, 0.999])
+    along = lambda p: loss(canonical_logits(p)[None], jnp.array([0]), **kw)[0]
+    want_loss = np.array([along(jnp.float32(p)) for p in ps])
+    want_slope = np.array([jax.grad(along)(jnp.float32(p)) for p in ps])
+    got_loss, got_slope = steepness(jnp.asarray(ps, jnp.float32), **skw)
+    np.testing.assert_allclose(got_loss, want_loss, rtol=2e-4, atol=1e-5)
+    np.testing.assert_allclose(got_slope, want_slope, rtol=2e-3, atol=1e-4)
+
+  def test_known_points(self):
+    _, slope = losses.cross_entropy_steepness(0.5)
+    self.assertAlmostEqual(float(slope), -2.0, places=6)
+    # EL's log region: -1/p - 1/(1-p).
+    _, slope = losses.encouraging_loss_steepness(0.5, log_end=1.0)
+    self.assertAlmostEqual(float(slope), -4.0, places=5)
+    # Tangent region: -1/p - 1/(1-LE).
+    _, slope = losses.encouraging_loss_steepness(0.9, log_end=0.75)
+    self.assertAlmostEqual(float(slope), -1 / 0.9 - 4.0, places=5)
+    # Focal at gamma 2, p = 0.9: loss is 1/100 of cross entropy's.
+    focal, _ = losses.focal_loss_steepness(0.9, gamma=2.0)
+    ce, _ = losses.cross_entropy_steepness(0.9)
+    self.assertAlmostEqual(float(focal / ce), 0.01, places=6)
+
+  @parameterized.parameters(0.0, 0.5, 1.0, 2.0)
+  def test_focal_steepness_finite_at_p_one(self, gamma):
+    loss, slope = losses.focal_loss_steepness(1.0, gamma=gamma)
+    self.assertEqual(float(loss), 0.0)
+    want = -1.0 if gamma == 0 else 0.0  # d/dp of -(1-p)^g log p at p = 1
+    self.assertAlmostEqual(float(slope), want, places=6)
+
+  def test_conservative_bonus_is_continuous_and_tangent(self):
+    for le in (0.5, 0.75, 0.9):
+      eps = 1e-4
+      below = losses.conservative_bonus(le - eps, log_end=le)
+      above = losses.conservative_bonus(le + eps, log_end=le)
+      np.testing.assert_allclose(below, np.log1p(-(le - eps)), rtol=1e-5)
+      slope = (above - below) / (2 * eps)
+      np.testing.assert_allclose(slope, -1 / (1 - le), rtol=1e-2)
+
+
+if __name__ == "__main__":
+  absltest.main()
