@@ -1,0 +1,316 @@
+"""Tests of train/datasets.py and its sources (IDX, mnist1d, mosaic, tfds)."""
+
+import gzip
+import os
+import random
+import shutil
+import tempfile
+from unittest import mock
+
+import numpy as np
+import tensorflow_datasets as tfds
+from absl.testing import absltest
+from absl.testing import parameterized
+
+from train import datasets
+from train import idx
+from train import local_data
+from train import mosaic
+from train import tfds_data
+
+HAS_FASHION_MNIST = local_data.find_fashion_mnist(
+    local_data.DEBIAN_FASHION_MNIST_DIR) is not None
+NEEDS_FASHION_MNIST = absltest.skipUnless(
+    HAS_FASHION_MNIST,
+    "Debian's dataset-fashion-mnist is not installed "
+    f"({local_data.DEBIAN_FASHION_MNIST_DIR}); apt-get install "
+    "dataset-fashion-mnist to run the tests on real Fashion-MNIST")
+MNIST1D_SIZE = 1000  # 800 train / 200 test: small enough to generate in 1 s.
+
+
+def idx_bytes(array: np.ndarray, code: int) -> bytes:
+  header = bytes([0, 0, code, array.ndim]) + np.asarray(
+      array.shape, ">u4").tobytes()
+  return header + array.astype(array.dtype.newbyteorder(">")).tobytes()
+
+
+def write_fake_fashion_mnist(directory: str, n_train=200, n_test=50) -> None:
+  """Small IDX files in Fashion-MNIST's layout; image pixels = class * 20."""
+  for split, n in (("train", n_train), ("t10k", n_test)):
+    labels = (np.arange(n) % 10).astype(np.uint8)
+    images = np.repeat(labels * 20, 28 * 28).reshape(n, 28, 28)
+    for kind, array, ndim in (("images", images, 3), ("labels", labels, 1)):
+      path = os.path.join(directory, f"{split}-{kind}-idx{ndim}-ubyte.gz")
+      with gzip.open(path, "wb") as f:
+        f.write(idx_bytes(array.astype(np.uint8), 0x08))
+
+
+class IdxTest(parameterized.TestCase):
+
+  @parameterized.parameters((np.uint8, 0x08), (np.int16, 0x0B),
+                            (np.int32, 0x0C), (np.float32, 0x0D),
+                            (np.float64, 0x0E))
+  def test_round_trip(self, dtype, code):
+    array = (np.arange(24).reshape(2, 3, 4) - 5).astype(dtype)
+    if dtype == np.uint8:
+      array = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
+    parsed = idx.parse_idx(idx_bytes(array, code))
+    np.testing.assert_array_equal(parsed, array)
+    self.assertEqual(parsed.dtype, np.dtype(dtype))
+
+  @parameterized.parameters(
+      (b"\x01\x00\x08\x01", "two zero bytes"),
+      (b"\x00\x00\x07\x01", "element type"),
+      (b"\x00\x00\x08\x02\x00\x00", "truncated"),
+      (b"\x00\x00\x08\x01\x00\x00\x00\x05abc", "payload"))
+  def test_malformed(self, data, message):
+    with self.assertRaisesRegex(ValueError, message):
+      idx.parse_idx(data)
+
+
+class Mnist1dTest(parameterized.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.cache = tempfile.mkdtemp()
+    cls.addClassCleanup(shutil.rmtree, cls.cache)
+
+  def load(self, **kwargs):
+    return datasets.load("mnist1d", data_dir=self.cache,
+                         num_samples=MNIST1D_SIZE, **kwargs)
+
+  def test_shapes_and_dtypes(self):
+    data = self.load(val_size=100)
+    self.assertEqual(data.train_x.shape, (700, 40, 1))
+    self.assertEqual(data.val_x.shape, (100, 40, 1))
+    self.assertEqual(data.test_x.shape, (200, 40, 1))
+    self.assertEqual(data.train_x.dtype, np.float32)
+    self.assertEqual(data.train_y.dtype, np.int32)
+    self.assertEqual((data.num_classes, data.multi_label), (10, False))
+    self.assertEqual(data.input_shape, (40, 1))
+
+  def test_classes_balanced_and_split_stratified(self):
+    data = self.load(val_size=100)
+    # make_dataset draws MNIST1D_SIZE / 10 per class, then cuts 80/20.
+    everything = np.concatenate([data.train_y, data.val_y, data.test_y])
+    np.testing.assert_array_equal(np.bincount(everything), [100] * 10)
+    source = np.concatenate([data.train_y, data.val_y])
+    expected = np.bincount(source) * 100 / len(source)
+    self.assertLessEqual(np.abs(np.bincount(data.val_y) - expected).max(), 1)
+
+  def test_split_deterministic_by_seed_and_disjoint(self):
+    first, again, other = (self.load(seed=s) for s in (1, 1, 2))
+    np.testing.assert_array_equal(first.val_source_index,
+                                  again.val_source_index)
+    np.testing.assert_array_equal(first.train_x, again.train_x)
+    self.assertFalse(np.array_equal(first.val_source_index,
+                                    other.val_source_index))
+    self.assertEmpty(np.intersect1d(first.train_source_index,
+                                    first.val_source_index))
+    self.assertLen(np.union1d(first.train_source_index,
+                              first.val_source_index), 800)
+
+  def test_cached_after_first_generation(self):
+    self.load()
+    self.assertTrue(os.path.isfile(
+        os.path.join(self.cache, f"mnist1d_{MNIST1D_SIZE}.npz")))
+    with mock.patch.object(local_data, "_generate_mnist1d",
+                           side_effect=AssertionError("regenerated")):
+      self.load()
+
+  def test_generation_leaves_global_random_state_alone(self):
+    np.random.seed(123)
+    random.seed(123)
+    expected = (np.random.random(), random.random())
+    np.random.seed(123)
+    random.seed(123)
+    with tempfile.TemporaryDirectory() as cache:
+      local_data.load_mnist1d(data_dir=cache, num_samples=100)
+    self.assertEqual((np.random.random(), random.random()), expected)
+
+  def test_train_size_subsamples_stratified(self):
+    data = self.load(train_size=300)
+    self.assertLen(data.train_y, 300)
+    self.assertLessEqual(np.ptp(np.bincount(data.train_y)), 4)
+
+
+class DigitsTest(absltest.TestCase):
+
+  def test_digits(self):
+    data = datasets.load("digits", val_size=0.1, seed=3)
+    self.assertEqual(data.train_x.shape[1:], (8, 8, 1))
+    self.assertLen(data.test_y, local_data.DIGITS_TEST_SIZE)
+    self.assertEqual(len(data.train_y) + len(data.val_y) + len(data.test_y),
+                     1797)
+    self.assertBetween(float(data.train_x.max()), 0.9, 1.0)
+    other = datasets.load("digits", seed=4)
+    np.testing.assert_array_equal(data.test_y, other.test_y)
+    self.assertEqual((data.crop_padding, data.flip), (0, False))
+
+
+class BadInputTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(
+      ("unknown", "cifar11", {}, "unknown dataset"),
+      ("empty_tfds", "tfds:", {}, "unknown dataset"),
+      ("unknown_option", "digits", {"num_samples": 10}, "takes no option"),
+      ("data_dir_unused", "digits", {"data_dir": "/tmp"}, "reads no files"),
+      ("val_fraction", "digits", {"val_size": 1.5}, "val_size"),
+      ("val_negative", "digits", {"val_size": -1}, "val_size"),
+      ("val_everything", "digits", {"val_size": 1437}, "val_size"),
+      ("train_size", "digits", {"train_size": 5000}, "train_size"),
+  )
+  def test_value_errors(self, name, kwargs, message):
+    with self.assertRaisesRegex(ValueError, message):
+      datasets.load(name, **kwargs)
+
+  def test_missing_files_say_how_to_get_them(self):
+    with tempfile.TemporaryDirectory() as empty:
+      for name in ("fashion_mnist", "fashion_mnist_mosaic"):
+        with self.assertRaisesRegex(FileNotFoundError,
+                                    "dataset-fashion-mnist.*data_dir"):
+          datasets.load(name, data_dir=empty)
+
+  def test_fashion_mnist_without_files_or_network(self):
+    with mock.patch.object(local_data, "DEBIAN_FASHION_MNIST_DIR",
+                           "/nonexistent"), \
+         mock.patch.dict(os.environ, {local_data.FASHION_MNIST_ENV: ""}), \
+         mock.patch.object(tfds_data, "load_tfds",
+                           side_effect=RuntimeError("is there a network?")):
+      with self.assertRaisesRegex(FileNotFoundError,
+                                  "dataset-fashion-mnist.*network"):
+        datasets.load("fashion_mnist")
+
+
+class FakeFashionMnistTest(absltest.TestCase):
+  """IDX loading and mosaics on small files written here: runs everywhere."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.dir = tempfile.mkdtemp()
+    cls.addClassCleanup(shutil.rmtree, cls.dir)
+    write_fake_fashion_mnist(cls.dir)
+
+  def test_environment_variable(self):
+    with mock.patch.dict(os.environ,
+                         {local_data.FASHION_MNIST_ENV: self.dir}):
+      data = datasets.load("fashion_mnist", val_size=20)
+    self.assertEqual(data.train_x.shape, (180, 28, 28, 1))
+    np.testing.assert_allclose(data.train_x[:, 0, 0, 0],
+                               data.train_y * 20 / 255, rtol=1e-6)
+    np.testing.assert_array_equal(np.bincount(data.val_y), [2] * 10)
+    self.assertEqual(data.class_names, local_data.FASHION_MNIST_CLASSES)
+
+  def test_mosaic_targets_match_the_items(self):
+    data = datasets.load("fashion_mnist_mosaic", data_dir=self.dir,
+                         num_train=300, num_test=40, val_size=0)
+    self.assertEqual(data.train_x.shape, (300, 56, 56, 1))
+    self.assertEqual(data.test_y.shape, (40, 10))
+    self.assertTrue(data.multi_label)
+    # Each fake item is a flat image of value class*20/255: read the classes
+    # back from the four cells; blank cells are 0, like class 0, so class 0
+    # is checked only where the target has it.
+    for image, target in zip(data.train_x, data.train_y):
+      cells = image[::28, ::28, 0].reshape(-1)
+      seen = set(np.round(cells * 255 / 20).astype(int)) - {0}
+      self.assertEqual(seen, set(np.flatnonzero(target)) - {0})
+    positives = data.train_y.sum(1)
+    self.assertTrue(((positives >= 1) & (positives <= 4)).all())
+
+  def test_mosaic_deterministic_by_seed(self):
+    x = np.random.default_rng(0).random((30, 28, 28, 1), np.float32)
+    y = np.arange(30) % 10
+    first = mosaic.make_mosaics(x, y, 20, 10, seed=(5, 0))
+    again = mosaic.make_mosaics(x, y, 20, 10, seed=(5, 0))
+    other = mosaic.make_mosaics(x, y, 20, 10, seed=(6, 0))
+    np.testing.assert_array_equal(first[0], again[0])
+    self.assertFalse(np.array_equal(first[0], other[0]))
+
+
+@NEEDS_FASHION_MNIST
+class RealFashionMnistTest(absltest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.data = datasets.load("fashion_mnist",
+                             data_dir=local_data.DEBIAN_FASHION_MNIST_DIR,
+                             seed=0)
+
+  def test_shapes_range_and_balance(self):
+    data = self.data
+    self.assertEqual(data.train_x.shape, (54000, 28, 28, 1))
+    self.assertEqual(data.val_x.shape, (6000, 28, 28, 1))
+    self.assertEqual(data.test_x.shape, (10000, 28, 28, 1))
+    self.assertEqual(data.train_x.dtype, np.float32)
+    self.assertEqual((data.train_x.min(), data.train_x.max()), (0.0, 1.0))
+    # Fashion-MNIST has 6000 training and 1000 test images per class; a
+    # stratified 10 % split takes exactly 600 of each.
+    np.testing.assert_array_equal(np.bincount(data.val_y), [600] * 10)
+    np.testing.assert_array_equal(np.bincount(data.train_y), [5400] * 10)
+    np.testing.assert_array_equal(np.bincount(data.test_y), [1000] * 10)
+
+  def test_split_deterministic(self):
+    again = datasets.load("fashion_mnist", seed=0)
+    np.testing.assert_array_equal(again.val_source_index,
+                                  self.data.val_source_index)
+    np.testing.assert_array_equal(again.val_x, self.data.val_x)
+
+  def test_mosaic_on_real_images(self):
+    data = datasets.load("fashion_mnist_mosaic", num_train=500,
+                         num_test=100, val_size=50)
+    self.assertEqual(data.train_x.shape, (450, 56, 56, 1))
+    positives = data.train_y.sum(1)
+    self.assertTrue(((positives >= 1) & (positives <= 4)).all())
+    self.assertGreater(len(np.unique(positives)), 2)
+
+
+class TfdsTest(parameterized.TestCase):
+
+  @parameterized.parameters(("cifar10", (32, 32, 3), 10),
+                            ("mnist", (28, 28, 1), 10),
+                            ("cifar100", (32, 32, 3), 100))
+  def test_mocked_image_classification(self, name, shape, num_classes):
+    with tfds.testing.mock_data(num_examples=40):
+      data = datasets.load("tfds:" + name, val_size=0.25)
+    self.assertEqual(data.train_x.shape, (30, *shape))
+    self.assertEqual(data.val_x.shape, (10, *shape))
+    self.assertEqual(data.test_x.shape, (40, *shape))
+    self.assertEqual(data.train_x.dtype, np.float32)
+    self.assertBetween(float(data.train_x.max()), 0.0, 1.0)
+    self.assertEqual(data.num_classes, num_classes)
+    self.assertEqual((data.crop_padding, data.flip),
+                     tfds_data.AUGMENTATION[name])
+
+  def test_human_labels_of_cifar10n_travel_with_the_split(self):
+    with tfds.testing.mock_data(num_examples=40):
+      source = tfds_data.load_tfds("cifar10_n")
+      data = datasets.load("tfds:cifar10_n", val_size=10, seed=1)
+    self.assertIn("worse_label", data.train_noisy_labels)
+    for key, labels in data.train_noisy_labels.items():
+      np.testing.assert_array_equal(
+          labels, source.train_noisy_labels[key][data.train_source_index])
+
+  def test_not_image_classification(self):
+    with self.assertRaisesRegex(ValueError, "not an image-classification"):
+      datasets.load("tfds:imdb_reviews")
+
+  def test_unknown_tfds_name(self):
+    with self.assertRaisesRegex(ValueError, "no dataset 'cifar11'"):
+      datasets.load("tfds:cifar11")
+
+  def test_no_network_says_so(self):
+    offline = OSError("[Errno -2] Name or service not known")
+    with tempfile.TemporaryDirectory() as empty, mock.patch.object(
+        tfds.core.DatasetBuilder, "download_and_prepare",
+        side_effect=offline):
+      with self.assertRaisesRegex(RuntimeError, "is there a network"):
+        datasets.load("tfds:mnist", data_dir=empty)
+      with self.assertRaisesRegex(FileNotFoundError, "not prepared"):
+        datasets.load("tfds:mnist", data_dir=empty, download=False)
+
+
+if __name__ == "__main__":
+  absltest.main()
