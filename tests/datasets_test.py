@@ -45,6 +45,13 @@ def write_fake_fashion_mnist(directory: str, n_train=200, n_test=50) -> None:
         f.write(idx_bytes(array.astype(np.uint8), 0x08))
 
 
+def class_tempdir(cls) -> str:
+  """A folder that lives as long as the test class ``cls``."""
+  path = tempfile.mkdtemp()
+  cls.addClassCleanup(shutil.rmtree, path)
+  return path
+
+
 class IdxTest(parameterized.TestCase):
 
   @parameterized.parameters((np.uint8, 0x08), (np.int16, 0x0B),
@@ -73,8 +80,7 @@ class Mnist1dTest(parameterized.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.cache = tempfile.mkdtemp()
-    cls.addClassCleanup(shutil.rmtree, cls.cache)
+    cls.cache = class_tempdir(cls)
 
   def load(self, **kwargs):
     return datasets.load("mnist1d", data_dir=self.cache,
@@ -160,6 +166,7 @@ class BadInputTest(parameterized.TestCase):
       ("val_negative", "digits", {"val_size": -1}, "val_size"),
       ("val_everything", "digits", {"val_size": 1437}, "val_size"),
       ("train_size", "digits", {"train_size": 5000}, "train_size"),
+      ("train_fraction", "digits", {"train_size": 0.5}, "train_size"),
   )
   def test_value_errors(self, name, kwargs, message):
     with self.assertRaisesRegex(ValueError, message):
@@ -189,8 +196,7 @@ class FakeFashionMnistTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.dir = tempfile.mkdtemp()
-    cls.addClassCleanup(shutil.rmtree, cls.dir)
+    cls.dir = class_tempdir(cls)
     write_fake_fashion_mnist(cls.dir)
 
   def test_environment_variable(self):

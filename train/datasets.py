@@ -213,7 +213,8 @@ def load(name: str, *, data_dir: str | None = None,
   rest, val = split_indices(source.train_y, val_count, seed=seed,
                             multi_label=source.multi_label)
   if train_size is not None:
-    if not 0 < train_size <= len(rest):
+    if not (isinstance(train_size, (int, np.integer))
+            and 0 < train_size <= len(rest)):
       raise ValueError(f"train_size must lie in [1, {len(rest)}] (training "
                        f"examples left after validation), got {train_size}")
     _, kept = split_indices(source.train_y[rest], train_size, seed=seed,

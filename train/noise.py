@@ -182,13 +182,18 @@ def pair_flip_transition(num_classes: int, rate: float) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # Applying a transition matrix.
 # ---------------------------------------------------------------------------
+def _normalise_rows(counts: np.ndarray) -> np.ndarray:
+  """Counts to frequencies along the last axis; an empty row stays zeros."""
+  totals = counts.sum(-1, keepdims=True)
+  return np.divide(counts, totals, out=np.zeros_like(counts),
+                   where=totals > 0)
+
+
 def realised_transition(clean, noisy, num_classes: int) -> np.ndarray:
   """Empirical ``T[i, j] = #(clean=i, noisy=j) / #(clean=i)``."""
   counts = np.zeros((num_classes, num_classes), np.float64)
   np.add.at(counts, (clean, noisy), 1.0)
-  totals = counts.sum(1, keepdims=True)
-  return np.divide(counts, totals, out=np.zeros_like(counts),
-                   where=totals > 0)
+  return _normalise_rows(counts)
 
 
 def from_noisy_labels(clean_labels, noisy_labels,
@@ -323,13 +328,10 @@ def multilabel_noise(targets, drop_rate: float, add_rate: float, *,
   for a in (0, 1):
     for b in (0, 1):
       matrix[:, a, b] = ((clean == a) & (noisy == b)).sum(0)
-  totals = matrix.sum(2, keepdims=True)
-  matrix = np.divide(matrix, totals, out=np.zeros_like(matrix),
-                     where=totals > 0)
   return NoisyLabels(
       labels=noisy.astype(np.float32), clean_labels=clean.astype(np.float32),
       noise_rate=float(np.mean(noisy != clean)) if clean.size else 0.0,
-      transition_matrix=matrix)
+      transition_matrix=_normalise_rows(matrix))
 
 
 # ---------------------------------------------------------------------------

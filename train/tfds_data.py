@@ -72,7 +72,8 @@ def _prepare(builder, name: str, download: bool) -> None:
 
 def _read_split(builder, split: str, keys: list[str]) -> dict[str, np.ndarray]:
   """All examples of ``split`` as stacked numpy arrays of ``keys``."""
-  if builder.info.file_format.value == "array_record":
+  file_format = getattr(builder.info.file_format, "value", None)
+  if file_format == "array_record":
     source = builder.as_data_source(split=split)
     # Per example: tfds' batched __getitems__ is broken under its own mock,
     # and one pass over 50k small records takes seconds.
@@ -82,7 +83,7 @@ def _read_split(builder, split: str, keys: list[str]) -> dict[str, np.ndarray]:
     data = _tfds().as_numpy(builder.as_dataset(split=split, batch_size=-1))
   except ModuleNotFoundError as e:
     raise RuntimeError(
-        f"{builder.name} is prepared as {builder.info.file_format.value}, "
+        f"{builder.name} is prepared as {file_format}, "
         "which only TensorFlow reads; prepare it with "
         "--file_format=array_record or install TensorFlow") from e
   return {k: np.asarray(data[k]) for k in keys}
