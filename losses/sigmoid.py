@@ -124,7 +124,8 @@ def _bce(z, t):
   return _mix_targets(_bce_term, z, t)
 
 
-# log_sigmoid differentiates to sigmoid(-z): autodiff is exact at every z.
+# log_sigmoid differentiates to sigmoid(-z): autodiff is exact at every z,
+# and unlike a custom VJP it leaves forward mode (Hessians) available.
 _BCE_LOSS, _BCE_GRAD = _cores(_bce, custom_vjp=False)
 
 
@@ -196,9 +197,11 @@ def _absolute_error(z, t):
   return jnp.abs(r), jnp.sign(r) * _sigmoid_slope(z)
 
 
-# Both are smooth compositions of sigmoids: autodiff is exact.
-_SQUARED_LOSS, _SQUARED_GRAD = _cores(_squared_error, custom_vjp=False)
-_ABSOLUTE_LOSS, _ABSOLUTE_GRAD = _cores(_absolute_error, custom_vjp=False)
+# Analytic gradients: autodiff of jax.nn.sigmoid is sigma (1 - sigma), whose
+# 1 - sigma cancels in float32 (the slope of a confident wrong element is
+# off by 6e-5 relative at |z| = 6 and exactly 0 by |z| = 17).
+_SQUARED_LOSS, _SQUARED_GRAD = _cores(_squared_error)
+_ABSOLUTE_LOSS, _ABSOLUTE_GRAD = _cores(_absolute_error)
 
 
 def sigmoid_squared_error(logits, labels, *, where=None) -> jax.Array:
