@@ -140,12 +140,15 @@ def _grad_of(loss, labels, **kwargs):
   return jax.grad(lambda x: jnp.sum(loss(x, labels, **kwargs)))
 
 
-def loss_tests(cases: list[Case], traced: list[tuple[Callable, str, Any, Any]]
+def loss_tests(cases: list[Case], traced: list[tuple[Callable, str, Any, Any]],
+               rejected: list[tuple[str, Case, dict[str, Any], str]]
                ) -> type[parameterized.TestCase]:
   """A TestCase class running the shared checks on ``cases``.
 
   ``traced``: ``(loss, keyword, value_a, value_b)`` hyperparameters whose
-  change must not retrace.
+  change must not retrace. ``rejected``: ``(name, case, bad keywords,
+  argument named in the error)``, refused by the loss, its gradient and its
+  steepness curve alike.
   """
   by_target = [(f"{c.name}_{kind}", c, soft) for c in cases
                for kind, soft in (("hard", False), ("soft", True))]
@@ -292,5 +295,15 @@ def loss_tests(cases: list[Case], traced: list[tuple[Callable, str, Any, Any]]
       before = sum(c._cache_size() for c in cores)
       loss(z, labels, **{key: b})
       self.assertEqual(sum(c._cache_size() for c in cores), before)
+
+    @parameterized.named_parameters(*rejected)
+    def test_bad_hyperparameters_raise_clear_errors(self, case, bad, name):
+      kwargs = {**case.kwargs, **bad}
+      z = np.zeros(3, np.float32)
+      for call in (lambda: case.loss(z, np.ones(3), **kwargs),
+                   lambda: case.grad(z, np.ones(3), **kwargs),
+                   lambda: case.steepness(0.5, **kwargs)):
+        with self.assertRaisesRegex(ValueError, f"`{name}` must lie in"):
+          call()
 
   return SharedLossTest
