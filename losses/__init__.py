@@ -49,3 +49,23 @@ from losses.probability import probability_mae_steepness
 from losses.probability import probability_mse
 from losses.probability import probability_mse_grad
 from losses.probability import probability_mse_steepness
+
+# Sigmoid family (binary / multi-label, elementwise).
+from losses.asymmetric import sigmoid_asymmetric_loss
+from losses.asymmetric import sigmoid_asymmetric_loss_grad
+from losses.asymmetric import sigmoid_asymmetric_loss_steepness
+from losses.sigmoid import sigmoid_absolute_error
+from losses.sigmoid import sigmoid_absolute_error_grad
+from losses.sigmoid import sigmoid_absolute_error_steepness
+from losses.sigmoid import sigmoid_binary_cross_entropy
+from losses.sigmoid import sigmoid_binary_cross_entropy_grad
+from losses.sigmoid import sigmoid_binary_cross_entropy_steepness
+from losses.sigmoid import sigmoid_encouraging_loss
+from losses.sigmoid import sigmoid_encouraging_loss_grad
+from losses.sigmoid import sigmoid_encouraging_loss_steepness
+from losses.sigmoid import sigmoid_squared_error
+from losses.sigmoid import sigmoid_squared_error_grad
+from losses.sigmoid import sigmoid_squared_error_steepness
+from losses.sigmoid_focal import sigmoid_focal_loss
+from losses.sigmoid_focal import sigmoid_focal_loss_grad
+from losses.sigmoid_focal import sigmoid_focal_loss_steepness

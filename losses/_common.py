@@ -85,7 +85,9 @@ def check_label_range(labels: jax.Array, num_classes: int,
   """
   if not is_concrete(labels) or labels.size == 0:
     return
-  lo, hi = int(jnp.min(labels)), int(jnp.max(labels))
+  # NumPy, not jnp: under a trace jnp.min of a constant is a tracer.
+  values = np.asarray(labels)
+  lo, hi = int(values.min()), int(values.max())
   if lo < 0 or hi >= num_classes:
     raise ValueError(
         f"integer `{name}` must lie in [0, {num_classes}) for {num_classes} "
@@ -101,10 +103,12 @@ def as_array(x: Any, name: str) -> jax.Array:
                     f"{type(x).__name__} ({e.__class__.__name__}).") from None
 
 
-def softmax_targets(logits: jax.Array, labels: Any,
-                    name: str = "labels") -> jax.Array:
-  """Integer labels ``[...]`` or soft targets ``[..., C]`` as a float target.
+def softmax_labels(logits: jax.Array, labels: Any,
+                   name: str = "labels") -> jax.Array:
+  """Checked integer labels ``[...]`` (kept as integers) or float targets ``[..., C]``.
 
+  Integer labels stay integers so the losses can take their one-hot fast
+  path (a gather and a masked log-sum-exp instead of a dense target).
   Soft targets are used as given (rows are not renormalised: the losses are
   linear in the target, so a row summing to ``s`` scales that example by
   ``s``).
@@ -117,7 +121,7 @@ def softmax_targets(logits: jax.Array, labels: Any,
           f"integer `{name}` must have shape logits.shape[:-1] = "
           f"{logits.shape[:-1]}, got {labels.shape}.")
     check_label_range(labels, num_classes, name)
-    return jax.nn.one_hot(labels, num_classes, dtype=logits.dtype)
+    return labels.astype(jnp.int32)
   if jnp.issubdtype(labels.dtype, jnp.floating):
     if labels.shape != logits.shape:
       raise ValueError(
@@ -127,6 +131,17 @@ def softmax_targets(logits: jax.Array, labels: Any,
     return labels.astype(logits.dtype)
   raise TypeError(f"`{name}` must be integer class indices or float targets, "
                   f"got dtype {labels.dtype}.")
+
+
+def is_integer(labels: jax.Array) -> bool:
+  return jnp.issubdtype(labels.dtype, jnp.integer)
+
+
+def dense_targets(labels: jax.Array, logits: jax.Array) -> jax.Array:
+  """Float targets ``[..., C]``; an out-of-range integer gives a zero row."""
+  if is_integer(labels):
+    return jax.nn.one_hot(labels, logits.shape[-1], dtype=logits.dtype)
+  return labels
 
 
 def sigmoid_targets(logits: jax.Array, labels: Any,
@@ -285,10 +300,10 @@ def analytic_logit_grad(forward: Callable[..., jax.Array],
 # --------------------------------------------------------------------------
 def prepare_softmax(logits: Any, labels: Any, where: Any
                     ) -> tuple[jax.Array, jax.Array, jax.Array | None]:
-  """Checked float logits, float targets ``[..., C]`` and a per-example mask."""
+  """Checked float logits, labels (see :func:`softmax_labels`), a per-example mask."""
   logits = check_logits(logits)
-  targets = softmax_targets(logits, labels)
-  return logits, targets, check_where(where, logits.shape[:-1])
+  labels = softmax_labels(logits, labels)
+  return logits, labels, check_where(where, logits.shape[:-1])
 
 
 def mask_grad(grad: jax.Array, where: jax.Array | None) -> jax.Array:
@@ -297,3 +312,130 @@ def mask_grad(grad: jax.Array, where: jax.Array | None) -> jax.Array:
     return grad
   mask = where if where.ndim == grad.ndim else where[..., None]
   return jnp.where(mask, grad, 0.0)
+
+
+# --------------------------------------------------------------------------
+# The one-hot fast path of losses that depend on p_y alone.
+# --------------------------------------------------------------------------
+def _target_stats(logits, labels):
+  """``is_y``, ``log p_y``, ``log(1 - p_y)`` and ``logsumexp(z without y)``.
+
+  One masked log-sum-exp over the other classes; the full one follows as
+  ``logaddexp(lse_others, z_y)``, so ``log(1 - p_y) = lse_others - lse`` is
+  exact (SPEC §1) at no extra pass over the logits.
+  """
+  classes = jax.lax.broadcasted_iota(jnp.int32, logits.shape, logits.ndim - 1)
+  is_y = classes == labels[..., None]
+  z_y = jnp.sum(jnp.where(is_y, logits, 0.0), axis=-1)
+  lse_others = jax.nn.logsumexp(jnp.where(is_y, -jnp.inf, logits), axis=-1)
+  lse = jnp.logaddexp(lse_others, z_y)
+  return is_y, z_y - lse, lse_others - lse, lse_others
+
+
+def _target_grad(logits, is_y, lse_others, a):
+  """``A (q - e_y)``, ``q = softmax(z without y)``: one exp per element.
+
+  Every loss ``L(p_y)`` has ``dL/dz = -dL/dlog p_y (p - e_y)``, and
+  ``p_k = (1 - p_y) q_k`` for ``k != y``; so with
+  ``A = -dL/dlog p_y (1 - p_y)`` the gradient is ``A (q - e_y)``, bounded
+  wherever ``A`` is, even where ``dL/dlog p_y`` is not (EL at ``p_y -> 1``).
+  """
+  q = jnp.where(is_y, 0.0, jnp.exp(logits - lse_others[..., None]))
+  return a[..., None] * (q - is_y)
+
+
+def target_probability_loss(terms: Callable[..., tuple[jax.Array, jax.Array]]):
+  """Loss and gradient functions of a loss of ``p_y`` alone, integer labels.
+
+  ``terms(log_p_y, log1m_p_y, labels, *hyper)`` returns the loss and
+  ``A = -dL/dlog p_y * (1 - p_y)``, both ``[...]``. Returns
+  ``(loss_fn, grad_fn)``, each ``(logits, labels, *hyper)``; ``loss_fn`` has
+  a custom VJP that reuses the forward's log-sum-exp, so value and gradient
+  together cost one masked reduction and one elementwise pass, as optax's
+  cross entropy does. Out-of-range labels (under jit) give 0 and a zero
+  gradient, like an all-zero target row.
+  """
+
+  def parts(logits, labels, *hyper):
+    is_y, log_p, log1m_p, lse_others = _target_stats(logits, labels)
+    loss, a = terms(log_p, log1m_p, labels, *hyper)
+    valid = jnp.any(is_y, axis=-1)
+    return (jnp.where(valid, loss, 0.0), jnp.where(valid, a, 0.0),
+            (is_y, log_p, log1m_p, lse_others, valid))
+
+  @jax.custom_vjp
+  def loss_fn(logits, labels, *hyper):
+    return parts(logits, labels, *hyper)[0]
+
+  def fwd(logits, labels, *hyper):
+    loss, a, (is_y, log_p, log1m_p, lse_others, valid) = parts(
+        logits, labels, *hyper)
+    return loss, (logits, labels, hyper, a, is_y, log_p, log1m_p, lse_others,
+                  valid)
+
+  def bwd(res, g):
+    logits, labels, hyper, a, is_y, log_p, log1m_p, lse_others, valid = res
+    grad = _target_grad(logits, is_y, lse_others, g * a)
+    _, vjp_hyper = jax.vjp(
+        lambda *h: jnp.where(valid, terms(log_p, log1m_p, labels, *h)[0], 0.0),
+        *hyper)
+    zero_labels = np.zeros(labels.shape, jax.dtypes.float0)
+    return (grad, zero_labels) + vjp_hyper(g)
+
+  loss_fn.defvjp(fwd, bwd)
+
+  def grad_fn(logits, labels, *hyper):
+    _, a, (is_y, _, _, lse_others, _) = parts(logits, labels, *hyper)
+    return _target_grad(logits, is_y, lse_others, a)
+
+  return loss_fn, grad_fn
+
+
+def softmax_loss(soft_forward: Callable[..., jax.Array],
+                 soft_grad: Callable[..., jax.Array], *,
+                 target_terms: Callable[..., Any] | None = None,
+                 integer_forward: Callable[..., jax.Array] | None = None,
+                 custom_vjp: bool = False):
+  """The jitted ``(loss, grad)`` cores of a softmax loss.
+
+  Each core is ``(logits, labels, where, *hyper)``. Float targets go to
+  ``soft_forward(logits, targets, *hyper)`` (with ``soft_grad`` as its
+  custom VJP when ``custom_vjp``); integer labels go to the one-hot fast
+  path built from ``target_terms`` (see :func:`target_probability_loss`),
+  or to ``integer_forward(logits, labels, *hyper)`` under autodiff, or else
+  to the soft path with a one-hot target. Hyperparameters are array
+  arguments: a new value never recompiles.
+  """
+  int_loss = int_grad = None
+  if target_terms is not None:
+    int_loss, int_grad = target_probability_loss(target_terms)
+  soft_loss = (analytic_logit_grad(soft_forward, soft_grad) if custom_vjp
+               else soft_forward)
+
+  def unmasked(logits, where):
+    # Masked rows may be padding, even NaN: zero them before any arithmetic,
+    # since masking only the output would still back-propagate 0 * NaN.
+    return logits if where is None else jnp.where(where[..., None], logits,
+                                                  0.0)
+
+  @jax.jit
+  def loss(logits, labels, where, *hyper):
+    logits = unmasked(logits, where)
+    if is_integer(labels) and int_loss is not None:
+      value = int_loss(logits, labels, *hyper)
+    elif is_integer(labels) and integer_forward is not None:
+      value = integer_forward(logits, labels, *hyper)
+    else:
+      value = soft_loss(logits, dense_targets(labels, logits), *hyper)
+    return apply_where(value, where)
+
+  @jax.jit
+  def grad(logits, labels, where, *hyper):
+    logits = unmasked(logits, where)
+    if is_integer(labels) and int_grad is not None:
+      g = int_grad(logits, labels, *hyper)
+    else:
+      g = soft_grad(logits, dense_targets(labels, logits), *hyper)
+    return mask_grad(g, where)
+
+  return loss, grad

@@ -41,13 +41,8 @@ def _logit_grad(logits, targets, gamma_pos, gamma_neg, label_smoothing):
   return _common.log_softmax_vjp(probs, dlogp)
 
 
-_stable = _common.analytic_logit_grad(_forward, _logit_grad)
-
-
-@jax.jit
-def _asl(logits, targets, gamma_pos, gamma_neg, label_smoothing, where):
-  return _common.apply_where(
-      _stable(logits, targets, gamma_pos, gamma_neg, label_smoothing), where)
+_asl, _asl_grad = _common.softmax_loss(_forward, _logit_grad,
+                                       custom_vjp=True)
 
 
 def _check(gamma_pos, gamma_neg, label_smoothing):
@@ -90,19 +85,18 @@ def asymmetric_single_label_loss(logits, labels, *, gamma_pos=0.0,
     Ridnik et al., Asymmetric Loss For Multi-Label Classification, ICCV 2021
     (``ASLSingleLabel`` in the official repository).
   """
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
-  return _asl(logits, targets, *_check(gamma_pos, gamma_neg, label_smoothing),
-              where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
+  return _asl(logits, labels, where,
+              *_check(gamma_pos, gamma_neg, label_smoothing))
 
 
 def asymmetric_single_label_loss_grad(logits, labels, *, gamma_pos=0.0,
                                       gamma_neg=4.0, label_smoothing=0.1,
                                       where=None) -> jax.Array:
   """Analytic ``d sum(asymmetric_single_label_loss) / d logits``."""
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
-  grad = _logit_grad(logits, targets,
-                     *_check(gamma_pos, gamma_neg, label_smoothing))
-  return _common.mask_grad(grad, where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
+  return _asl_grad(logits, labels, where,
+                   *_check(gamma_pos, gamma_neg, label_smoothing))
 
 
 def asymmetric_single_label_loss_steepness(p, *, gamma_pos=0.0, gamma_neg=4.0,

@@ -18,13 +18,51 @@ def _prediction(log_p, mode, prediction_as_constant):
   return jax.lax.stop_gradient(probs) if prediction_as_constant else probs
 
 
-@jax.jit(static_argnames=("mode", "prediction_as_constant"))
-def _bootstrapping(logits, targets, beta, where, *, mode,
-                   prediction_as_constant):
+def _variant(mode, prediction_as_constant):
+  """The cores of one (mode, constant) variant: static choices, one each."""
+
+  def forward(logits, targets, beta):
+    log_p = jax.nn.log_softmax(logits)
+    mixed = beta * targets + (1.0 - beta) * _prediction(
+        log_p, mode, prediction_as_constant)
+    return -jnp.sum(mixed * log_p, axis=-1)
+
+  def integer_forward(logits, labels, beta):
+    # -log p_y and -sum_k q_k log p_k from log-sum-exp and gathers: no dense
+    # log-softmax output for autodiff to materialise.
+    lse = jax.nn.logsumexp(logits, axis=-1)
+    valid = (labels >= 0) & (labels < logits.shape[-1])
+    z_y = jnp.take_along_axis(logits, jnp.where(valid, labels, 0)[..., None],
+                              axis=-1)[..., 0]
+    nll = jnp.where(valid, lse - z_y, 0.0)
+    if mode == "hard":
+      own = lse - jnp.max(logits, axis=-1)
+    else:
+      probs = jax.nn.softmax(logits)
+      if prediction_as_constant:
+        probs = jax.lax.stop_gradient(probs)
+      own = lse - jnp.sum(probs * logits, axis=-1)
+    return beta * nll + (1.0 - beta) * own
+
+  def grad(logits, targets, beta):
+    return _analytic_grad(logits, targets, beta, mode, prediction_as_constant)
+
+  return _common.softmax_loss(forward, grad, integer_forward=integer_forward)
+
+
+def _analytic_grad(logits, targets, beta, mode, prediction_as_constant):
   log_p = jax.nn.log_softmax(logits)
-  mixed = beta * targets + (1.0 - beta) * _prediction(
-      log_p, mode, prediction_as_constant)
-  return _common.apply_where(-jnp.sum(mixed * log_p, axis=-1), where)
+  probs = jnp.exp(log_p)
+  if mode == "soft" and not prediction_as_constant:
+    entropy = -jnp.sum(probs * log_p, -1, keepdims=True)
+    return (beta * (probs * jnp.sum(targets, -1, keepdims=True) - targets)
+            - (1.0 - beta) * probs * (log_p + entropy))
+  mixed = beta * targets + (1.0 - beta) * _prediction(log_p, mode, True)
+  return probs * jnp.sum(mixed, -1, keepdims=True) - mixed
+
+
+_VARIANTS = {(mode, const): _variant(mode, const)
+             for mode in ("soft", "hard") for const in (False, True)}
 
 
 def _check(beta, mode):
@@ -64,9 +102,10 @@ def bootstrapping_loss(logits, labels, *, beta=None, mode="soft",
     Reed et al., Training Deep Neural Networks on Noisy Labels with
     Bootstrapping, ICLR 2015 workshop.
   """
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
-  return _bootstrapping(logits, targets, _check(beta, mode), where, mode=mode,
-                        prediction_as_constant=bool(prediction_as_constant))
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
+  beta = _check(beta, mode)
+  loss, _ = _VARIANTS[mode, bool(prediction_as_constant)]
+  return loss(logits, labels, where, beta)
 
 
 def bootstrapping_loss_grad(logits, labels, *, beta=None, mode="soft",
@@ -78,18 +117,10 @@ def bootstrapping_loss_grad(logits, labels, *, beta=None, mode="soft",
   Soft with gradient through ``q``: ``beta (p sum t - t)`` plus
   ``(1-beta)`` times the entropy gradient ``-p (log p + H)``.
   """
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
   beta = _check(beta, mode)
-  log_p = jax.nn.log_softmax(logits)
-  probs = jnp.exp(log_p)
-  if mode == "soft" and not prediction_as_constant:
-    entropy = -jnp.sum(probs * log_p, -1, keepdims=True)
-    grad = (beta * (probs * jnp.sum(targets, -1, keepdims=True) - targets)
-            - (1.0 - beta) * probs * (log_p + entropy))
-  else:
-    mixed = beta * targets + (1.0 - beta) * _prediction(log_p, mode, True)
-    grad = probs * jnp.sum(mixed, -1, keepdims=True) - mixed
-  return _common.mask_grad(grad, where)
+  _, grad = _VARIANTS[mode, bool(prediction_as_constant)]
+  return grad(logits, labels, where, beta)
 
 
 def bootstrapping_loss_steepness(p, *, beta=None, mode="soft", num_classes=10

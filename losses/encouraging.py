@@ -61,13 +61,23 @@ def _logit_grad(logits, targets, bonus_weight, log_end, floor):
   return ce_grad + bonus_weight * bonus_grad
 
 
-_stable = _common.analytic_logit_grad(_forward, _logit_grad)
+def _terms(log_p, log1m_p, labels, bonus_weight, log_end, floor):
+  """One-hot path: the loss and ``A = -dL/dlog p_y (1 - p_y)``.
+
+  ``A = (1-p) + rho p`` in the log region (so ``dL/dz_y = -1`` at rho = 1),
+  ``(1-p) + rho p (1-p)/(1-LE)`` on the tangent, ``1-p`` below the floor.
+  """
+  del labels
+  bonus, linear, log_region, one_minus_le = _bonus(log_p, log1m_p, log_end,
+                                                   floor)
+  p, one_minus_p = jnp.exp(log_p), jnp.exp(log1m_p)
+  push = jnp.where(linear, p * one_minus_p / one_minus_le,
+                   jnp.where(log_region, p, 0.0))
+  return -log_p + bonus_weight * bonus, one_minus_p + bonus_weight * push
 
 
-@jax.jit
-def _encouraging(logits, targets, bonus_weight, log_end, floor, where):
-  return _common.apply_where(
-      _stable(logits, targets, bonus_weight, log_end, floor), where)
+_encouraging, _encouraging_grad = _common.softmax_loss(
+    _forward, _logit_grad, target_terms=_terms, custom_vjp=True)
 
 
 def _check(bonus_weight, log_end, floor):
@@ -117,9 +127,9 @@ def encouraging_loss(logits, labels, *, bonus_weight=1.0, log_end=0.75,
     Zhao et al., Well-classified Examples are Underestimated in
     Classification with Deep Neural Networks, AAAI 2022.
   """
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
-  return _encouraging(logits, targets, *_check(bonus_weight, log_end, floor),
-                      where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
+  return _encouraging(logits, labels, where,
+                      *_check(bonus_weight, log_end, floor))
 
 
 def encouraging_loss_grad(logits, labels, *, bonus_weight=1.0, log_end=0.75,
@@ -130,9 +140,9 @@ def encouraging_loss_grad(logits, labels, *, bonus_weight=1.0, log_end=0.75,
   ``dL/dz_k = p_k (1 + rho p_y / (1 - p_y))``; tangent region: the bonus
   adds ``rho p_y (p - e_y) / (1 - LE)`` (SPEC §1).
   """
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
-  grad = _logit_grad(logits, targets, *_check(bonus_weight, log_end, floor))
-  return _common.mask_grad(grad, where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
+  return _encouraging_grad(logits, labels, where,
+                           *_check(bonus_weight, log_end, floor))
 
 
 def conservative_bonus(p, *, log_end=0.75, floor=1e-5) -> jax.Array:

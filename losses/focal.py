@@ -35,12 +35,22 @@ def _logit_grad(logits, targets, gamma, alpha):
   return _common.log_softmax_vjp(probs, dlogp)
 
 
-_stable = _common.analytic_logit_grad(_forward, _logit_grad)
+def _terms(log_p, log1m_p, labels, gamma, alpha):
+  """One-hot path: ``-a_y w log p`` and ``A = a_y w (1-p)(1 - g p log p/(1-p))``."""
+  if alpha is None:
+    a = 1.0
+  elif alpha.ndim == 1:
+    a = alpha[jnp.clip(labels, 0, alpha.shape[0] - 1)]
+  else:
+    a = alpha
+  weight = _common.one_minus_pow(log1m_p, gamma)
+  ratio = _common.log_ratio(log_p, log1m_p)
+  slope = 1.0 - gamma * jnp.exp(log_p) * ratio
+  return -a * weight * log_p, a * weight * jnp.exp(log1m_p) * slope
 
 
-@jax.jit
-def _focal(logits, targets, gamma, alpha, where):
-  return _common.apply_where(_stable(logits, targets, gamma, alpha), where)
+_focal, _focal_grad = _common.softmax_loss(
+    _forward, _logit_grad, target_terms=_terms, custom_vjp=True)
 
 
 def _check(logits, gamma, alpha):
@@ -84,16 +94,15 @@ def focal_loss(logits, labels, *, gamma=2.0, alpha=None, where=None
   References:
     Lin et al., Focal Loss for Dense Object Detection, ICCV 2017.
   """
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
-  return _focal(logits, targets, *_check(logits, gamma, alpha), where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
+  return _focal(logits, labels, where, *_check(logits, gamma, alpha))
 
 
 def focal_loss_grad(logits, labels, *, gamma=2.0, alpha=None, where=None
                     ) -> jax.Array:
   """Analytic ``d sum(focal_loss) / d logits``, ``[..., C]``."""
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
-  grad = _logit_grad(logits, targets, *_check(logits, gamma, alpha))
-  return _common.mask_grad(grad, where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
+  return _focal_grad(logits, labels, where, *_check(logits, gamma, alpha))
 
 
 def focal_loss_steepness(p, *, gamma=2.0, alpha=1.0

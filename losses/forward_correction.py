@@ -9,16 +9,45 @@ import numpy as np
 from losses import _common
 
 
-def _log_noisy_probs(log_p, transition_matrix):
-  # log (p^T T)_j as a log-sum-exp: exact when p or T hold zeros.
-  return jax.nn.logsumexp(log_p[..., :, None], axis=-2, b=transition_matrix)
+def _scaled_noisy_probs(logits, transition_matrix):
+  """``u~ = p~^T T`` with ``p~ = exp(z - max z)``, and ``log u = log u~ + shift``.
+
+  A matmul (O(B C) memory; a log-sum-exp over ``[B, C, C]`` would need
+  32 GB at B = 4096, C = 1000). Scaling by the arg-max keeps ``u~ >= T_mj``,
+  so ``log u`` underflows only for a noisy label that no likely class can
+  produce (where the loss is astronomically large anyway).
+  """
+  top = jnp.max(logits, axis=-1, keepdims=True)
+  scaled = jnp.exp(logits - top)
+  u = scaled @ transition_matrix
+  shift = top - jax.nn.logsumexp(logits, axis=-1, keepdims=True)
+  return scaled, u, shift
 
 
-@jax.jit
-def _forward_corrected(logits, targets, transition_matrix, where):
-  log_u = _log_noisy_probs(jax.nn.log_softmax(logits), transition_matrix)
-  loss = -jnp.sum(jnp.where(targets > 0, targets * log_u, 0.0), axis=-1)
-  return _common.apply_where(loss, where)
+def _soft_forward(logits, targets, transition_matrix):
+  _, u, shift = _scaled_noisy_probs(logits, transition_matrix)
+  log_u = jnp.log(u) + shift
+  return -jnp.sum(jnp.where(targets > 0, targets * log_u, 0.0), axis=-1)
+
+
+def _integer_forward(logits, labels, transition_matrix):
+  # Only column y of T matters: O(B C), not the O(B C^2) matmul.
+  valid = (labels >= 0) & (labels < logits.shape[-1])
+  column = transition_matrix.T[jnp.where(valid, labels, 0)]
+  top = jnp.max(logits, axis=-1, keepdims=True)
+  u = jnp.sum(jnp.exp(logits - top) * column, axis=-1)
+  shift = (top - jax.nn.logsumexp(logits, axis=-1, keepdims=True))[..., 0]
+  return jnp.where(valid, -(jnp.log(u) + shift), 0.0)
+
+
+def _soft_grad(logits, targets, transition_matrix):
+  scaled, u, _ = _scaled_noisy_probs(logits, transition_matrix)
+  dlogp = -scaled * ((targets / u) @ transition_matrix.T)
+  return _common.log_softmax_vjp(jax.nn.softmax(logits), dlogp)
+
+
+_forward_corrected, _forward_corrected_grad = _common.softmax_loss(
+    _soft_forward, _soft_grad, integer_forward=_integer_forward)
 
 
 def check_transition_matrix(transition_matrix, num_classes: int,
@@ -61,25 +90,21 @@ def forward_corrected_cross_entropy(logits, labels, *, transition_matrix,
     Patrini et al., Making Deep Neural Networks Robust to Label Noise: a Loss
     Correction Approach, CVPR 2017.
   """
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
   t = check_transition_matrix(transition_matrix, logits.shape[-1])
-  return _forward_corrected(logits, targets, t, where)
+  return _forward_corrected(logits, labels, where, t)
 
 
 def forward_corrected_cross_entropy_grad(logits, labels, *, transition_matrix,
                                          where=None) -> jax.Array:
-  """Analytic gradient: ``dL/dlog p_i = -sum_j t_j p_i T_ij / u_j``, ``u = p^T T``.
+  """Analytic gradient: ``dL/dlog p_i = -p_i sum_j T_ij t_j / u_j``, ``u = p^T T``.
 
-  Each ratio ``p_i T_ij / u_j`` lies in ``[0, 1]``.
+  ``p_i / u_j`` is computed as ``p~_i / u~_j`` (both scaled by the arg max),
+  and each share ``p_i T_ij / u_j`` lies in ``[0, 1]``.
   """
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
   t = check_transition_matrix(transition_matrix, logits.shape[-1])
-  log_p = jax.nn.log_softmax(logits)
-  log_u = _log_noisy_probs(log_p, t)
-  share = jnp.exp(log_p[..., :, None] - log_u[..., None, :]) * t
-  dlogp = -jnp.sum(share * targets[..., None, :], axis=-1)
-  grad = _common.log_softmax_vjp(jnp.exp(log_p), dlogp)
-  return _common.mask_grad(grad, where)
+  return _forward_corrected_grad(logits, labels, where, t)
 
 
 def forward_corrected_cross_entropy_steepness(p, *, transition_matrix,

@@ -48,7 +48,8 @@ def _prepare(logits, labels, where, prior):
     targets = jnp.zeros_like(logits)
     where = _common.check_where(where, logits.shape[:-1])
   else:
-    logits, targets, where = _common.prepare_softmax(logits, labels, where)
+    logits, labels, where = _common.prepare_softmax(logits, labels, where)
+    targets = _common.dense_targets(labels, logits)
   if prior is not None:
     prior = _common.as_float(prior)
     if prior.shape != logits.shape[-1:]:
@@ -106,7 +107,8 @@ def joint_optimization_loss(logits, labels, *, alpha=1.0, beta=0.5,
 
 def jo_classification_loss(logits, labels, *, where=None) -> jax.Array:
   """Per-example ``KL(t_i || p_i)`` (cross entropy minus the targets' entropy)."""
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
+  targets = _common.dense_targets(labels, logits)
   kl = jnp.sum(jax.scipy.special.xlogy(targets, targets)
                - targets * jax.nn.log_softmax(logits), -1)
   return _common.apply_where(kl, where)

@@ -11,12 +11,24 @@ from losses import _common
 # --------------------------------------------------------------------------
 # Generalized cross entropy.
 # --------------------------------------------------------------------------
-@jax.jit
-def _gce(logits, targets, q, where):
-  log_p = jax.nn.log_softmax(logits)
+def _gce_forward(logits, targets, q):
   # (1 - p^q)/q = -expm1(q log p)/q: exact for small q log p.
-  loss = jnp.sum(targets * -jnp.expm1(q * log_p), axis=-1) / q
-  return _common.apply_where(loss, where)
+  return jnp.sum(targets * -jnp.expm1(q * jax.nn.log_softmax(logits)), -1) / q
+
+
+def _gce_grad(logits, targets, q):
+  log_p = jax.nn.log_softmax(logits)
+  return _common.log_softmax_vjp(jnp.exp(log_p),
+                                 -targets * jnp.exp(q * log_p))
+
+
+def _gce_terms(log_p, log1m_p, labels, q):
+  del labels
+  return -jnp.expm1(q * log_p) / q, jnp.exp(q * log_p + log1m_p)
+
+
+_gce, _gce_grad_core = _common.softmax_loss(_gce_forward, _gce_grad,
+                                            target_terms=_gce_terms)
 
 
 def generalized_cross_entropy(logits, labels, *, q=0.7, where=None
@@ -43,19 +55,16 @@ def generalized_cross_entropy(logits, labels, *, q=0.7, where=None
     Zhang & Sabuncu, Generalized Cross Entropy Loss for Training Deep Neural
     Networks with Noisy Labels, NeurIPS 2018.
   """
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
   _common.check_range(q, "q", 0.0, 1.0, low_open=True)
-  return _gce(logits, targets, _common.as_float(q), where)
+  return _gce(logits, labels, where, _common.as_float(q))
 
 
 def generalized_cross_entropy_grad(logits, labels, *, q=0.7, where=None
                                    ) -> jax.Array:
   """Analytic gradient: ``dL/dlog p_k = -t_k p_k^q`` through log-softmax."""
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
-  log_p = jax.nn.log_softmax(logits)
-  dlogp = -targets * jnp.exp(_common.as_float(q) * log_p)
-  grad = _common.log_softmax_vjp(jnp.exp(log_p), dlogp)
-  return _common.mask_grad(grad, where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
+  return _gce_grad_core(logits, labels, where, _common.as_float(q))
 
 
 def generalized_cross_entropy_steepness(p, *, q=0.7
@@ -68,13 +77,31 @@ def generalized_cross_entropy_steepness(p, *, q=0.7
 # --------------------------------------------------------------------------
 # Symmetric cross entropy.
 # --------------------------------------------------------------------------
-@jax.jit
-def _sce(logits, targets, alpha, beta, label_floor, where):
+def _sce_forward(logits, targets, alpha, beta, label_floor):
   log_p = jax.nn.log_softmax(logits)
   ce = -jnp.sum(targets * log_p, axis=-1)
   rce = -jnp.sum(jnp.exp(log_p) * jnp.log(jnp.maximum(targets, label_floor)),
                  axis=-1)
-  return _common.apply_where(alpha * ce + beta * rce, where)
+  return alpha * ce + beta * rce
+
+
+def _sce_grad(logits, targets, alpha, beta, label_floor):
+  probs = jax.nn.softmax(logits)
+  ce = probs * jnp.sum(targets, -1, keepdims=True) - targets
+  rce = _common.softmax_vjp(probs, -jnp.log(jnp.maximum(targets, label_floor)))
+  return alpha * ce + beta * rce
+
+
+def _sce_terms(log_p, log1m_p, labels, alpha, beta, label_floor):
+  del labels
+  log_a = jnp.log(label_floor)
+  one_minus_p = jnp.exp(log1m_p)
+  return (-alpha * log_p - beta * log_a * one_minus_p,
+          (alpha - beta * log_a * jnp.exp(log_p)) * one_minus_p)
+
+
+_sce, _sce_grad_core = _common.softmax_loss(_sce_forward, _sce_grad,
+                                            target_terms=_sce_terms)
 
 
 def _check_sce(alpha, beta, label_floor):
@@ -112,20 +139,17 @@ def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
     Wang et al., Symmetric Cross Entropy for Robust Learning with Noisy
     Labels, ICCV 2019.
   """
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
-  return _sce(logits, targets, *_check_sce(alpha, beta, label_floor), where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
+  return _sce(logits, labels, where, *_check_sce(alpha, beta, label_floor))
 
 
 def symmetric_cross_entropy_grad(logits, labels, *, alpha=0.1, beta=1.0,
                                  label_floor=1e-4, where=None) -> jax.Array:
   """Analytic gradient: ``alpha (p sum t - t)`` plus the softmax Jacobian
   times ``-beta log max(t, A)``."""
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
-  alpha, beta, label_floor = _check_sce(alpha, beta, label_floor)
-  probs = jax.nn.softmax(logits)
-  ce = probs * jnp.sum(targets, -1, keepdims=True) - targets
-  rce = _common.softmax_vjp(probs, -jnp.log(jnp.maximum(targets, label_floor)))
-  return _common.mask_grad(alpha * ce + beta * rce, where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
+  return _sce_grad_core(logits, labels, where,
+                        *_check_sce(alpha, beta, label_floor))
 
 
 def symmetric_cross_entropy_steepness(p, *, alpha=0.1, beta=1.0,

@@ -8,11 +8,26 @@ import jax.numpy as jnp
 from losses import _common
 
 
-@jax.jit
-def _mse(logits, targets, scale, where):
+def _mse_forward(logits, targets, scale):
   probs = jax.nn.softmax(logits)
-  return _common.apply_where(
-      scale * jnp.sum(jnp.square(probs - targets), axis=-1), where)
+  return scale * jnp.sum(jnp.square(probs - targets), axis=-1)
+
+
+def _mse_integer(logits, labels, scale):
+  # sum_k p_k^2 - 2 p_y + 1: no dense one-hot target.
+  probs = jax.nn.softmax(logits)
+  p_y = jnp.take_along_axis(probs, labels[..., None], axis=-1,
+                            mode="fill", fill_value=0.0)[..., 0]
+  return scale * (jnp.sum(jnp.square(probs), axis=-1) - 2.0 * p_y + 1.0)
+
+
+def _mse_grad(logits, targets, scale):
+  probs = jax.nn.softmax(logits)
+  return _common.softmax_vjp(probs, 2.0 * scale * (probs - targets))
+
+
+_mse, _mse_grad_core = _common.softmax_loss(_mse_forward, _mse_grad,
+                                            integer_forward=_mse_integer)
 
 
 def _scale(logits, normalize: bool):
@@ -41,17 +56,15 @@ def probability_mse(logits, labels, *, normalize=False, where=None
     Ghosh et al., Robust Loss Functions under Label Noise for Deep Neural
     Networks, AAAI 2017.
   """
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
-  return _mse(logits, targets, _scale(logits, normalize), where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
+  return _mse(logits, labels, where, _scale(logits, normalize))
 
 
 def probability_mse_grad(logits, labels, *, normalize=False, where=None
                          ) -> jax.Array:
   """Analytic gradient: softmax Jacobian times ``2 s (p - t)``."""
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
-  probs = jax.nn.softmax(logits)
-  dprobs = 2.0 * _scale(logits, normalize) * (probs - targets)
-  return _common.mask_grad(_common.softmax_vjp(probs, dprobs), where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
+  return _mse_grad_core(logits, labels, where, _scale(logits, normalize))
 
 
 def probability_mse_steepness(p, *, normalize=False, num_classes=10
@@ -67,10 +80,23 @@ def probability_mse_steepness(p, *, normalize=False, num_classes=10
           -2.0 * s * (1.0 - p) * c / (c - 1))
 
 
-@jax.jit
-def _mae(logits, targets, where):
+def _mae_forward(logits, targets):
+  return jnp.sum(jnp.abs(jax.nn.softmax(logits) - targets), axis=-1)
+
+
+def _mae_grad(logits, targets):
   probs = jax.nn.softmax(logits)
-  return _common.apply_where(jnp.sum(jnp.abs(probs - targets), axis=-1), where)
+  return _common.softmax_vjp(probs, jnp.sign(probs - targets))
+
+
+def _mae_terms(log_p, log1m_p, labels):
+  del labels
+  one_minus_p = jnp.exp(log1m_p)
+  return 2.0 * one_minus_p, 2.0 * jnp.exp(log_p) * one_minus_p
+
+
+_mae, _mae_grad_core = _common.softmax_loss(_mae_forward, _mae_grad,
+                                            target_terms=_mae_terms)
 
 
 def probability_mae(logits, labels, *, where=None) -> jax.Array:
@@ -94,16 +120,14 @@ def probability_mae(logits, labels, *, where=None) -> jax.Array:
     Ghosh et al., Robust Loss Functions under Label Noise for Deep Neural
     Networks, AAAI 2017.
   """
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
-  return _mae(logits, targets, where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
+  return _mae(logits, labels, where)
 
 
 def probability_mae_grad(logits, labels, *, where=None) -> jax.Array:
   """Analytic gradient: softmax Jacobian times ``sign(p - t)``."""
-  logits, targets, where = _common.prepare_softmax(logits, labels, where)
-  probs = jax.nn.softmax(logits)
-  grad = _common.softmax_vjp(probs, jnp.sign(probs - targets))
-  return _common.mask_grad(grad, where)
+  logits, labels, where = _common.prepare_softmax(logits, labels, where)
+  return _mae_grad_core(logits, labels, where)
 
 
 def probability_mae_steepness(p) -> tuple[jax.Array, jax.Array]:

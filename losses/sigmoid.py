@@ -1,4 +1,4 @@
-"""Sigmoid losses on binary / multi-hot targets: BCE, squared and absolute error, binary EL.
+"""Sigmoid losses: BCE, squared and absolute error, binary Encouraging Loss.
 
 Every loss here (and in ``sigmoid_focal`` and ``asymmetric``) is elementwise:
 one value per logit, the logits' shape, never reduced (SPEC §2). Each ships

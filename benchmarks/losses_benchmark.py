@@ -1,0 +1,141 @@
+r"""Loss benchmark: value-and-gradient time of every loss, as ratios to optax CE.
+
+    python -m benchmarks.losses_benchmark [--shapes=4096x1000,4096x10] [--rounds=7]
+
+For each loss, ``jax.jit(jax.value_and_grad(mean loss))`` over float32
+logits; all functions are timed in interleaved rounds (one call of each per
+round, ``--calls`` calls a sample) so machine noise hits them alike, and the
+table shows the median time ratio to ``optax.softmax_cross_entropy_with_
+integer_labels`` and the number of XLA fusions of each compiled function.
+The custom-gradient losses are also timed as autodiff of the very same
+forward formula ("autodiff" rows, and the "custom/autodiff" column).
+"""
+
+import re
+import time
+
+from absl import app
+from absl import flags
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import losses
+from losses import asymmetric
+from losses import asymmetric_single_label
+from losses import encouraging
+from losses import focal
+from losses import sigmoid
+from losses import sigmoid_focal
+
+_SHAPES = flags.DEFINE_list("shapes", ["4096x1000", "4096x10"],
+                            "Logit shapes BxC.")
+_ROUNDS = flags.DEFINE_integer("rounds", 7, "Interleaved timing rounds.")
+_CALLS = flags.DEFINE_integer("calls", 3, "Calls per sample.")
+
+
+def _softmax_cases(c):
+  t_matrix = 0.8 * np.eye(c) + 0.2 / c
+  return {
+      "optax_ce (reference)":
+          lambda z, y, t: optax.softmax_cross_entropy_with_integer_labels(z, y),
+      "cross_entropy": lambda z, y, t: losses.cross_entropy(z, y),
+      "cross_entropy smooth": lambda z, y, t: losses.cross_entropy(
+          z, y, label_smoothing=0.1),
+      "probability_mse": lambda z, y, t: losses.probability_mse(z, y),
+      "probability_mae": lambda z, y, t: losses.probability_mae(z, y),
+      "encouraging (LE=0.75)": lambda z, y, t: losses.encouraging_loss(z, y),
+      "encouraging (LE=1)": lambda z, y, t: losses.encouraging_loss(
+          z, y, log_end=1.0),
+      "focal": lambda z, y, t: losses.focal_loss(z, y),
+      "asymmetric_single_label": lambda z, y, t:
+          losses.asymmetric_single_label_loss(z, y),
+      "poly1": lambda z, y, t: losses.poly1_loss(z, y),
+      "gce": lambda z, y, t: losses.generalized_cross_entropy(z, y),
+      "sce": lambda z, y, t: losses.symmetric_cross_entropy(z, y),
+      "bootstrapping soft": lambda z, y, t: losses.bootstrapping_loss(z, y),
+      "bootstrapping hard": lambda z, y, t: losses.bootstrapping_loss(
+          z, y, mode="hard"),
+      "forward_correction": lambda z, y, t:
+          losses.forward_corrected_cross_entropy(
+              z, y, transition_matrix=t_matrix),
+      "joint_optimization (batch)": lambda z, y, t:
+          losses.joint_optimization_loss(z, t),
+      # Autodiff of the same forward formulas the custom VJPs wrap.
+      "encouraging autodiff": lambda z, y, t: encouraging._forward(
+          z, jax.nn.one_hot(y, c), 1.0, 0.75, 1e-5),
+      "focal autodiff": lambda z, y, t: focal._forward(
+          z, jax.nn.one_hot(y, c), 2.0, None),
+      "asymmetric_single_label autodiff": lambda z, y, t:
+          asymmetric_single_label._forward(z, jax.nn.one_hot(y, c), 0.0, 4.0,
+                                           0.1),
+  }
+
+
+def _sigmoid_cases(c):
+  del c
+  return {
+      "sigmoid_bce": lambda z, y, t: losses.sigmoid_binary_cross_entropy(z, t),
+      "sigmoid_focal": lambda z, y, t: losses.sigmoid_focal_loss(z, t),
+      "sigmoid_asymmetric": lambda z, y, t: losses.sigmoid_asymmetric_loss(z, t),
+      "sigmoid_encouraging": lambda z, y, t: losses.sigmoid_encouraging_loss(
+          z, t),
+      "sigmoid_squared_error": lambda z, y, t: losses.sigmoid_squared_error(
+          z, t),
+      "sigmoid_absolute_error": lambda z, y, t: losses.sigmoid_absolute_error(
+          z, t),
+  }
+
+
+def _count_fusions(compiled) -> int:
+  return len(re.findall(r"= \S+ fusion\(", compiled.as_text()))
+
+
+def _run_shape(b, c):
+  rng = np.random.default_rng(0)
+  z = jnp.asarray(3 * rng.normal(size=(b, c)), jnp.float32)
+  y = jnp.asarray(rng.integers(0, c, size=b))
+  t = jax.nn.softmax(jnp.asarray(rng.normal(size=(b, c)), jnp.float32))
+  multi_hot = jnp.asarray(rng.random((b, c)) < 0.1, jnp.float32)
+  cases = {**_softmax_cases(c), **{k: (lambda f: lambda z, y, t: f(
+      z, y, multi_hot))(f) for k, f in _sigmoid_cases(c).items()}}
+  compiled, fusions = {}, {}
+  for name, fn in cases.items():
+    step = jax.jit(jax.value_and_grad(
+        lambda z, fn=fn: jnp.mean(fn(z, y, t))))
+    compiled[name] = step.lower(z).compile()
+    fusions[name] = _count_fusions(compiled[name])
+    jax.block_until_ready(compiled[name](z))
+  samples = {name: [] for name in cases}
+  for r in range(_ROUNDS.value):
+    for name, fn in compiled.items():
+      start = time.perf_counter()
+      for _ in range(_CALLS.value):
+        out = fn(z)
+      jax.block_until_ready(out)
+      samples[name].append((time.perf_counter() - start) / _CALLS.value)
+    print(f"  round {r + 1}/{_ROUNDS.value} done", flush=True)
+  median = {k: float(np.median(v)) for k, v in samples.items()}
+  ref = median["optax_ce (reference)"]
+  print(f"\nlogits [{b}, {c}] float32, jit(value_and_grad(mean loss)); "
+        f"reference optax CE = 1.00")
+  print(f"{'loss':36s} {'x optax CE':>10s} {'fusions':>8s} "
+        f"{'custom/autodiff':>16s}")
+  for name in cases:
+    auto = median.get(name.split(" (")[0].split(" ")[0] + " autodiff")
+    vs = (f"{median[name] / auto:16.2f}" if auto and "autodiff" not in name
+          else f"{'':16s}")
+    print(f"{name:36s} {median[name] / ref:10.2f} {fusions[name]:8d} {vs}")
+
+
+def main(argv):
+  del argv
+  print(f"jax {jax.__version__} on {jax.devices()[0].platform}")
+  for shape in _SHAPES.value:
+    b, c = (int(x) for x in shape.split("x"))
+    _run_shape(b, c)
+
+
+if __name__ == "__main__":
+  app.run(main)
