@@ -1,4 +1,4 @@
-"""Plain formulas of the sigmoid losses (SPEC §2), and the checks all of them share.
+"""Plain formulas of the sigmoid losses (SPEC §2), and the checks they share.
 
 Test-only. The formulas use ``1/(1+exp(-z))``, ``log`` and powers as written:
 no custom gradient rule, no stable rewrite, so ``jax.grad`` of them in float64
@@ -82,9 +82,10 @@ def asymmetric_official_form(z, y, gamma_neg=4.0, gamma_pos=1.0, clip=0.05,
 
 
 def mixed(positive, z, t, pos_weight=1.0, neg_weight=1.0):
-  """``t a+ f(z) + (1-t) a- f(-z)`` and its z-derivative, ``f`` = (value, slope).
+  """``t a+ f(z) + (1-t) a- f(-z)`` and its z-derivative.
 
-  For limits of losses whose negative is the positive mirrored.
+  ``f`` returns (value, slope); for the limits of losses whose negative is
+  the positive mirrored.
   """
   pos, dpos = positive(z)
   neg, dneg = positive(-z)
