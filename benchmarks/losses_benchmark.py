@@ -73,6 +73,12 @@ def _softmax_cases(c):
   }
 
 
+def _sigmoid_autodiff(value_and_grad, *hyper):
+  """Autodiff of the same elementwise forward the custom VJP wraps."""
+  loss_core, _ = sigmoid._cores(value_and_grad, custom_vjp=False)
+  return lambda z, y, t: loss_core(z, t, None, *hyper)
+
+
 def _sigmoid_cases(c):
   del c
   return {
@@ -85,6 +91,16 @@ def _sigmoid_cases(c):
           z, t),
       "sigmoid_absolute_error": lambda z, y, t: losses.sigmoid_absolute_error(
           z, t),
+      "sigmoid_focal autodiff": _sigmoid_autodiff(
+          sigmoid_focal._focal, *sigmoid_focal._focal_hyper(0.25, 2.0)),
+      "sigmoid_asymmetric autodiff": _sigmoid_autodiff(
+          asymmetric._asl, *asymmetric._asl_hyper(1.0, 4.0, 0.05, False)),
+      "sigmoid_encouraging autodiff": _sigmoid_autodiff(
+          sigmoid._encouraging, *sigmoid._encouraging_hyper(1.0, 0.75, 1e-5)),
+      "sigmoid_squared_error autodiff": _sigmoid_autodiff(
+          sigmoid._squared_error),
+      "sigmoid_absolute_error autodiff": _sigmoid_autodiff(
+          sigmoid._absolute_error),
   }
 
 
