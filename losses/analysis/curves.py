@@ -28,13 +28,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-SOFTMAX_CONFIG = ("softmax: C = {num_classes} classes, target class y = 0, "
-                  "logits z = (log p, log((1-p)/(C-1)) x (C-1)), "
-                  "softmax(z) = (p, (1-p)/(C-1), ...); derivatives by "
-                  "jax.grad of the library losses")
-SIGMOID_CONFIG = ("sigmoid: one element, z = logit(p), p = σ(z), target 1 "
-                  "(positive) or 0 (negative); derivatives by jax.grad of "
-                  "the library losses")
+SOFTMAX_CONFIG = ("Canonical softmax configuration: C = {num_classes} "
+                  "classes, target class y = 0, logits z = (log p, "
+                  "log((1-p)/(C-1)), ...), so softmax(z) = (p, (1-p)/(C-1), "
+                  "...); derivatives by jax.grad of the library's losses")
+SIGMOID_CONFIG = ("Canonical sigmoid configuration: one element with logit "
+                  "z = logit(p), so p = sigmoid(z), target 1 (positive) or 0 "
+                  "(negative); derivatives by jax.grad of the library's "
+                  "losses")
 
 
 @dataclasses.dataclass(frozen=True)

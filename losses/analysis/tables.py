@@ -50,6 +50,30 @@ class Settings:
   asl_clip: float = 0.05
   noise_rate: float = 0.2
 
+  def __post_init__(self):
+    problems = []
+    if int(self.num_classes) != self.num_classes or self.num_classes < 2:
+      problems.append(f"num_classes must be an integer >= 2, got "
+                      f"{self.num_classes}")
+    if self.grid_size < 4:
+      problems.append(f"grid_size must be >= 4, got {self.grid_size}")
+    if not 0.0 < self.edge < 0.5:
+      problems.append(f"edge must lie in (0, 0.5), got {self.edge}")
+    if not self.log_ends or any(not 0.0 < le <= 1.0 for le in self.log_ends):
+      problems.append(f"log_ends must lie in (0, 1], got {self.log_ends}")
+    if not self.gammas or any(g < 0 for g in (*self.gammas, self.focal_gamma,
+                                               self.asl_gamma_neg,
+                                               self.asl_gamma_pos)):
+      problems.append("gammas, focal_gamma, asl_gamma_neg and asl_gamma_pos "
+                      "must be >= 0 (and gammas non-empty)")
+    if not 0.0 <= self.asl_clip < 1.0:
+      problems.append(f"asl_clip must lie in [0, 1), got {self.asl_clip}")
+    if not 0.0 <= self.noise_rate < 1.0 - 1.0 / self.num_classes:
+      problems.append(f"noise_rate must lie in [0, 1 - 1/num_classes), got "
+                      f"{self.noise_rate}")
+    if problems:
+      raise ValueError("; ".join(problems) + ".")
+
   def grid(self, *anchors: float) -> np.ndarray:
     inside = [a for a in (0.5, 0.9) + anchors if 0.0 < a < 1.0]
     return curves.probability_grid(self.grid_size, self.edge, inside)
@@ -69,7 +93,8 @@ def _encouraging(log_end: float, bonus_weight: float) -> Curve:
   plain = log_end >= 1.0
   kwargs = dict(bonus_weight=bonus_weight, log_end=log_end)
   return Curve("el" if plain else f"el_le{log_end:g}",
-               "EL" if plain else f"conservative EL, $LE = {log_end:g}$",
+               "EL (plain, $LE = 1$)" if plain
+               else f"conservative EL, $LE = {log_end:g}$",
                "el", losses.encouraging_loss, kwargs,
                losses.encouraging_loss_steepness, kwargs, variant=log_end)
 
@@ -101,7 +126,11 @@ def el_table(s: Settings) -> curves.Table:
 # --------------------------------------------------------------------------
 def bonus_table(s: Settings) -> curves.Table:
   """``b(p) = (EL - CE) / rho`` from the public losses, and ``db/dp``."""
-  drawn = tuple(_encouraging(le, 1.0) for le in (1.0,) + s.log_ends)
+  drawn = tuple(
+      dataclasses.replace(
+          _encouraging(le, 1.0),
+          label=r"$LE = 1$: plain $\log(1-p)$" if le >= 1 else f"$LE = {le:g}$")
+      for le in (1.0,) + s.log_ends)
   p = s.grid(*s.log_ends)
   values = curves.softmax_columns((_cross_entropy(),) + drawn, p,
                                   s.num_classes)
@@ -173,8 +202,7 @@ def asl_table(s: Settings) -> curves.Table:
           f"asl_clip{clip:g}_{side}", label, "asl",
           asymmetric.sigmoid_asymmetric_loss, kwargs,
           asymmetric.sigmoid_asymmetric_loss_steepness,
-          kwargs | dict(target=target), target=target,
-          variant=clip if target == 0 else None))
+          kwargs | dict(target=target), target=target, variant=clip))
   p = s.grid(s.asl_clip)
   notes = {"configuration": curves.SIGMOID_CONFIG,
            "focal": "alpha = None (no class weight)",
@@ -232,9 +260,9 @@ def all_softmax_table(s: Settings) -> curves.Table:
       Curve("sce", r"SCE, $\alpha = 0.1, \beta = 1$", "sce",
             losses.symmetric_cross_entropy,
             steepness=losses.symmetric_cross_entropy_steepness),
-      Curve("mae", r"MAE $\sum_k |p_k - t_k|$", "mae", losses.probability_mae,
+      Curve("mae", "MAE on probabilities", "mae", losses.probability_mae,
             steepness=losses.probability_mae_steepness),
-      Curve("mse", r"MSE $\sum_k (p_k - t_k)^2$", "mse",
+      Curve("mse", "MSE on probabilities (Brier)", "mse",
             losses.probability_mse, steepness=losses.probability_mse_steepness,
             steepness_kwargs=dict(num_classes=c)),
       Curve("asl_single", r"ASL single-label, $\gamma_- = 4$, $\epsilon = 0.1$",
@@ -249,13 +277,13 @@ def all_softmax_table(s: Settings) -> curves.Table:
             losses.bootstrapping_loss, dict(mode="hard"),
             losses.bootstrapping_loss_steepness,
             dict(mode="hard", num_classes=c), variant=1.0),
-      Curve("forward", f"forward-corrected CE, symmetric {s.noise_rate:g}",
+      Curve("forward", f"forward correction, noise {s.noise_rate:g}",
             "forward", losses.forward_corrected_cross_entropy,
             dict(transition_matrix=t),
             losses.forward_corrected_cross_entropy_steepness,
             dict(transition_matrix=t)),
   )
-  p = s.grid(le, 1.0 / c)
+  p = s.grid(le)
   notes = _softmax_notes(s) | {
       "hyperparameters": "library defaults; EL log_end 0.75, rho "
                          f"{s.bonus_weight:g}; focal gamma {s.focal_gamma:g}, "
