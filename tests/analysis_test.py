@@ -1,4 +1,4 @@
-"""Analysis figures: files, CSV known points, curves against the closed forms."""
+"""Analysis figures: files, CSV known points, curves against closed forms."""
 
 import collections
 import contextlib

@@ -26,10 +26,12 @@ _DEFAULTS = tables.Settings()
 # (a test runner) demand --out.
 _OUT = flags.DEFINE_string("out", None,
                            "Output directory (created if missing); required.")
-_FIGURES = flags.DEFINE_list("figures", list(write.NAMES),
-                             f"Figures to write, from: {', '.join(write.NAMES)}.")
-_FORMATS = flags.DEFINE_list("formats", ["png", "pdf"],
-                             f"Image formats, from: {', '.join(write.FORMATS)}.")
+_FIGURES = flags.DEFINE_list(
+    "figures", list(write.NAMES),
+    f"Figures to write, from: {', '.join(write.NAMES)}.")
+_FORMATS = flags.DEFINE_list(
+    "formats", ["png", "pdf"],
+    f"Image formats, from: {', '.join(write.FORMATS)}.")
 _DPI = flags.DEFINE_integer("dpi", 150, "Resolution of the PNG files.")
 _NUM_CLASSES = flags.DEFINE_integer(
     "num_classes", _DEFAULTS.num_classes,
@@ -38,8 +40,9 @@ _GRID_SIZE = flags.DEFINE_integer("grid_size", _DEFAULTS.grid_size,
                                   "Points of the probability grid.")
 _EDGE = flags.DEFINE_float("edge", _DEFAULTS.edge,
                            "The grid spans [edge, 1 - edge].")
-_LOG_ENDS = flags.DEFINE_list("log_ends", [f"{x:g}" for x in _DEFAULTS.log_ends],
-                              "Conservative EL log_end values.")
+_LOG_ENDS = flags.DEFINE_list(
+    "log_ends", [f"{x:g}" for x in _DEFAULTS.log_ends],
+    "Conservative EL log_end values (plain EL, 1, is always drawn).")
 _BONUS_WEIGHT = flags.DEFINE_float("bonus_weight", _DEFAULTS.bonus_weight,
                                    "EL bonus weight rho.")
 _GAMMAS = flags.DEFINE_list("gammas", [f"{x:g}" for x in _DEFAULTS.gammas],

@@ -1,4 +1,4 @@
-"""The numbers behind the figures: losses and gradients along a probability grid.
+"""The numbers behind the figures: losses and gradients on a probability grid.
 
 Every curve is computed through a public loss of the library, never from a
 closed form: the loss is evaluated at a *canonical* logit configuration that

@@ -221,7 +221,7 @@ def _slope_guides(ax, x: np.ndarray, anchor: float) -> None:
 
 
 def sigmoid_figure(table: curves.Table):
-  """``dL/dz`` of BCE, MSE and MAE on sigmoid outputs, and its vanishing order."""
+  """``dL/dz`` of BCE, MSE and MAE on sigmoid outputs and how it vanishes."""
   fig, (lin, low, high) = _axes(3)
   drawn = table.curves
   ylabel = r"$\partial L/\partial z$ (loss per unit logit)"

@@ -74,6 +74,10 @@ class Settings:
     if problems:
       raise ValueError("; ".join(problems) + ".")
 
+  def conservative_log_ends(self) -> tuple[float, ...]:
+    """``log_ends`` below 1 without repeats (plain EL is drawn anyway)."""
+    return tuple(le for le in dict.fromkeys(self.log_ends) if le < 1.0)
+
   def grid(self, *anchors: float) -> np.ndarray:
     inside = [a for a in (0.5, 0.9) + anchors if 0.0 < a < 1.0]
     return curves.probability_grid(self.grid_size, self.edge, inside)
@@ -112,9 +116,10 @@ def _focal(gamma: float) -> Curve:
 # --------------------------------------------------------------------------
 def el_table(s: Settings) -> curves.Table:
   """CE, plain EL and conservative EL: loss, ``dL/dp``, ``dL/dz_y``."""
+  log_ends = s.conservative_log_ends()
   drawn = (_cross_entropy(), _encouraging(1.0, s.bonus_weight)) + tuple(
-      _encouraging(le, s.bonus_weight) for le in s.log_ends)
-  p = s.grid(*s.log_ends)
+      _encouraging(le, s.bonus_weight) for le in log_ends)
+  p = s.grid(*log_ends)
   return curves.Table(
       "el", rf"Encouraging Loss ($\rho = {s.bonus_weight:g}$, floor 1e-5) "
       "against cross entropy", "p", p, drawn,
@@ -130,7 +135,7 @@ def bonus_table(s: Settings) -> curves.Table:
       dataclasses.replace(
           _encouraging(le, 1.0),
           label=r"$LE = 1$: plain $\log(1-p)$" if le >= 1 else f"$LE = {le:g}$")
-      for le in (1.0,) + s.log_ends)
+      for le in (1.0,) + s.conservative_log_ends())
   p = s.grid(*s.log_ends)
   values = curves.softmax_columns((_cross_entropy(),) + drawn, p,
                                   s.num_classes)
@@ -139,7 +144,8 @@ def bonus_table(s: Settings) -> curves.Table:
     for quantity, name in (("loss", "bonus"), ("dL_dp", "dbonus_dp")):
       columns[f"{name}:{c.key}"] = (values[f"{quantity}:{c.key}"]
                                     - values[f"{quantity}:ce"])
-  tangents = ", ".join(f"({le:g}, {np.log1p(-le):.4f})" for le in s.log_ends)
+  tangents = ", ".join(f"({le:g}, {np.log1p(-le):.4f})"
+                       for le in s.conservative_log_ends())
   notes = _softmax_notes(s) | {
       "bonus": "b(p) = encouraging_loss(rho=1) - cross_entropy; log(1-p) "
                "up to log_end, its tangent line above",
@@ -153,7 +159,7 @@ def bonus_table(s: Settings) -> curves.Table:
 # --------------------------------------------------------------------------
 def focal_table(s: Settings) -> curves.Table:
   """Focal loss for several ``gamma`` and its ratio to cross entropy."""
-  drawn = tuple(_focal(g) for g in s.gammas)
+  drawn = tuple(_focal(g) for g in dict.fromkeys(s.gammas))
   p = s.grid()
   columns = curves.softmax_columns(drawn + (_cross_entropy(),), p,
                                    s.num_classes)
