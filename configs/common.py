@@ -1,0 +1,108 @@
+"""Every key a training config has, with defaults; the configs start here.
+
+Not a config to run: ``configs/default.py`` and the others call
+``base_config()`` and change what their experiment needs. Every key exists in
+every config, so any dotted override works from any file
+(``--config.loss.name=focal --config.loss.gamma=1`` on the Joint Optimization
+default). A loss hyperparameter left at ``None`` takes the library's default
+for the chosen loss; setting one the chosen loss does not take is an error.
+"""
+
+from ml_collections import config_dict
+
+_FLOAT, _INT, _STR, _BOOL = float, int, str, bool
+
+# The union of the library's loss hyperparameters (train/loss_registry.py;
+# tests/config_checks_test.py keeps the two in step). Per loss:
+#   cross_entropy: label_smoothing          poly1: epsilon
+#   encouraging / sigmoid_encouraging: bonus_weight, log_end, floor
+#   focal: gamma, alpha                      sigmoid_focal: alpha, gamma
+#   asymmetric_single_label: gamma_pos, gamma_neg, label_smoothing
+#   sigmoid_asymmetric: gamma_neg, gamma_pos, clip, focal_weight_as_constant
+#   probability_mse: normalize               generalized_cross_entropy: q
+#   symmetric_cross_entropy: alpha, beta, label_floor
+#   bootstrapping: beta, mode, prediction_as_constant
+#   forward_correction: transition_matrix ('noise' | 'identity')
+#   joint_optimization: alpha, beta, prior ('uniform' | 'noisy_labels')
+LOSS_HYPERPARAMETERS = {
+    "alpha": _FLOAT, "beta": _FLOAT, "gamma": _FLOAT, "gamma_pos": _FLOAT,
+    "gamma_neg": _FLOAT, "label_smoothing": _FLOAT, "epsilon": _FLOAT,
+    "bonus_weight": _FLOAT, "log_end": _FLOAT, "floor": _FLOAT, "q": _FLOAT,
+    "label_floor": _FLOAT, "clip": _FLOAT, "normalize": _BOOL,
+    "prediction_as_constant": _BOOL, "focal_weight_as_constant": _BOOL,
+    "mode": _STR, "transition_matrix": _STR, "prior": _STR,
+}
+
+
+def loss_config(name: str, **hyperparameters) -> config_dict.ConfigDict:
+  """``config.loss``: a name, every hyperparameter, a schedule."""
+  loss = config_dict.ConfigDict()
+  loss.name = name
+  for key, kind in LOSS_HYPERPARAMETERS.items():
+    loss[key] = config_dict.placeholder(kind)
+  # Moves one float hyperparameter from `initial` to its configured value
+  # (train/schedules.py): e.g. the Encouraging Loss's deferred bonus.
+  loss.schedule = config_dict.ConfigDict(dict(
+      hyperparameter=config_dict.placeholder(_STR), kind="linear",
+      start_epoch=0.0, ramp_epochs=0.0, initial=0.0))
+  for key, value in hyperparameters.items():
+    loss[key] = value
+  return loss
+
+
+def base_config() -> config_dict.ConfigDict:
+  """All keys with their defaults (MNIST-1D, no noise, cross entropy)."""
+  c = config_dict.ConfigDict()
+  c.seed = 0
+  c.num_epochs = 30
+  c.batch_size = 128
+  c.eval_batch_size = 500
+
+  c.dataset = config_dict.ConfigDict(dict(
+      name="mnist1d", data_dir=config_dict.placeholder(_STR), val_size=0.1,
+      train_size=config_dict.placeholder(_INT),
+      crop_padding=config_dict.placeholder(_INT),
+      flip=config_dict.placeholder(_BOOL),
+      # The loader's own options (datasets.load): None leaves them out.
+      num_samples=config_dict.placeholder(_INT),
+      num_train=config_dict.placeholder(_INT),
+      num_test=config_dict.placeholder(_INT),
+      mosaic_seed=config_dict.placeholder(_INT),
+      download=config_dict.placeholder(_BOOL)))
+
+  # train/noise.py: name one of none, symmetric, asymmetric, pair_flip,
+  # multilabel, human (human_key: a Dataset.train_noisy_labels entry).
+  c.noise = config_dict.ConfigDict(dict(
+      name="none", rate=0.0, include_true_class=True, exact=True,
+      mapping=config_dict.placeholder(_STR), drop_rate=0.0, add_rate=0.0,
+      human_key=config_dict.placeholder(_STR),
+      seed=config_dict.placeholder(_INT)))  # None: config.seed
+
+  c.model = config_dict.ConfigDict(dict(
+      name="cnn1d", width=config_dict.placeholder(_INT)))
+
+  c.loss = loss_config("cross_entropy")
+
+  c.optimizer = config_dict.ConfigDict(dict(
+      name="sgd", learning_rate=0.1, momentum=0.9, nesterov=False,
+      weight_decay=1e-4, schedule="constant", boundaries=(),
+      decay_factor=0.1, warmup_epochs=0.0))
+
+  # The label state (train/label_state.py): mode none | soft | hard; from
+  # epoch `begin` on, training uses the mean of the last `history` epochs'
+  # training-pass probabilities.
+  c.label_state = config_dict.ConfigDict(dict(
+      mode="none", begin=0, history=10))
+
+  # Joint Optimization's second stage: a fresh network trained on the labels
+  # the first stage left, for `epochs` more epochs (0: no second stage).
+  c.stage2 = config_dict.ConfigDict(dict(
+      epochs=0, loss="cross_entropy", learning_rate=0.2,
+      schedule="piecewise", boundaries=(40, 80), seed_offset=1))
+
+  c.checkpoint_every_epochs = 1
+  c.keep_checkpoints = 2
+  c.grad_bins = 10
+  c.tensorboard = True
+  c.progress = True
+  return c

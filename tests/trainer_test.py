@@ -1,0 +1,130 @@
+"""End-to-end tests of train/trainer.py on tiny runs (about 2 s each)."""
+
+import math
+import os
+import tempfile
+
+import numpy as np
+from absl.testing import absltest
+from absl.testing import parameterized
+
+from tests.tiny import tiny_config
+from train import local_data
+from train import loss_registry
+from train import reporting
+from train import trainer
+
+# Measured durations differ between identical runs; nothing else may.
+TIMINGS = ("epoch_seconds", "label_update_seconds")
+
+
+def without_timings(records):
+  return [{k: v for k, v in r.items() if k not in TIMINGS} for r in records]
+
+
+def _run(config, **kwargs):
+  workdir = tempfile.mkdtemp()
+  summary = trainer.train_and_evaluate(config, workdir, **kwargs)
+  return summary, reporting.read_records(workdir), workdir
+
+
+class EveryLossTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(
+      (name, name) for name in sorted(loss_registry.LOSSES)
+      if loss_registry.LOSSES[name].family != "sigmoid" or name in (
+          "sigmoid_binary_cross_entropy", "sigmoid_focal"))
+  def test_one_epoch(self, name):
+    overrides = {"loss.name": name, "num_epochs": 1}
+    if name == "joint_optimization":
+      overrides.update({"label_state.mode": "soft", "label_state.begin": 1})
+    _, records, _ = _run(tiny_config(**overrides))
+    (record,) = records
+    self.assertTrue(math.isfinite(record["train_loss"]))
+    for key in ("val_accuracy", "test_accuracy", "recovery_accuracy",
+                "train_accuracy_noisy", "train_accuracy_clean", "test_ece"):
+      self.assertBetween(record[key], 0.0, 1.0)
+    # Every trained example lands in exactly one confidence bin.
+    self.assertEqual(sum(record["grad_bin_count"]), 256)
+    bins = [g for g in record["grad_by_confidence"] if g is not None]
+    self.assertTrue(bins and all(g >= 0 and math.isfinite(g) for g in bins))
+
+
+class TrainerTest(parameterized.TestCase):
+
+  def test_learns_clean_mnist1d(self):
+    config = tiny_config(**{"noise.name": "none", "noise.rate": 0.0,
+                            "num_epochs": 8, "dataset.train_size": 1024,
+                            "model.width": 128})
+    summary, records, _ = _run(config)
+    self.assertLess(records[-1]["train_loss"], records[0]["train_loss"])
+    self.assertGreater(summary["test_accuracy_last"], 0.35)  # chance: 0.10
+    self.assertEqual(summary["recovery_accuracy_last"], 1.0)
+
+  def test_same_seed_same_metrics(self):
+    config = tiny_config(**{"loss.name": "jo", "label_state.mode": "soft",
+                            "label_state.begin": 1})
+    _, first, _ = _run(config)
+    _, second, _ = _run(config)
+    self.assertEqual(without_timings(first), without_timings(second))
+    _, other, _ = _run(tiny_config(**{"seed": 1, "loss.name": "jo"}))
+    self.assertNotEqual(first[-1]["train_loss"], other[-1]["train_loss"])
+
+  def test_relabelling_changes_labels_from_begin_on(self):
+    config = tiny_config(**{"loss.name": "jo", "label_state.mode": "hard",
+                            "label_state.begin": 2, "num_epochs": 3})
+    _, records, _ = _run(config)
+    noise_free = 1 - records[0]["labels_changed"]
+    self.assertEqual(records[0]["labels_changed"], 0.0)  # before `begin`
+    self.assertGreater(records[1]["labels_changed"], 0.0)  # after epoch 2
+    self.assertNotEqual(records[1]["recovery_accuracy"],
+                        records[0]["recovery_accuracy"])
+    self.assertEqual(noise_free, 1.0)
+
+  def test_two_stages(self):
+    config = tiny_config(**{"loss.name": "jo", "label_state.mode": "soft",
+                            "label_state.begin": 1, "stage2.epochs": 2,
+                            "stage2.boundaries": (1,)})
+    _, records, _ = _run(config)
+    self.assertEqual([r["stage"] for r in records], [1, 1, 2, 2])
+    # Stage 2 keeps the labels stage 1 left and restarts its schedule.
+    self.assertEqual(records[2]["recovery_accuracy"],
+                     records[1]["recovery_accuracy"])
+    self.assertAlmostEqual(records[2]["learning_rate"], 0.2)
+    self.assertAlmostEqual(records[3]["learning_rate"], 0.02)
+
+  def test_encouraging_schedule_is_recorded(self):
+    config = tiny_config(**{
+        "loss.name": "encouraging", "loss.bonus_weight": 1.0,
+        "loss.schedule.hyperparameter": "bonus_weight",
+        "loss.schedule.kind": "linear", "loss.schedule.start_epoch": 1.0,
+        "loss.schedule.ramp_epochs": 2.0, "num_epochs": 3})
+    _, records, _ = _run(config)
+    # The value at each epoch's last step: (epoch - start) / ramp.
+    expected = [0.0, 0.375, 0.875]
+    np.testing.assert_allclose([r["bonus_weight"] for r in records], expected,
+                               atol=1e-6)
+
+  @absltest.skipUnless(local_data.find_fashion_mnist(),
+                       "Fashion-MNIST IDX files not installed")
+  def test_multi_label_mosaic(self):
+    config = tiny_config(**{
+        "dataset.name": "fashion_mnist_mosaic", "dataset.num_train": 400,
+        "dataset.num_test": 200, "dataset.val_size": 100,
+        "dataset.train_size": None, "noise.name": "multilabel",
+        "noise.drop_rate": 0.2, "loss.name": "asl", "num_epochs": 1,
+        "eval_batch_size": 100})
+    _, (record,), _ = _run(config)
+    self.assertBetween(record["test_map"], 0.0, 1.0)
+    self.assertEqual(sum(record["grad_bin_count"]), 256 * 10)
+
+  def test_summary_table(self):
+    summary, _, workdir = _run(tiny_config())
+    table = reporting.summary_table(summary, "title")
+    self.assertIn("test accuracy", table)
+    self.assertIn(f"{100 * summary['test_accuracy_last']:6.2f}", table)
+    self.assertTrue(os.path.exists(os.path.join(workdir, "config.json")))
+
+
+if __name__ == "__main__":
+  absltest.main()

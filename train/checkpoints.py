@@ -1,0 +1,114 @@
+"""Checkpoints with orbax: everything a run needs to go on exactly.
+
+A checkpoint is numbered by the epochs completed and holds two items:
+
+* ``arrays``: the train state (step, parameters, batch-norm statistics,
+  optimiser state, the RNG key's data) and the label state, saved from and
+  restored to their shardings (the label state stays split along
+  ``'data'``: each device writes and reads its own rows);
+* ``meta``: JSON: the epoch, the best metrics so far, and what the arrays
+  were saved for (device count, label-state rows), to explain a mismatch.
+
+Saving is asynchronous (training goes on while orbax writes); a checkpoint
+is only listed once complete, so a run killed while saving resumes from the
+previous one. The training order and every random draw are functions of
+``(seed, epoch, step)``, so resuming at an epoch boundary reproduces the run.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+import orbax.checkpoint as ocp
+
+from train import label_state as label_state_lib
+
+
+def _nonempty(label_state: label_state_lib.LabelState) -> dict[str, Any]:
+  # Orbax cannot save zero-size arrays: a run without relabelling has an
+  # empty history, which its fresh state restores as it is.
+  return {k: v for k, v in label_state._asdict().items() if v.size}
+
+
+class CheckpointMismatchError(ValueError):
+  """The workdir's checkpoint does not fit this run's state."""
+
+
+class Checkpoints:
+  """The checkpoints of one workdir."""
+
+  def __init__(self, directory: str, *, keep: int = 2):
+    self.directory = os.path.abspath(directory)
+    self._manager = ocp.CheckpointManager(
+        self.directory,
+        options=ocp.CheckpointManagerOptions(max_to_keep=keep, create=True),
+        item_names=("arrays", "meta"))
+
+  def latest_epoch(self) -> int | None:
+    """Epochs completed by the latest complete checkpoint, or ``None``."""
+    return self._manager.latest_step()
+
+  def save(self, epoch: int, state: dict[str, Any],
+           label_state: label_state_lib.LabelState,
+           meta: dict[str, Any]) -> None:
+    """Saves after ``epoch`` epochs (asynchronously)."""
+    arrays = {"state": state, "label_state": _nonempty(label_state)}
+    self._manager.save(epoch, args=ocp.args.Composite(
+        arrays=ocp.args.StandardSave(arrays),
+        meta=ocp.args.JsonSave({**meta, "epoch": epoch})))
+
+  def restore(self, epoch: int, state: dict[str, Any],
+              label_state: label_state_lib.LabelState
+              ) -> tuple[dict[str, Any], label_state_lib.LabelState,
+                         dict[str, Any]]:
+    """Restores checkpoint ``epoch`` into the shapes and shardings given.
+
+    Args:
+      epoch: a saved epoch.
+      state, label_state: templates (arrays or ``ShapeDtypeStruct`` with
+        shardings): what this run would train.
+
+    Raises:
+      CheckpointMismatchError: the saved arrays do not fit the templates.
+    """
+    meta = self._manager.restore(epoch, args=ocp.args.Composite(
+        meta=ocp.args.JsonRestore()))["meta"]
+    target = {"state": state, "label_state": _nonempty(label_state)}
+    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
+    try:
+      restored = self._manager.restore(epoch, args=ocp.args.Composite(
+          arrays=ocp.args.StandardRestore(abstract)))["arrays"]
+    except (ValueError, KeyError, TypeError) as e:
+      raise CheckpointMismatchError(
+          f"the checkpoint in {self.directory} (epoch {epoch}, saved with "
+          f"{meta.get('saved_with')}) does not fit this run "
+          f"({self.describe(label_state)}): {e}. Use a new workdir, or "
+          f"delete this one to start over.") from None
+    self._check_shapes(restored, abstract, epoch, meta)
+    return (restored["state"],
+            label_state._replace(**restored["label_state"]), meta)
+
+  def _check_shapes(self, restored, abstract, epoch, meta) -> None:
+    for (path, got), want in zip(jax.tree_util.tree_leaves_with_path(restored),
+                                 jax.tree.leaves(abstract)):
+      if got.shape != want.shape or got.dtype != want.dtype:
+        raise CheckpointMismatchError(
+            f"the checkpoint in {self.directory} (epoch {epoch}, saved with "
+            f"{meta.get('saved_with')}) holds "
+            f"{jax.tree_util.keystr(path)} as {got.dtype}{list(got.shape)}, "
+            f"this run needs {want.dtype}{list(want.shape)}. Use a new "
+            f"workdir, or delete this one to start over.")
+
+  @staticmethod
+  def describe(label_state: label_state_lib.LabelState) -> str:
+    return (f"{jax.device_count()} devices, label state "
+            f"{list(label_state.labels.shape)}, history "
+            f"{label_state.history.shape[0]}")
+
+  def wait(self) -> None:
+    self._manager.wait_until_finished()
+
+  def close(self) -> None:
+    self._manager.close()

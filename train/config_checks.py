@@ -1,0 +1,222 @@
+"""Reject a bad config before any data is loaded or any step compiled.
+
+Every message names the key, the value and what is allowed. ``check`` covers
+what the config alone decides; the loss is checked by calling it
+(``loss_registry.check``), so its hyperparameters' ranges stay the library's.
+What needs the data (a softmax loss on multi-label data, the resolved
+transition matrix) is checked by the trainer once the data is loaded, still
+before the first step. ``check_workdir`` and ``check_resume`` guard the
+workdir: writable, and holding no run of another config.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+from ml_collections import config_dict
+
+from train import datasets
+from train import label_state
+from train import loss_registry
+from train import models
+from train import noise
+from train import schedules
+
+OPTIMIZERS = ("sgd", "adam", "adamw")
+CONFIG_FILE = "config.json"
+# Keys a resumed run may change: they do not alter the epochs already run.
+RESUMABLE_CHANGES = ("num_epochs", "checkpoint_every_epochs",
+                     "keep_checkpoints", "tensorboard", "progress")
+
+
+class ConfigError(ValueError):
+  """A config value that cannot be trained with."""
+
+
+def _require(ok: bool, key: str, value: Any, allowed: str) -> None:
+  if not ok:
+    raise ConfigError(f"config.{key} = {value!r}: {allowed}")
+
+
+def _positive_int(config, key: str) -> None:
+  value = config[key]
+  _require(isinstance(value, int) and not isinstance(value, bool)
+           and value > 0, key, value, "must be a positive integer")
+
+
+def loss_hyperparameters(loss_config: config_dict.ConfigDict
+                         ) -> dict[str, Any]:
+  """The hyperparameters set (not ``None``) in ``config.loss``.
+
+  Raises:
+    ConfigError: unknown loss, or a set hyperparameter it does not take.
+  """
+  try:
+    spec = loss_registry.spec(loss_config.name)
+  except ValueError as e:
+    raise ConfigError(str(e)) from None
+  values = {k: v for k, v in loss_config.items()
+            if k not in ("name", "schedule") and v is not None}
+  unused = sorted(set(values) - set(spec.hyperparameters))
+  _require(not unused, "loss", {k: values[k] for k in unused},
+           f"loss {loss_registry.canonical_name(loss_config.name)!r} takes "
+           f"none of these; it takes {sorted(spec.hyperparameters)}")
+  for key, allowed in loss_registry.RESOLVED.items():
+    if key in spec.hyperparameters:
+      values.setdefault(key, allowed[0])
+      _require(values[key] in allowed, f"loss.{key}", values[key],
+               f"must be one of {list(allowed)}")
+  return values
+
+
+def _check_loss(loss_config) -> None:
+  values = loss_hyperparameters(loss_config)
+  # Resolved ones need the data: stand-ins here, the real ones are checked
+  # once the data is loaded. The rest are checked by the loss itself.
+  eager = loss_registry.resolve(
+      {**values, **({"prior": "uniform"} if "prior" in values else {})},
+      num_classes=3)
+  try:
+    loss_registry.check(loss_config.name, eager, num_classes=3)
+    schedule = loss_config.schedule
+    name = schedule.hyperparameter
+    if name:
+      spec = loss_registry.spec(loss_config.name)
+      _require(isinstance(spec.hyperparameters.get(name, ""), (int, float))
+               and not isinstance(spec.hyperparameters.get(name), bool),
+               "loss.schedule.hyperparameter", name,
+               f"must be a float hyperparameter of the loss: one of "
+               f"{[k for k, v in spec.hyperparameters.items() if type(v) is float]}")
+      schedules.ramp(schedule.kind, initial=schedule.initial, final=1.0,
+                     start_epoch=schedule.start_epoch,
+                     ramp_epochs=schedule.ramp_epochs, steps_per_epoch=1)
+      loss_registry.check(loss_config.name, {**eager, name: schedule.initial},
+                          num_classes=3)
+  except ValueError as e:
+    raise ConfigError(str(e)) from None
+
+
+def check(config: config_dict.ConfigDict, *, num_devices: int) -> None:
+  """Checks everything the config alone decides.
+
+  Raises:
+    ConfigError: naming the first bad key.
+  """
+  for key in ("num_epochs", "batch_size", "eval_batch_size",
+              "checkpoint_every_epochs", "keep_checkpoints", "grad_bins"):
+    _positive_int(config, key)
+  for key in ("batch_size", "eval_batch_size"):
+    _require(config[key] % num_devices == 0, key, config[key],
+             f"must be a multiple of the {num_devices} devices, so that "
+             f"every device gets the same share of a batch")
+
+  name = config.dataset.name
+  known = name in datasets.DATASETS or (
+      name.startswith(datasets.TFDS_PREFIX)
+      and len(name) > len(datasets.TFDS_PREFIX))
+  _require(known, "dataset.name", name, f"must be one of "
+           f"{list(datasets.DATASETS)}")
+  _require(config.noise.name in noise.NOISE_MODELS, "noise.name",
+           config.noise.name, f"must be one of {list(noise.NOISE_MODELS)}")
+  _require(0.0 <= config.noise.rate < 1.0, "noise.rate", config.noise.rate,
+           "must lie in [0, 1)")
+  _require(config.model.name in models.MODELS, "model.name",
+           config.model.name, f"must be one of {list(models.MODELS)}")
+
+  _check_loss(config.loss)
+  try:
+    loss_registry.canonical_name(config.stage2.loss)
+  except ValueError as e:
+    raise ConfigError(f"config.stage2.loss: {e}") from None
+
+  opt = config.optimizer
+  _require(opt.name in OPTIMIZERS, "optimizer.name", opt.name,
+           f"must be one of {list(OPTIMIZERS)}")
+  _require(opt.learning_rate > 0, "optimizer.learning_rate",
+           opt.learning_rate, "must be positive")
+  _require(0.0 <= opt.momentum < 1.0, "optimizer.momentum", opt.momentum,
+           "must lie in [0, 1)")
+  _require(opt.weight_decay >= 0, "optimizer.weight_decay", opt.weight_decay,
+           "must be non-negative")
+  for schedule, boundaries in ((opt.schedule, opt.boundaries),
+                               (config.stage2.schedule,
+                                config.stage2.boundaries)):
+    try:
+      schedules.learning_rate(schedule, base=1.0, steps_per_epoch=1,
+                              num_epochs=1, boundaries=boundaries)
+    except ValueError as e:
+      raise ConfigError(str(e)) from None
+
+  ls = config.label_state
+  _require(ls.mode in label_state.UPDATES, "label_state.mode", ls.mode,
+           f"must be one of {list(label_state.UPDATES)}")
+  _require(isinstance(ls.begin, int) and ls.begin >= 0, "label_state.begin",
+           ls.begin, "must be a non-negative integer epoch")
+  _require(isinstance(ls.history, int) and
+           (ls.history >= 1 or ls.mode == "none"), "label_state.history",
+           ls.history, "must be a positive integer when labels are updated")
+  _require(isinstance(config.stage2.epochs, int) and config.stage2.epochs >= 0,
+           "stage2.epochs", config.stage2.epochs,
+           "must be a non-negative integer")
+  _require(config.stage2.learning_rate > 0, "stage2.learning_rate",
+           config.stage2.learning_rate, "must be positive")
+
+
+def check_workdir(workdir: str) -> None:
+  """Creates ``workdir`` if needed and proves it writable.
+
+  Raises:
+    ConfigError: it cannot be created or written.
+  """
+  try:
+    os.makedirs(workdir, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=workdir, prefix=".write_test"):
+      pass
+  except OSError as e:
+    raise ConfigError(f"--workdir={workdir!r} is not a writable folder: "
+                      f"{e.strerror or e}") from None
+
+
+def _differences(saved: Mapping, current: Mapping, prefix: str = ""
+                 ) -> list[str]:
+  out = []
+  for key in sorted(set(saved) | set(current)):
+    a, b = saved.get(key), current.get(key)
+    path = f"{prefix}{key}"
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+      out += _differences(a, b, path + ".")
+    elif a != b and path not in RESUMABLE_CHANGES:
+      out.append(f"{path}: {a!r} in the workdir, {b!r} now")
+  return out
+
+
+def check_resume(workdir: str, config: config_dict.ConfigDict, *,
+                 resuming: bool) -> None:
+  """Saves the config in the workdir; a resumed run's must match the saved.
+
+  Args:
+    workdir: the run's folder.
+    config: this run's config.
+    resuming: whether the workdir holds a checkpoint to resume (without one,
+      a saved config is that of a run that never checkpointed: replaced).
+
+  Raises:
+    ConfigError: the workdir holds a checkpoint of a different config.
+  """
+  path = os.path.join(workdir, CONFIG_FILE)
+  current = json.loads(config.to_json())
+  if resuming and os.path.exists(path):
+    with open(path) as f:
+      saved = json.load(f)
+    differences = _differences(saved, current)
+    if differences:
+      raise ConfigError(
+          f"--workdir={workdir!r} holds a run of another config, so its "
+          f"checkpoint cannot be resumed: {'; '.join(differences)}. Use a "
+          f"new workdir, or delete this one to start over.")
+  with open(path, "w") as f:
+    json.dump(current, f, indent=2, sort_keys=True)

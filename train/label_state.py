@@ -1,0 +1,208 @@
+"""The label state: every training example's current (soft) label, on device.
+
+Joint Optimization (SPEC §3) relabels the training set between epochs. The
+state it needs is explicit and sharded along the example axis ``'data'``:
+
+* ``labels [N', C]``: the current labels, one-hot (or multi-hot) noisy labels
+  at first, soft or hard after relabelling begins;
+* ``history [K, N', C]``: a ring buffer of the training-pass probabilities of
+  the last ``K`` epochs (``K = 0`` when the labels never change);
+* ``written [K, N']``: which entries of the buffer hold a value (an example
+  left out of an epoch's batches, or an epoch not yet run, counts for
+  nothing in the mean);
+* ``slot``: the buffer slot the current epoch writes.
+
+``N'`` is ``N`` rounded up to a multiple of the device count (the padded rows
+are never indexed). Inside the training step ``gather`` reads the rows of a
+batch and ``record`` writes the batch's probabilities into the current slot,
+both with ``shard_map``: the batch's indices and rows (``B`` of them) are
+all-gathered, each device reads or writes the rows it owns, and a read is
+summed back to the batch's shards. Only ``O(B C)`` values move between
+devices and none between host and device. ``update`` (jitted once by the
+caller, state donated) relabels every example between epochs, elementwise on
+each shard.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from train import pipeline
+
+AXIS = pipeline.DATA_AXIS
+UPDATES = ("none", "soft", "hard")
+
+
+class LabelState(NamedTuple):
+  labels: jax.Array
+  history: jax.Array
+  written: jax.Array
+  slot: jax.Array
+
+
+def padded_size(num_examples: int, mesh: jax.sharding.Mesh) -> int:
+  devices = mesh.shape[AXIS]
+  return math.ceil(num_examples / devices) * devices
+
+
+def shardings(mesh: jax.sharding.Mesh) -> LabelState:
+  """Where each field lives: rows split along ``'data'``, ``slot`` replicated."""
+  return LabelState(labels=NamedSharding(mesh, P(AXIS, None)),
+                    history=NamedSharding(mesh, P(None, AXIS, None)),
+                    written=NamedSharding(mesh, P(None, AXIS)),
+                    slot=NamedSharding(mesh, P()))
+
+
+def create(noisy_labels: np.ndarray, num_classes: int, *, history: int,
+           mesh: jax.sharding.Mesh) -> LabelState:
+  """The initial state: the noisy labels one-hot, an empty buffer.
+
+  Args:
+    noisy_labels: int ``[N]`` labels, or float multi-hot ``[N, C]``.
+    num_classes: ``C``.
+    history: ``K``, epochs of probabilities kept (0: none).
+    mesh: the device mesh; the state is sharded along its ``'data'`` axis.
+  """
+  if history < 0:
+    raise ValueError(f"history must be >= 0, got {history}")
+  num_rows = padded_size(len(noisy_labels), mesh)
+  pad = [(0, num_rows - len(noisy_labels))] + [(0, 0)] * (
+      noisy_labels.ndim - 1)
+  # Only the int labels ([N], small) cross from the host; the one-hot rows
+  # are made on the devices, already sharded.
+  rows = jax.device_put(np.pad(noisy_labels, pad),
+                        NamedSharding(mesh, P(AXIS, *[None] * (
+                            noisy_labels.ndim - 1))))
+
+  def init(rows):
+    labels = (rows.astype(jnp.float32) if rows.ndim == 2
+              else jax.nn.one_hot(rows, num_classes, dtype=jnp.float32))
+    return LabelState(
+        labels=labels,
+        history=jnp.zeros((history, num_rows, num_classes), jnp.float32),
+        written=jnp.zeros((history, num_rows), bool),
+        slot=jnp.zeros((), jnp.int32))
+
+  return jax.jit(init, out_shardings=shardings(mesh))(rows)
+
+
+def gather(table: jax.Array, indices: jax.Array,
+           mesh: jax.sharding.Mesh) -> jax.Array:
+  """Rows ``table[indices]`` of a row-sharded table, sharded like ``indices``.
+
+  Exact: each row is read on the one device that owns it and summed with
+  zeros from the others.
+  """
+  trailing = (None,) * (table.ndim - 1)
+
+  def local(shard, batch_indices):
+    every_index = jax.lax.all_gather(batch_indices, AXIS, tiled=True)
+    offset = jax.lax.axis_index(AXIS) * shard.shape[0]
+    local_index = every_index - offset
+    owned = (local_index >= 0) & (local_index < shard.shape[0])
+    rows = jnp.take(shard, jnp.where(owned, local_index, 0), axis=0)
+    rows = jnp.where(owned.reshape(owned.shape + (1,) * len(trailing)), rows,
+                     jnp.zeros_like(rows))
+    return jax.lax.psum_scatter(rows, AXIS, scatter_dimension=0, tiled=True)
+
+  return jax.shard_map(local, mesh=mesh, in_specs=(P(AXIS, *trailing),
+                                                   P(AXIS)),
+                       out_specs=P(AXIS, *trailing))(table, indices)
+
+
+def record(state: LabelState, indices: jax.Array, probs: jax.Array,
+           mesh: jax.sharding.Mesh) -> LabelState:
+  """Writes the batch's probabilities into the current history slot."""
+  if state.history.shape[0] == 0:
+    return state
+
+  def local(history, written, slot, batch_indices, batch_probs):
+    every_index = jax.lax.all_gather(batch_indices, AXIS, tiled=True)
+    every_prob = jax.lax.all_gather(batch_probs, AXIS, tiled=True)
+    rows = history.shape[1]
+    local_index = every_index - jax.lax.axis_index(AXIS) * rows
+    # Rows another device owns are pointed out of range and dropped.
+    local_index = jnp.where((local_index >= 0) & (local_index < rows),
+                            local_index, rows)
+    history = history.at[slot, local_index].set(every_prob, mode="drop")
+    written = written.at[slot, local_index].set(True, mode="drop")
+    return history, written
+
+  history, written = jax.shard_map(
+      local, mesh=mesh,
+      in_specs=(P(None, AXIS, None), P(None, AXIS), P(), P(AXIS),
+                P(AXIS, None)),
+      out_specs=(P(None, AXIS, None), P(None, AXIS)))(
+          state.history, state.written, state.slot, indices,
+          probs.astype(jnp.float32))
+  return state._replace(history=history, written=written)
+
+
+def update(state: LabelState, epoch: jax.Array, *, begin: int, mode: str,
+           multi_label: bool = False) -> LabelState:
+  """Relabels every example after epoch ``epoch`` (0-based) has run; jit-able.
+
+  From the epoch ``begin`` on, training uses the mean of the buffer (written
+  entries only): so after epoch ``begin - 1`` and every later one the labels
+  become that mean (``soft``), its arg max one-hot (``hard``; multi-label:
+  the mean thresholded at 1/2), as the official code does after its
+  ``begin``-th epoch. An example with nothing written keeps its label. The
+  buffer then moves to its next slot, cleared for the next epoch.
+
+  Args:
+    state: the label state.
+    epoch: the epoch just finished, 0-based (traced).
+    begin: the first epoch trained on updated labels.
+    mode: ``'none'``, ``'soft'`` or ``'hard'``. Static.
+    multi_label: whether labels are multi-hot. Static.
+  """
+  if mode not in UPDATES:
+    raise ValueError(f"label update mode must be one of {UPDATES}, got "
+                     f"{mode!r}")
+  size = state.history.shape[0]
+  if mode == "none" or size == 0:
+    return state
+  weight = state.written.astype(jnp.float32)[..., None]
+  count = weight.sum(axis=0)
+  mean = (state.history * weight).sum(axis=0) / jnp.maximum(count, 1.0)
+  if mode == "hard":
+    if multi_label:
+      mean = (mean > 0.5).astype(jnp.float32)
+    else:
+      mean = jax.nn.one_hot(jnp.argmax(mean, -1), mean.shape[-1],
+                            dtype=jnp.float32)
+  relabel = (epoch + 1 >= begin) & (count > 0)
+  labels = jnp.where(relabel, mean, state.labels)
+  slot = (state.slot + 1) % size
+  written = state.written.at[slot].set(False)
+  return LabelState(labels=labels, history=state.history, written=written,
+                    slot=slot)
+
+
+def hard_labels(labels: jax.Array, multi_label: bool = False) -> jax.Array:
+  """The class of each row (multi-label: the multi-hot at 1/2)."""
+  if multi_label:
+    return labels > 0.5
+  return jnp.argmax(labels, axis=-1)
+
+
+def recovery_accuracy(labels: jax.Array, clean: jax.Array, num_examples: int,
+                      multi_label: bool = False) -> jax.Array:
+  """Fraction of the first ``num_examples`` rows whose hard label is clean.
+
+  Multi-label: the fraction of (example, class) entries that agree.
+  ``clean`` is padded like ``labels``; the padded rows are ignored.
+  """
+  valid = jnp.arange(labels.shape[0]) < num_examples
+  agree = hard_labels(labels, multi_label) == clean.astype(
+      bool if multi_label else jnp.int32)
+  if multi_label:
+    agree = agree.mean(axis=-1)
+  return jnp.sum(jnp.where(valid, agree, 0.0)) / num_examples

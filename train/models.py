@@ -1,0 +1,281 @@
+"""Classifiers by name, in Flax NNX, used functionally by the training step.
+
+Names (``MODELS``): ``mlp``, ``cnn1d`` (MNIST-1D), ``cnn`` (a small 2-D CNN),
+``preact_resnet32`` (the Joint Optimization paper's network) and
+``resnet18``. Every model maps ``[B, *input_shape]`` to logits ``[B, C]`` and
+takes ``train``: batch norm uses batch statistics and updates its running
+averages when ``train`` is true, the running averages otherwise. The ResNets
+and ``cnn`` work on images ``[H, W, C]`` and on signals ``[L, C]`` alike (the
+kernel has the input's spatial rank).
+
+``Classifier`` splits a model into a graph definition (static), its
+parameters and its other state (batch-norm statistics), and ``apply`` merges
+them inside jit: ``nnx.split`` -> pure function -> ``nnx.merge``, the
+functional use of NNX that flax recommends for ``jax.jit`` with shardings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+
+def _spatial_dims(input_shape: Sequence[int]) -> int:
+  return len(input_shape) - 1
+
+
+def _global_pool(x: jax.Array) -> jax.Array:
+  return x.mean(axis=tuple(range(1, x.ndim - 1)))
+
+
+class Mlp(nnx.Module):
+  """Flatten, ReLU layers of ``width`` and ``width // 2``, a linear head."""
+
+  def __init__(self, input_shape, num_classes: int, *, width: int = 256,
+               rngs: nnx.Rngs):
+    sizes = [int(jnp.prod(jnp.array(input_shape))), width, width // 2]
+    self.hidden = nnx.List([nnx.Linear(a, b, rngs=rngs)
+                            for a, b in zip(sizes[:-1], sizes[1:])])
+    self.head = nnx.Linear(sizes[-1], num_classes, rngs=rngs)
+
+  def __call__(self, x, *, train: bool = False):
+    del train
+    x = x.reshape(x.shape[0], -1)
+    for layer in self.hidden:
+      x = nnx.relu(layer(x))
+    return self.head(x)
+
+
+class Cnn1d(nnx.Module):
+  """The MNIST-1D paper's CNN: three strided convolutions and a linear head.
+
+  Conv(k5, s2) -> Conv(k3, s2) -> Conv(k3, s2), ReLU after each, then a linear
+  layer on the flattened features (about 94 % clean test accuracy on
+  MNIST-1D, as in Greydanus' ``ConvBase``).
+  """
+
+  def __init__(self, input_shape, num_classes: int, *, width: int = 32,
+               rngs: nnx.Rngs):
+    length, in_channels = input_shape
+    self.convs = nnx.List([
+        nnx.Conv(in_channels, width, (5,), strides=2, padding=1, rngs=rngs),
+        nnx.Conv(width, width, (3,), strides=2, padding=1, rngs=rngs),
+        nnx.Conv(width, width, (3,), strides=2, padding=1, rngs=rngs),
+    ])
+    for kernel in (5, 3, 3):
+      length = (length + 2 - kernel) // 2 + 1
+    self.head = nnx.Linear(length * width, num_classes, rngs=rngs)
+
+  def __call__(self, x, *, train: bool = False):
+    del train
+    for conv in self.convs:
+      x = nnx.relu(conv(x))
+    return self.head(x.reshape(x.shape[0], -1))
+
+
+class Cnn(nnx.Module):
+  """Two conv-conv-pool blocks (``width``, ``2 width`` channels), dense 128."""
+
+  def __init__(self, input_shape, num_classes: int, *, width: int = 32,
+               rngs: nnx.Rngs):
+    channels = (width, 2 * width)
+    dims = _spatial_dims(input_shape)
+    kernel, self.window = (3,) * dims, (2,) * dims
+    layers, previous = [], input_shape[-1]
+    for out in channels:
+      layers += [nnx.Conv(previous, out, kernel, rngs=rngs),
+                 nnx.Conv(out, out, kernel, rngs=rngs)]
+      previous = out
+    self.convs = nnx.List(layers)
+    self.dense = nnx.Linear(previous, 128, rngs=rngs)
+    self.head = nnx.Linear(128, num_classes, rngs=rngs)
+
+  def __call__(self, x, *, train: bool = False):
+    del train
+    for i, conv in enumerate(self.convs):
+      x = nnx.relu(conv(x))
+      if i % 2:
+        x = nnx.max_pool(x, self.window, strides=self.window)
+    return self.head(nnx.relu(self.dense(_global_pool(x))))
+
+
+def _batch_norm(features: int, rngs: nnx.Rngs) -> nnx.BatchNorm:
+  # PyTorch's defaults (momentum 0.1 there is 0.9 here), as the papers used.
+  return nnx.BatchNorm(features, momentum=0.9, epsilon=1e-5, rngs=rngs)
+
+
+class PreActBlock(nnx.Module):
+  """BN-ReLU-Conv twice; a 1x1 projection shortcut when the shape changes."""
+
+  def __init__(self, dims: int, in_channels: int, channels: int, stride: int,
+               *, rngs: nnx.Rngs):
+    kernel, strides = (3,) * dims, (stride,) * dims
+    self.bn1 = _batch_norm(in_channels, rngs)
+    self.conv1 = nnx.Conv(in_channels, channels, kernel, strides=strides,
+                          use_bias=False, rngs=rngs)
+    self.bn2 = _batch_norm(channels, rngs)
+    self.conv2 = nnx.Conv(channels, channels, kernel, use_bias=False,
+                          rngs=rngs)
+    projection = None
+    if stride != 1 or in_channels != channels:
+      projection = nnx.Conv(in_channels, channels, (1,) * dims,
+                            strides=strides, use_bias=False, rngs=rngs)
+    self.shortcut = nnx.data(projection)
+
+  def __call__(self, x, train: bool):
+    out = nnx.relu(self.bn1(x, use_running_average=not train))
+    shortcut = x if self.shortcut is None else self.shortcut(out)
+    out = self.conv1(out)
+    out = self.conv2(nnx.relu(self.bn2(out, use_running_average=not train)))
+    return out + shortcut
+
+
+class BasicBlock(nnx.Module):
+  """The post-activation ResNet block (Conv-BN-ReLU, Conv-BN, add, ReLU)."""
+
+  def __init__(self, dims: int, in_channels: int, channels: int, stride: int,
+               *, rngs: nnx.Rngs):
+    kernel, strides = (3,) * dims, (stride,) * dims
+    self.conv1 = nnx.Conv(in_channels, channels, kernel, strides=strides,
+                          use_bias=False, rngs=rngs)
+    self.bn1 = _batch_norm(channels, rngs)
+    self.conv2 = nnx.Conv(channels, channels, kernel, use_bias=False,
+                          rngs=rngs)
+    self.bn2 = _batch_norm(channels, rngs)
+    projection = projection_bn = None
+    if stride != 1 or in_channels != channels:
+      projection = nnx.Conv(in_channels, channels, (1,) * dims,
+                            strides=strides, use_bias=False, rngs=rngs)
+      projection_bn = _batch_norm(channels, rngs)
+    self.shortcut = nnx.data(projection)
+    self.shortcut_bn = nnx.data(projection_bn)
+
+  def __call__(self, x, train: bool):
+    frozen = not train
+    out = nnx.relu(self.bn1(self.conv1(x), use_running_average=frozen))
+    out = self.bn2(self.conv2(out), use_running_average=frozen)
+    shortcut = x
+    if self.shortcut is not None:
+      shortcut = self.shortcut_bn(self.shortcut(x), use_running_average=frozen)
+    return nnx.relu(out + shortcut)
+
+
+class ResNet(nnx.Module):
+  """CIFAR-style ResNet: a 3x3 stem, stages of blocks, global pool, linear.
+
+  ``preact`` selects pre-activation blocks (He et al. 2016b) with a final
+  BN-ReLU before pooling; otherwise post-activation blocks with a BN-ReLU
+  stem.
+  """
+
+  def __init__(self, input_shape, num_classes: int, *,
+               stage_widths: Sequence[int], blocks_per_stage: Sequence[int],
+               preact: bool, rngs: nnx.Rngs):
+    dims = _spatial_dims(input_shape)
+    self.preact = preact
+    block = PreActBlock if preact else BasicBlock
+    self.stem = nnx.Conv(input_shape[-1], stage_widths[0], (3,) * dims,
+                         use_bias=False, rngs=rngs)
+    blocks, previous = [], stage_widths[0]
+    for stage, (width, count) in enumerate(zip(stage_widths,
+                                               blocks_per_stage)):
+      for i in range(count):
+        stride = 2 if stage > 0 and i == 0 else 1
+        blocks.append(block(dims, previous, width, stride, rngs=rngs))
+        previous = width
+    self.blocks = nnx.List(blocks)
+    # Pre-activation nets end with the BN-ReLU their last block lacks;
+    # post-activation nets start with one after the stem.
+    self.bn = _batch_norm(previous if preact else stage_widths[0], rngs)
+    self.head = nnx.Linear(previous, num_classes, rngs=rngs)
+
+  def __call__(self, x, *, train: bool = False):
+    x = self.stem(x)
+    if not self.preact:
+      x = nnx.relu(self.bn(x, use_running_average=not train))
+    for block in self.blocks:
+      x = block(x, train)
+    if self.preact:
+      x = nnx.relu(self.bn(x, use_running_average=not train))
+    return self.head(_global_pool(x))
+
+
+def _preact_resnet32(input_shape, num_classes, *, rngs, width: int = 16):
+  return ResNet(input_shape, num_classes,
+                stage_widths=(width, 2 * width, 4 * width),
+                blocks_per_stage=(5, 5, 5), preact=True, rngs=rngs)
+
+
+def _resnet18(input_shape, num_classes, *, rngs, width: int = 64):
+  return ResNet(input_shape, num_classes,
+                stage_widths=(width, 2 * width, 4 * width, 8 * width),
+                blocks_per_stage=(2, 2, 2, 2), preact=False, rngs=rngs)
+
+
+def _cnn1d(input_shape, num_classes, *, rngs, **options):
+  if len(input_shape) != 2:
+    raise ValueError(f"model 'cnn1d' takes signals [L, C], got input shape "
+                     f"{tuple(input_shape)}")
+  return Cnn1d(input_shape, num_classes, rngs=rngs, **options)
+
+
+_BUILDERS: dict[str, Callable[..., nnx.Module]] = {
+    "mlp": Mlp,
+    "cnn1d": _cnn1d,
+    "cnn": Cnn,
+    "preact_resnet32": _preact_resnet32,
+    "resnet18": _resnet18,
+}
+MODELS = tuple(_BUILDERS)
+
+
+def create(name: str, input_shape: Sequence[int], num_classes: int, *,
+           seed: int, **options) -> nnx.Module:
+  """Builds model ``name`` for inputs of ``input_shape``, initialised by seed.
+
+  Raises:
+    ValueError: an unknown name or option, or an input the model cannot take.
+  """
+  if name not in _BUILDERS:
+    raise ValueError(f"unknown model {name!r}; known: {list(MODELS)}")
+  try:
+    return _BUILDERS[name](tuple(input_shape), num_classes,
+                           rngs=nnx.Rngs(seed), **options)
+  except TypeError as e:
+    raise ValueError(f"model {name!r}: bad options {options}: {e}") from e
+
+
+@dataclasses.dataclass(frozen=True)
+class Classifier:
+  """A model split for pure functions: ``graphdef`` plus two state trees.
+
+  Attributes:
+    graphdef: the static structure (hashable, closed over by jit).
+    params: the trainable parameters (``nnx.Param``), an ``nnx.State``.
+    model_state: everything else, i.e. batch-norm statistics; may be empty.
+  """
+
+  graphdef: nnx.GraphDef
+  params: nnx.State
+  model_state: nnx.State
+
+  @classmethod
+  def split(cls, model: nnx.Module) -> "Classifier":
+    graphdef, params, model_state = nnx.split(model, nnx.Param, ...)
+    return cls(graphdef, params, model_state)
+
+  def apply(self, params, model_state, x, *, train: bool
+            ) -> tuple[jax.Array, nnx.State]:
+    """Logits ``[B, C]`` (float32) and the updated model state; jit-able."""
+    model = nnx.merge(self.graphdef, params, model_state)
+    logits = model(x, train=train)
+    _, _, model_state = nnx.split(model, nnx.Param, ...)
+    return logits.astype(jnp.float32), model_state
+
+
+def num_params(params: nnx.State) -> int:
+  return sum(x.size for x in jax.tree.leaves(params))

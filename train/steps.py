@@ -1,0 +1,194 @@
+"""The jitted functions of training: one step, evaluation, the label update.
+
+Each is built once per stage by a ``make_*`` function that closes over what
+is static (the model's graph, the loss, the optimiser, the mesh) and jitted
+with explicit ``in_shardings``/``out_shardings``: the train state and metric
+sums replicated, the label state split along ``'data'``, a batch's indices
+split along ``'data'`` (so every per-example op of the step runs on the
+example's device and XLA inserts the all-reduces of the gradient, the batch
+norm statistics and the Joint Optimization batch mean). The train state,
+label state and sums are donated.
+
+The step gets ``dL/dz`` on its way to the parameter gradient (one VJP of the
+network, the loss differentiated wrt the logits in between), so the
+gradient-by-confidence metric costs no second backward pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from train import label_state as label_state_lib
+from train import metrics
+from train import models
+from train import pipeline
+
+TrainState = dict[str, Any]  # step, params, model_state, opt_state, rng
+
+
+@dataclasses.dataclass(frozen=True)
+class StepConfig:
+  """What a training step closes over.
+
+  Attributes:
+    classifier: the split model.
+    loss: ``batch_loss(logits, targets, hparams)`` of ``loss_registry``.
+    family: ``'softmax'``, ``'sigmoid'`` or ``'batch'``.
+    optimizer: the optax transformation.
+    hparam_schedules: ``{name: value(step)}``, traced hyperparameters.
+    mesh: the device mesh.
+    crop_padding, flip: augmentation.
+    multi_label: whether targets are multi-hot.
+    record: whether the step writes probabilities into the label history.
+    grad_bins: bins of the gradient-by-confidence metric.
+  """
+
+  classifier: models.Classifier
+  loss: Callable[..., jax.Array]
+  family: str
+  optimizer: optax.GradientTransformation
+  hparam_schedules: Mapping[str, Callable[[jax.Array], jax.Array]]
+  mesh: jax.sharding.Mesh
+  crop_padding: int = 0
+  flip: bool = False
+  multi_label: bool = False
+  record: bool = True
+  grad_bins: int = 10
+
+
+def init_state(classifier: models.Classifier,
+               optimizer: optax.GradientTransformation,
+               seed: int) -> TrainState:
+  return {"step": jnp.zeros((), jnp.int32), "params": classifier.params,
+          "model_state": classifier.model_state,
+          "opt_state": optimizer.init(classifier.params),
+          "rng": jax.random.key_data(jax.random.key(seed))}
+
+
+def replicate(tree, mesh: jax.sharding.Mesh):
+  sharding = pipeline.replicated(mesh)
+  return jax.tree.map(lambda _: sharding, tree)
+
+
+def probabilities(logits: jax.Array, family: str) -> jax.Array:
+  return jax.nn.sigmoid(logits) if family == "sigmoid" else jax.nn.softmax(
+      logits)
+
+
+def make_train_step(cfg: StepConfig, state: TrainState,
+                    label_state: label_state_lib.LabelState,
+                    data: Mapping[str, jax.Array]):
+  """``step(state, label_state, sums, data, order, epoch, i)``, jitted.
+
+  ``order`` is the epoch's ``[num_batches, B]`` indices (split along ``B``),
+  ``i`` the batch of the epoch; returns ``(state, label_state, sums, loss)``.
+  The arguments' values are only used for their shardings' structure.
+  """
+  mesh = cfg.mesh
+
+  def step(state, label_state, sums, data, order, epoch, i):
+    indices = order[i]
+    key = jax.random.fold_in(jax.random.fold_in(
+        jax.random.wrap_key_data(state["rng"]), epoch), i)
+    batch = pipeline.train_batch(data, indices, key,
+                                 crop_padding=cfg.crop_padding, flip=cfg.flip)
+    targets = label_state_lib.gather(label_state.labels, indices, mesh)
+    hparams = {k: v(state["step"]) for k, v in cfg.hparam_schedules.items()}
+
+    def forward(params):
+      return cfg.classifier.apply(params, state["model_state"],
+                                  batch["image"], train=True)
+
+    logits, network_vjp, model_state = jax.vjp(forward, state["params"],
+                                               has_aux=True)
+    loss, logit_grad = jax.value_and_grad(cfg.loss)(logits, targets, hparams)
+    (grads,) = network_vjp(logit_grad)
+    updates, opt_state = cfg.optimizer.update(grads, state["opt_state"],
+                                              state["params"])
+    params = optax.apply_updates(state["params"], updates)
+    probs = probabilities(logits, cfg.family)
+    if cfg.record:
+      label_state = label_state_lib.record(label_state, indices, probs, mesh)
+    step_sums = metrics.training_sums(
+        loss=loss, logits=logits, logit_grad=logit_grad, probs=probs,
+        targets=targets, noisy_labels=batch["label"],
+        clean_labels=batch["clean_label"], multi_label=cfg.multi_label,
+        num_bins=cfg.grad_bins)
+    sums = jax.tree.map(jnp.add, sums, step_sums)
+    state = {"step": state["step"] + 1, "params": params,
+             "model_state": model_state, "opt_state": opt_state,
+             "rng": state["rng"]}
+    return state, label_state, sums, loss
+
+  state_sh = replicate(state, mesh)
+  label_sh = label_state_lib.shardings(mesh)
+  sums_sh = replicate(metrics.zeros_like_sums(cfg.grad_bins), mesh)
+  data_sh = replicate(data, mesh)
+  order_sh = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
+  scalar = pipeline.replicated(mesh)
+  del label_state
+  return jax.jit(step,
+                 in_shardings=(state_sh, label_sh, sums_sh, data_sh,
+                               order_sh, scalar, scalar),
+                 out_shardings=(state_sh, label_sh, sums_sh, scalar),
+                 donate_argnums=(0, 1, 2))
+
+
+def make_evaluate(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,
+                  multi_label: bool):
+  """``evaluate(params, model_state, x, y, order, mask) -> metrics``, jitted.
+
+  ``order``/``mask`` are ``pipeline.eval_indices``, split along ``B``; the
+  logits of every batch are stacked and the split's metrics computed at once.
+  """
+
+  def evaluate(params, model_state, x, y, order, mask):
+    def logits_of(_, indices):
+      logits, _ = classifier.apply(params, model_state,
+                                   jnp.take(x, indices, axis=0), train=False)
+      return None, logits
+
+    _, logits = jax.lax.scan(logits_of, None, order)
+    labels = jnp.take(y, order.reshape(-1), axis=0)
+    return metrics.evaluation_metrics(
+        logits.reshape(-1, logits.shape[-1]), labels,
+        mask.reshape(-1).astype(jnp.float32), multi_label)
+
+  split = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
+  return jax.jit(evaluate, in_shardings=(None, None, None, None, split, split))
+
+
+def make_label_update(mesh: jax.sharding.Mesh, *, begin: int, mode: str,
+                      multi_label: bool, num_examples: int):
+  """``update(label_state, clean, epoch) -> (label_state, metrics)``, jitted.
+
+  Relabels (``label_state.update``) and measures the result: recovery
+  accuracy and the share of hard labels that differ from the noisy ones.
+  ``clean`` and ``noisy`` are the padded labels, split like the state.
+  """
+
+  def update(state, clean, noisy, epoch):
+    state = label_state_lib.update(state, epoch, begin=begin, mode=mode,
+                                   multi_label=multi_label)
+    measured = {
+        "recovery_accuracy": label_state_lib.recovery_accuracy(
+            state.labels, clean, num_examples, multi_label),
+        "labels_changed": 1.0 - label_state_lib.recovery_accuracy(
+            state.labels, noisy, num_examples, multi_label),
+    }
+    return state, measured
+
+  sharding = label_state_lib.shardings(mesh)
+  rows = sharding.labels if multi_label else NamedSharding(
+      mesh, P(pipeline.DATA_AXIS))
+  scalar = pipeline.replicated(mesh)
+  return jax.jit(update, in_shardings=(sharding, rows, rows, scalar),
+                 out_shardings=(sharding, scalar), donate_argnums=(0,))

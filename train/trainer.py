@@ -1,0 +1,422 @@
+"""The training loop: config in, trained model, metrics and a summary out.
+
+``train_and_evaluate(config, workdir)`` reads the config (``configs/``),
+checks it, loads the data and its label noise, and trains one or two stages
+(Joint Optimization's stage 2: a fresh network on the labels stage 1 left).
+Each epoch runs the jitted step over the epoch's batches, relabels between
+epochs, evaluates validation and test, writes a record and a checkpoint. A
+workdir with a checkpoint is resumed from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+from ml_collections import config_dict
+
+from train import checkpoints
+from train import config_checks
+from train import datasets
+from train import label_state as label_state_lib
+from train import loss_registry
+from train import metrics
+from train import models
+from train import noise
+from train import pipeline
+from train import reporting
+from train import schedules
+from train import steps
+
+ConfigError = config_checks.ConfigError
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+  """One stage of training: epochs, loss, optimiser, label updates."""
+
+  index: int
+  first_epoch: int
+  num_epochs: int
+  loss_name: str
+  loss_hyperparameters: dict[str, Any]
+  optimizer: optax.GradientTransformation
+  learning_rate: optax.Schedule
+  hparam_schedules: dict[str, Callable[[jax.Array], jax.Array]]
+  label_update: str
+  seed: int
+
+  @property
+  def last_epoch(self) -> int:
+    return self.first_epoch + self.num_epochs - 1
+
+
+# ---------------------------------------------------------------------------
+# Data.
+# ---------------------------------------------------------------------------
+def load_data(config) -> tuple[datasets.Dataset, noise.NoisyLabels]:
+  """The dataset and its noisy training labels, as the config says."""
+  d = config.dataset
+  options = {k: d[k] for k in ("num_samples", "num_train", "num_test",
+                               "mosaic_seed", "download") if d[k] is not None}
+  # ml_collections keeps val_size a float: 800.0 means 800 examples.
+  val_size = d.val_size
+  if val_size >= 1 and float(val_size).is_integer():
+    val_size = int(val_size)
+  try:
+    data = datasets.load(d.name, data_dir=d.data_dir, val_size=val_size,
+                         seed=config.seed, train_size=d.train_size,
+                         crop_padding=d.crop_padding, flip=d.flip, **options)
+  except ValueError as e:
+    raise ConfigError(f"config.dataset: {e}") from None
+  n = config.noise
+  human = None
+  if n.name == "human":
+    if n.human_key not in data.train_noisy_labels:
+      raise ConfigError(
+          f"config.noise.human_key = {n.human_key!r}: dataset {d.name!r} "
+          f"has human label sets {sorted(data.train_noisy_labels)}")
+    human = data.train_noisy_labels[n.human_key]
+  if (n.name == "multilabel") != data.multi_label:
+    raise ConfigError(
+        f"config.noise.name = {n.name!r}: dataset {d.name!r} is "
+        f"{'multi' if data.multi_label else 'single'}-label; "
+        f"{'only multilabel' if data.multi_label else 'multilabel'} noise "
+        f"{'fits' if data.multi_label else 'does not fit'} it")
+  try:
+    noisy = noise.apply_noise(
+        data.train_y, data.num_classes, name=n.name, rate=n.rate,
+        seed=config.seed if n.seed is None else n.seed, exact=n.exact,
+        include_true_class=n.include_true_class, mapping=n.mapping,
+        drop_rate=n.drop_rate, add_rate=n.add_rate, noisy_labels=human)
+  except ValueError as e:
+    raise ConfigError(f"config.noise: {e}") from None
+  return data, noisy
+
+
+def _check_data(config, data: datasets.Dataset) -> None:
+  losses = [("loss.name", config.loss.name)]
+  if config.stage2.epochs:
+    losses.append(("stage2.loss", config.stage2.loss))
+  for key, name in losses:
+    family = loss_registry.spec(name).family
+    if data.multi_label and family != "sigmoid":
+      raise ConfigError(
+          f"config.{key} = {name!r}: dataset {data.name!r} is multi-label, "
+          f"so the loss must be a sigmoid one: "
+          f"{[k for k, v in loss_registry.LOSSES.items() if v.family == 'sigmoid']}")
+  if config.batch_size > data.num_train:
+    raise ConfigError(f"config.batch_size = {config.batch_size}: larger than "
+                      f"the {data.num_train} training examples")
+
+
+# ---------------------------------------------------------------------------
+# Stages.
+# ---------------------------------------------------------------------------
+def _optimizer(opt, learning_rate: optax.Schedule
+               ) -> optax.GradientTransformation:
+  if opt.name == "adamw":
+    return optax.adamw(learning_rate, weight_decay=opt.weight_decay)
+  # L2 added to the gradient before momentum, as in PyTorch's SGD (and the
+  # official Joint Optimization code).
+  decay = optax.add_decayed_weights(opt.weight_decay)
+  if opt.name == "adam":
+    return optax.chain(decay, optax.adam(learning_rate))
+  return optax.chain(decay, optax.sgd(learning_rate, momentum=opt.momentum,
+                                      nesterov=opt.nesterov))
+
+
+def make_stages(config, *, steps_per_epoch: int, num_classes: int,
+                noisy: noise.NoisyLabels) -> list[Stage]:
+  """Stage 1 from ``config``; stage 2 when ``config.stage2.epochs > 0``."""
+  opt = config.optimizer
+  resolve = dict(num_classes=num_classes,
+                 transition_matrix=noisy.transition_matrix,
+                 noisy_labels=None if noisy.labels.ndim > 1 else noisy.labels)
+  hyper = loss_registry.resolve(
+      config_checks.loss_hyperparameters(config.loss), **resolve)
+  ramps = {}
+  schedule = config.loss.schedule
+  if schedule.hyperparameter:
+    name = schedule.hyperparameter
+    final = hyper.pop(name, loss_registry.spec(
+        config.loss.name).hyperparameters[name])
+    ramps[name] = schedules.ramp(
+        schedule.kind, initial=schedule.initial, final=float(final),
+        start_epoch=schedule.start_epoch, ramp_epochs=schedule.ramp_epochs,
+        steps_per_epoch=steps_per_epoch)
+  lr = schedules.learning_rate(
+      opt.schedule, base=opt.learning_rate, steps_per_epoch=steps_per_epoch,
+      num_epochs=config.num_epochs, boundaries=opt.boundaries,
+      decay_factor=opt.decay_factor, warmup_epochs=opt.warmup_epochs)
+  stages = [Stage(0, 0, config.num_epochs, config.loss.name, hyper,
+                  _optimizer(opt, lr), lr, ramps, config.label_state.mode,
+                  config.seed)]
+  s2 = config.stage2
+  if s2.epochs:
+    lr2 = schedules.learning_rate(
+        s2.schedule, base=s2.learning_rate, steps_per_epoch=steps_per_epoch,
+        num_epochs=s2.epochs, boundaries=s2.boundaries,
+        decay_factor=opt.decay_factor)
+    stages.append(Stage(1, config.num_epochs, s2.epochs, s2.loss,
+                        loss_registry.resolve({}, **resolve),
+                        _optimizer(opt, lr2), lr2, {}, "none",
+                        config.seed + s2.seed_offset))
+  return stages
+
+
+def _stage_of(stages: list[Stage], epoch: int) -> Stage:
+  return next(s for s in stages if epoch <= s.last_epoch)
+
+
+# ---------------------------------------------------------------------------
+# The run.
+# ---------------------------------------------------------------------------
+class _Run:
+  """Everything built once per run; one method per phase of an epoch."""
+
+  def __init__(self, config, workdir: str):
+    self.config = config
+    self.workdir = workdir
+    self.mesh = pipeline.make_mesh()
+    data, noisy = load_data(config)
+    _check_data(config, data)
+    self.data, self.noisy = data, noisy
+    self.steps_per_epoch = data.num_train // config.batch_size
+    self.stages = make_stages(config, steps_per_epoch=self.steps_per_epoch,
+                              num_classes=data.num_classes, noisy=noisy)
+    self.total_epochs = self.stages[-1].last_epoch + 1
+    model_options = ({"width": config.model.width}
+                     if config.model.width is not None else {})
+    try:
+      self._model = lambda seed: models.create(
+          config.model.name, data.input_shape, data.num_classes, seed=seed,
+          **model_options)
+      self._model(config.seed)
+    except ValueError as e:
+      raise ConfigError(f"config.model: {e}") from None
+    for stage in self.stages:
+      try:
+        loss_registry.build(stage.loss_name, stage.loss_hyperparameters,
+                            num_classes=data.num_classes,
+                            traced=tuple(stage.hparam_schedules))
+      except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+    mesh = self.mesh
+    self.train_data = pipeline.put_replicated(
+        {"image": data.train_x, "label": noisy.labels,
+         "clean_label": noisy.clean_labels}, mesh)
+    self.eval_sets = {}
+    for split, x, y in (("val", data.val_x, data.val_y),
+                        ("test", data.test_x, data.test_y)):
+      if len(x):
+        order, mask = pipeline.eval_indices(len(x), config.eval_batch_size)
+        sharding = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
+        self.eval_sets[split] = (
+            *pipeline.put_replicated({"x": x, "y": y}, mesh).values(),
+            jax.device_put(order, sharding), jax.device_put(mask, sharding))
+    rows = label_state_lib.padded_size(data.num_train, mesh)
+
+    def padded(labels):
+      pad = [(0, rows - len(labels))] + [(0, 0)] * (labels.ndim - 1)
+      spec = P(pipeline.DATA_AXIS, *[None] * (labels.ndim - 1))
+      return jax.device_put(np.pad(labels, pad, constant_values=-1),
+                            NamedSharding(mesh, spec))
+
+    self.clean_rows = padded(noisy.clean_labels)
+    self.noisy_rows = padded(noisy.labels)
+    self.evaluate = None
+    self._compiled_stage = None
+
+  # -- state -----------------------------------------------------------------
+  def fresh_state(self, stage: Stage) -> steps.TrainState:
+    classifier = models.Classifier.split(self._model(stage.seed))
+    self.classifier = classifier
+    state = steps.init_state(classifier, stage.optimizer, stage.seed)
+    return jax.device_put(state, steps.replicate(state, self.mesh))
+
+  def fresh_label_state(self) -> label_state_lib.LabelState:
+    history = (self.config.label_state.history
+               if self.config.label_state.mode != "none" else 0)
+    return label_state_lib.create(self.noisy.labels, self.data.num_classes,
+                                  history=history, mesh=self.mesh)
+
+  def compile_stage(self, stage: Stage, state, label_state) -> None:
+    """Builds the jitted step, label update and evaluation of ``stage``."""
+    if self._compiled_stage == stage.index:
+      return
+    ls = self.config.label_state
+    family = loss_registry.spec(stage.loss_name).family
+    loss = loss_registry.build(stage.loss_name, stage.loss_hyperparameters,
+                               num_classes=self.data.num_classes,
+                               traced=tuple(stage.hparam_schedules))
+    cfg = steps.StepConfig(
+        classifier=self.classifier, loss=loss, family=family,
+        optimizer=stage.optimizer, hparam_schedules=stage.hparam_schedules,
+        mesh=self.mesh, crop_padding=self.data.crop_padding,
+        flip=self.data.flip, multi_label=self.data.multi_label,
+        record=stage.label_update != "none", grad_bins=self.config.grad_bins)
+    self.train_step = steps.make_train_step(cfg, state, label_state,
+                                            self.train_data)
+    self.update_labels = steps.make_label_update(
+        self.mesh, begin=ls.begin, mode=stage.label_update,
+        multi_label=self.data.multi_label, num_examples=self.data.num_train)
+    self.evaluate = steps.make_evaluate(self.classifier, self.mesh,
+                                        multi_label=self.data.multi_label)
+    replicated = pipeline.replicated(self.mesh)
+    self.zero_sums = jax.jit(
+        lambda: metrics.zeros_like_sums(self.config.grad_bins),
+        out_shardings=replicated)
+    self._compiled_stage = stage.index
+
+  # -- one epoch --------------------------------------------------------------
+  def run_epoch(self, epoch: int, stage: Stage, state, label_state,
+                progress: reporting.Progress):
+    config = self.config
+    start = time.perf_counter()
+    order = pipeline.epoch_indices(config.seed, epoch, self.data.num_train,
+                                   config.batch_size)
+    order = jax.device_put(order, NamedSharding(
+        self.mesh, P(None, pipeline.DATA_AXIS)))
+    sums = self.zero_sums()
+    previous = None
+    for i in range(self.steps_per_epoch):
+      state, label_state, sums, loss = self.train_step(
+          state, label_state, sums, self.train_data, order, epoch, i)
+      # The loss of the step before: the device never waits for the host.
+      if previous is not None:
+        self._check_finite(previous, epoch, i - 1, progress)
+      previous = loss
+    self._check_finite(previous, epoch, self.steps_per_epoch - 1, progress)
+    update_start = time.perf_counter()
+    label_state, label_metrics = self.update_labels(
+        label_state, self.clean_rows, self.noisy_rows, epoch)
+    jax.block_until_ready(label_state)
+    update_seconds = time.perf_counter() - update_start
+
+    record = {"epoch": epoch + 1, "stage": stage.index + 1,
+              "learning_rate": float(stage.learning_rate(
+                  int(state["step"]) - 1))}
+    for name, value in stage.hparam_schedules.items():
+      record[name] = float(value(int(state["step"]) - 1))
+    record.update(metrics.training_epoch_metrics(jax.device_get(sums)))
+    record.update({k: float(v) for k, v in
+                   jax.device_get(label_metrics).items()})
+    for split, arrays in self.eval_sets.items():
+      measured = jax.device_get(self.evaluate(
+          state["params"], state["model_state"], *arrays))
+      record.update({f"{split}_{k}": float(v) for k, v in measured.items()})
+    record["label_update_seconds"] = update_seconds
+    record["epoch_seconds"] = time.perf_counter() - start
+    return state, label_state, record
+
+  @staticmethod
+  def _check_finite(loss, epoch, step, progress):
+    value = float(loss)
+    if not np.isfinite(value):
+      raise FloatingPointError(
+          f"the training loss is {value} at epoch {epoch + 1}, step "
+          f"{step + 1}: lower the learning rate or check the loss's "
+          f"hyperparameters")
+    progress.step(epoch, value)
+
+
+def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
+                       *, stop_after_epochs: int | None = None
+                       ) -> dict[str, Any]:
+  """Trains as ``config`` says, writing metrics and checkpoints to workdir.
+
+  Args:
+    config: a config of ``configs/`` (``common.base_config()``'s keys).
+    workdir: where metrics, TensorBoard events and checkpoints go; a
+      workdir with a checkpoint of the same config is resumed.
+    stop_after_epochs: stop (as if killed) once this many epochs are done;
+      for tests of resuming.
+
+  Returns:
+    The run's summary (best and last metrics, ``reporting.summarise``).
+
+  Raises:
+    ConfigError: a bad config, workdir or checkpoint, before training.
+    FloatingPointError: the loss became NaN or infinite.
+  """
+  # ----- Checks and data ------------------------------------------------------
+  config_checks.check(config, num_devices=jax.device_count())
+  config_checks.check_workdir(workdir)
+  run = _Run(config, workdir)
+  store = checkpoints.Checkpoints(os.path.join(workdir, "checkpoints"),
+                                  keep=config.keep_checkpoints)
+  resume_epoch = store.latest_epoch() or 0
+  config_checks.check_resume(workdir, config, resuming=bool(resume_epoch))
+
+  # ----- State -----------------------------------------------------------------
+  stage = _stage_of(run.stages, max(resume_epoch - 1, 0))
+  state = run.fresh_state(stage)
+  label_state = run.fresh_label_state()
+  if resume_epoch:
+    try:
+      state, label_state, _ = store.restore(resume_epoch, state, label_state)
+    except checkpoints.CheckpointMismatchError as e:
+      raise ConfigError(str(e)) from None
+  main_process = jax.process_index() == 0
+  writer = reporting.MetricWriter(
+      workdir, resume_epoch=resume_epoch,
+      tensorboard=config.tensorboard and main_process)
+  progress = reporting.Progress(
+      run.total_epochs, run.steps_per_epoch, first_epoch=resume_epoch,
+      enabled=config.progress and main_process)
+  records = reporting.read_records(workdir)
+  if main_process:
+    print(f"{run.data.summary()}; noise {config.noise.name} "
+          f"(realised rate {run.noisy.noise_rate:.1%}); "
+          f"{jax.device_count()} device(s); "
+          f"{'resuming after epoch ' + str(resume_epoch) if resume_epoch else 'new run'}"
+          f" in {workdir}", flush=True)
+
+  # ----- Epochs ------------------------------------------------------------------
+  last = run.total_epochs if stop_after_epochs is None else min(
+      run.total_epochs, stop_after_epochs)
+  try:
+    for epoch in range(resume_epoch, last):
+      stage = _stage_of(run.stages, epoch)
+      if epoch == stage.first_epoch and epoch > 0:
+        state = run.fresh_state(stage)
+      run.compile_stage(stage, state, label_state)
+      state, label_state, record = run.run_epoch(epoch, stage, state,
+                                                 label_state, progress)
+      records.append(record)
+      writer.write(record)
+      progress.epoch_done(reporting.epoch_line(record))
+      done = epoch + 1
+      if done % config.checkpoint_every_epochs == 0 or done == last:
+        store.save(done, state, label_state, {
+            "summary": reporting.summarise(records),
+            "saved_with": checkpoints.Checkpoints.describe(label_state)})
+  finally:
+    store.wait()
+    store.close()
+    writer.close()
+
+  summary = reporting.summarise(records)
+  if main_process and last == run.total_epochs:
+    print(reporting.summary_table(summary, _title(config, run)), flush=True)
+  return summary
+
+
+def _title(config, run: _Run) -> str:
+  noise_text = (f"{config.noise.name} noise {config.noise.rate:.0%} "
+                f"(realised {run.noisy.noise_rate:.1%})"
+                if config.noise.name != "none" else "clean labels")
+  stages = " + ".join(f"{s.loss_name} x{s.num_epochs}" for s in run.stages)
+  return (f"\nSummary: {config.dataset.name}, {noise_text}, "
+          f"{config.model.name}, {stages}")
