@@ -1,0 +1,157 @@
+"""Tests of train/label_state.py against a plain NumPy label state."""
+
+import os
+import subprocess
+import sys
+
+import jax
+import numpy as np
+from absl.testing import absltest
+from absl.testing import parameterized
+
+from train import label_state
+from train import pipeline
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class NumpyLabelState:
+  """The update rule of SPEC §3, written out plainly."""
+
+  def __init__(self, noisy, num_classes, history, multi_label=False):
+    self.labels = (noisy.astype(np.float32) if multi_label
+                   else np.eye(num_classes, dtype=np.float32)[noisy])
+    self.history = np.zeros((history,) + self.labels.shape, np.float32)
+    self.written = np.zeros((history, len(noisy)), bool)
+    self.slot = 0
+    self.multi_label = multi_label
+
+  def record(self, indices, probs):
+    for i, p in zip(indices, probs):
+      self.history[self.slot, i] = p
+      self.written[self.slot, i] = True
+
+  def update(self, epoch, begin, mode):
+    if epoch + 1 >= begin:
+      for i in range(len(self.labels)):
+        slots = [k for k in range(len(self.history)) if self.written[k, i]]
+        if not slots:
+          continue
+        mean = np.mean([self.history[k, i] for k in slots], axis=0)
+        if mode == "hard" and self.multi_label:
+          mean = (mean > 0.5).astype(np.float32)
+        elif mode == "hard":
+          mean = np.eye(len(mean), dtype=np.float32)[np.argmax(mean)]
+        self.labels[i] = mean
+    self.slot = (self.slot + 1) % len(self.history)
+    self.written[self.slot] = False
+
+
+def compare_with_reference(mode="soft", multi_label=False, num_examples=37,
+                           num_classes=5, history=3, begin=2, epochs=6,
+                           batch_size=8):
+  """Runs both for ``epochs`` epochs of random batches; asserts equality."""
+  mesh = pipeline.make_mesh()
+  rng = np.random.default_rng(0)
+  if multi_label:
+    noisy = (rng.random((num_examples, num_classes)) < 0.3).astype(np.float32)
+  else:
+    noisy = rng.integers(0, num_classes, num_examples).astype(np.int32)
+  state = label_state.create(noisy, num_classes, history=history, mesh=mesh)
+  reference = NumpyLabelState(noisy, num_classes, history, multi_label)
+  gather = jax.jit(lambda t, i: label_state.gather(t, i, mesh))
+  record = jax.jit(lambda s, i, p: label_state.record(s, i, p, mesh),
+                   donate_argnums=0)
+  update = jax.jit(lambda s, e: label_state.update(
+      s, e, begin=begin, mode=mode, multi_label=multi_label),
+                   donate_argnums=0)
+  for epoch in range(epochs):
+    # Epoch order drops the remainder, so some rows go unwritten.
+    for batch in pipeline.epoch_indices(epoch, epoch, num_examples,
+                                        batch_size):
+      indices = pipeline.shard_indices(batch, mesh)
+      gathered = np.asarray(gather(state.labels, indices))
+      # Exactly the state's rows, whichever device holds them.
+      np.testing.assert_array_equal(gathered, np.asarray(state.labels)[batch])
+      np.testing.assert_allclose(gathered, reference.labels[batch],
+                                 rtol=1e-6, atol=1e-7)
+      probs = rng.dirichlet(np.ones(num_classes), batch_size).astype(
+          np.float32)
+      state = record(state, indices, jax.device_put(
+          probs, pipeline.batch_sharding(mesh, 2)))
+      reference.record(batch, probs)
+    state = update(state, epoch)
+    reference.update(epoch, begin, mode)
+    rows = slice(0, num_examples)
+    np.testing.assert_allclose(np.asarray(state.labels)[rows],
+                               reference.labels, rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(np.asarray(state.written)[:, rows],
+                                  reference.written)
+    np.testing.assert_array_equal(np.asarray(state.history)[:, rows],
+                                  reference.history)
+    assert int(state.slot) == reference.slot
+  assert state.labels.sharding.spec == jax.sharding.PartitionSpec(
+      pipeline.DATA_AXIS, None)
+  return state, reference
+
+
+class LabelStateTest(parameterized.TestCase):
+
+  @parameterized.parameters(("soft", False), ("hard", False),
+                            ("hard", True), ("soft", True))
+  def test_matches_numpy_reference(self, mode, multi_label):
+    compare_with_reference(mode, multi_label)
+
+  def test_history_longer_than_epochs_averages_written_slots_only(self):
+    compare_with_reference("soft", history=10, begin=0, epochs=3)
+
+  def test_labels_unchanged_before_begin(self):
+    state, reference = compare_with_reference("soft", begin=100, epochs=2)
+    self.assertEqual(np.asarray(state.labels).max(), 1.0)
+    self.assertTrue(set(np.unique(reference.labels)) <= {0.0, 1.0})
+
+  def test_recovery_accuracy(self):
+    mesh = pipeline.make_mesh()
+    noisy = np.array([0, 1, 2, 2, 1], np.int32)
+    clean = np.array([0, 1, 1, 2, 0], np.int32)
+    state = label_state.create(noisy, 3, history=1, mesh=mesh)
+    self.assertAlmostEqual(float(label_state.recovery_accuracy(
+        state.labels, clean, 5)), 3 / 5)
+
+  def test_no_history_records_nothing(self):
+    mesh = pipeline.make_mesh()
+    state = label_state.create(np.zeros(4, np.int32), 2, history=0,
+                               mesh=mesh)
+    same = label_state.record(state, np.arange(2, dtype=np.int32),
+                              np.ones((2, 2), np.float32), mesh)
+    self.assertIs(same, state)
+    self.assertIs(label_state.update(state, 5, begin=0, mode="soft"), state)
+
+  def test_bad_mode(self):
+    mesh = pipeline.make_mesh()
+    state = label_state.create(np.zeros(4, np.int32), 2, history=1,
+                               mesh=mesh)
+    with self.assertRaisesRegex(ValueError, "mode"):
+      label_state.update(state, 0, begin=0, mode="mean")
+
+
+class ShardedLabelStateTest(absltest.TestCase):
+  """On 8 fake CPU devices, in a subprocess: XLA reads the flag at start."""
+
+  def test_eight_devices_match_numpy_reference(self):
+    env = dict(os.environ,
+               XLA_FLAGS="--xla_force_host_platform_device_count=8",
+               JAX_PLATFORMS="cpu")
+    script = ("import jax; assert jax.device_count() == 8\n"
+              "from tests import label_state_test as t\n"
+              "for mode, multi in (('soft', False), ('hard', True)):\n"
+              "  t.compare_with_reference(mode, multi, num_examples=37)\n"
+              "print('ok')\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
+                            capture_output=True, text=True, check=False)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertIn("ok", result.stdout)
+
+
+if __name__ == "__main__":
+  absltest.main()
