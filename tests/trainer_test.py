@@ -1,7 +1,10 @@
 """End-to-end tests of train/trainer.py on tiny runs (about 2 s each)."""
 
+import json
 import math
 import os
+import subprocess
+import sys
 import tempfile
 
 import numpy as np
@@ -128,3 +131,51 @@ class TrainerTest(parameterized.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+_EIGHT_DEVICE_SCRIPT = """
+import json, sys, tempfile
+import jax
+assert jax.device_count() == 8, jax.devices()
+from tests.trainer_test import sharding_config
+from train import reporting, trainer
+workdir = tempfile.mkdtemp()
+trainer.train_and_evaluate(sharding_config(), workdir)
+print("RECORDS" + json.dumps(reporting.read_records(workdir)))
+"""
+
+
+def sharding_config():
+  """JO (batch-mean loss, label state), 250 examples (padded on 8), 2 epochs.
+
+  Batch norm across devices is tested on one step in steps_test.py (a
+  ResNet here would triple this test's time).
+  """
+  return tiny_config(**{"loss.name": "jo", "label_state.mode": "soft",
+                        "label_state.begin": 1, "model.name": "cnn1d",
+                        "dataset.train_size": 250, "batch_size": 64})
+
+
+class EightDevicesTest(absltest.TestCase):
+  """8 fake CPU devices (a subprocess: XLA reads the flag at start-up)."""
+
+  def test_same_metrics_as_one_device(self):
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run([sys.executable, "-c", _EIGHT_DEVICE_SCRIPT],
+                            cwd=root, env=env, capture_output=True, text=True,
+                            check=False)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    line = next(l for l in result.stdout.splitlines()
+                if l.startswith("RECORDS"))
+    eight = without_timings(json.loads(line[len("RECORDS"):]))
+    _, one, _ = _run(sharding_config())
+    one = without_timings(one)
+    self.assertEqual(len(one), len(eight))
+    for a, b in zip(one, eight):
+      self.assertEqual(a.keys(), b.keys())
+      for key in a:
+        np.testing.assert_allclose(
+            np.asarray(a[key], float), np.asarray(b[key], float),
+            rtol=1e-4, atol=1e-5, err_msg=key)

@@ -270,7 +270,13 @@ class Classifier:
 
   def apply(self, params, model_state, x, *, train: bool
             ) -> tuple[jax.Array, nnx.State]:
-    """Logits ``[B, C]`` (float32) and the updated model state; jit-able."""
+    """Logits ``[B, C]`` (float32) and the updated model state; jit-able.
+
+    Pure: the states' variables are rebuilt first, in the caller's trace
+    (under ``jax.vjp`` inside ``jax.jit``, batch norm may then update its
+    statistics, which NNX forbids on variables made in an outer trace).
+    """
+    params, model_state = jax.tree.map(lambda x: x, (params, model_state))
     model = nnx.merge(self.graphdef, params, model_state)
     logits = model(x, train=train)
     _, _, model_state = nnx.split(model, nnx.Param, ...)

@@ -1,0 +1,163 @@
+"""Tests of train/steps.py: the step's loss, schedules, sharding, metrics."""
+
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from absl.testing import absltest
+from flax import nnx
+
+import losses
+from train import label_state
+from train import loss_registry
+from train import metrics
+from train import models
+from train import pipeline
+from train import schedules
+from train import steps
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+N, C, B = 48, 4, 16
+
+
+class TinyBatchNormNet(nnx.Module):
+  """Linear -> batch norm -> ReLU -> linear: the smallest net with BN."""
+
+  def __init__(self, rngs):
+    self.hidden = nnx.Linear(6, 8, rngs=rngs)
+    self.bn = nnx.BatchNorm(8, momentum=0.9, rngs=rngs)
+    self.head = nnx.Linear(8, C, rngs=rngs)
+
+  def __call__(self, x, *, train=False):
+    x = self.bn(self.hidden(x.reshape(x.shape[0], -1)),
+                use_running_average=not train)
+    return self.head(nnx.relu(x))
+
+
+def run_steps(mesh, loss_name="joint_optimization", num_steps=3,
+              hparam_schedules=None, hyperparameters=None):
+  """A few JO steps with the label state on ``mesh``; returns everything."""
+  rng = np.random.default_rng(0)
+  noisy = rng.integers(0, C, N).astype(np.int32)
+  data = pipeline.put_replicated(
+      {"image": rng.normal(size=(N, 6, 1)).astype(np.float32),
+       "label": noisy, "clean_label": noisy}, mesh)
+  classifier = models.Classifier.split(TinyBatchNormNet(nnx.Rngs(0)))
+  optimizer = optax.sgd(0.1, momentum=0.9)
+  state = steps.init_state(classifier, optimizer, seed=0)
+  state = jax.device_put(state, steps.replicate(state, mesh))
+  labels = label_state.create(noisy, C, history=2, mesh=mesh)
+  hparam_schedules = hparam_schedules or {}
+  loss = loss_registry.build(loss_name, hyperparameters or {}, num_classes=C,
+                             traced=tuple(hparam_schedules))
+  cfg = steps.StepConfig(
+      classifier=classifier, loss=loss,
+      family=loss_registry.spec(loss_name).family, optimizer=optimizer,
+      hparam_schedules=hparam_schedules, mesh=mesh)
+  step = steps.make_train_step(cfg, state, labels, data)
+  sums = jax.device_put(metrics.zeros_like_sums(10),
+                        pipeline.replicated(mesh))
+  order = jax.device_put(pipeline.epoch_indices(0, 0, N, B),
+                         jax.sharding.NamedSharding(
+                             mesh, jax.sharding.PartitionSpec(
+                                 None, pipeline.DATA_AXIS)))
+  step_losses = []
+  for i in range(num_steps):
+    state, labels, sums, loss_value = step(state, labels, sums, data, order,
+                                           0, i)
+    step_losses.append(float(loss_value))
+  return state, labels, sums, step_losses, step
+
+
+class TrainStepTest(absltest.TestCase):
+
+  def test_loss_is_the_library_loss_on_the_label_state(self):
+    mesh = pipeline.make_mesh()
+    state, labels, _, step_losses, _ = run_steps(mesh, num_steps=1)
+    # Recompute step 0 by hand: same batch, same initial parameters.
+    rng = np.random.default_rng(0)
+    noisy = rng.integers(0, C, N).astype(np.int32)
+    x = rng.normal(size=(N, 6, 1)).astype(np.float32)
+    batch = pipeline.epoch_indices(0, 0, N, B)[0]
+    net = TinyBatchNormNet(nnx.Rngs(0))
+    logits = net(jnp.asarray(x[batch]), train=True)
+    expected = losses.joint_optimization_loss(logits, noisy[batch])
+    self.assertAlmostEqual(step_losses[0], float(expected), places=5)
+    # The step wrote the batch's softmax into the history's slot 0.
+    np.testing.assert_allclose(np.asarray(labels.history)[0, batch],
+                               jax.nn.softmax(logits), rtol=1e-5, atol=1e-6)
+    self.assertEqual(int(state["step"]), 1)
+
+  def test_schedule_moves_the_value_without_recompiling(self):
+    mesh = pipeline.make_mesh()
+    ramp = schedules.ramp("linear", initial=0.0, final=1.0, start_epoch=0.0,
+                          ramp_epochs=4.0, steps_per_epoch=1)
+    _, _, _, with_ramp, step = run_steps(
+        mesh, "encouraging", num_steps=4,
+        hparam_schedules={"bonus_weight": ramp})
+    self.assertEqual(step._cache_size(), 1)  # pylint: disable=protected-access
+    _, _, _, plain, _ = run_steps(mesh, "cross_entropy", num_steps=4)
+    # rho(step 0) = 0: the Encouraging Loss is cross entropy there only.
+    self.assertAlmostEqual(with_ramp[0], plain[0], places=5)
+    self.assertNotAlmostEqual(with_ramp[3], plain[3], places=3)
+
+  def test_gradient_bins_count_every_example(self):
+    mesh = pipeline.make_mesh()
+    _, _, sums, _, _ = run_steps(mesh, "cross_entropy", num_steps=3)
+    self.assertEqual(float(sums["grad_count"].sum()), 3 * B)
+    self.assertEqual(float(sums["examples"]), 3 * B)
+
+
+class GradientBinsTest(absltest.TestCase):
+
+  def test_cross_entropy_magnitude_in_its_bin(self):
+    # CE: |dL/dz| = |p - onehot(y)|; one example per chosen confidence.
+    logits = jnp.log(jnp.array([[0.05, 0.95], [0.55, 0.45]]))
+    targets = jnp.eye(2)[jnp.array([1, 1])]
+    probs = jax.nn.softmax(logits)
+    grad = jax.grad(lambda z: losses.cross_entropy(z, targets).mean())(logits)
+    sums = metrics.training_sums(
+        loss=jnp.float32(0), logits=logits, logit_grad=grad, probs=probs,
+        targets=targets, noisy_labels=jnp.array([1, 1]),
+        clean_labels=jnp.array([1, 0]), multi_label=False, num_bins=10)
+    expected = np.sqrt(2) * np.array([0.05, 0.55])
+    np.testing.assert_allclose(np.asarray(sums["grad_sum"])[[9, 4]], expected, rtol=1e-5)
+    np.testing.assert_array_equal(np.asarray(sums["grad_count"])[[9, 4]], [1, 1])
+    self.assertEqual(float(sums["memorised"]), 0.0)  # predicted 0, label 1
+    self.assertEqual(float(sums["noisy_examples"]), 1.0)
+
+
+_EIGHT_DEVICE_SCRIPT = """
+import jax, numpy as np
+assert jax.device_count() == 8
+from tests import steps_test
+from train import pipeline
+one = steps_test.run_steps(pipeline.make_mesh(jax.devices()[:1]))
+eight = steps_test.run_steps(pipeline.make_mesh())
+for a, b in zip(jax.tree.leaves(one[:3]), jax.tree.leaves(eight[:3])):
+  np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5,
+                             atol=1e-6)
+np.testing.assert_allclose(one[3], eight[3], rtol=1e-5)
+assert eight[1].history.sharding.spec[1] == "data"
+print("ok")
+"""
+
+
+class EightDevicesTest(absltest.TestCase):
+
+  def test_batch_norm_and_label_state_match_one_device(self):
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    result = subprocess.run([sys.executable, "-c", _EIGHT_DEVICE_SCRIPT],
+                            cwd=ROOT, env=env, capture_output=True, text=True,
+                            check=False)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertIn("ok", result.stdout)
+
+
+if __name__ == "__main__":
+  absltest.main()
