@@ -34,6 +34,40 @@ LOSS_HYPERPARAMETERS = {
 }
 
 
+def parse_arg(arg: str | None, **defaults) -> config_dict.ConfigDict:
+  """``'loss=focal,noise=0.4'`` -> a ConfigDict over ``defaults``' keys.
+
+  The argument after the config file's name (``--config=FILE.py:ARG``), as
+  in big_vision: comma-separated ``key=value`` pairs, each value converted
+  to the type of its default. Unknown keys are an error.
+  """
+  values = config_dict.ConfigDict(defaults)
+  for item in filter(None, (arg or "").split(",")):
+    key, sep, value = item.partition("=")
+    if not sep or key not in defaults:
+      raise ValueError(f"config argument {item!r}: expected key=value with "
+                       f"key one of {sorted(defaults)}")
+    kind = type(defaults[key])
+    values[key] = (value.lower() in ("1", "true", "yes") if kind is bool
+                   else kind(value))
+  return values
+
+
+def use_loss(c: config_dict.ConfigDict, name: str, *, begin: int,
+             history: int = 10) -> None:
+  """Sets ``c.loss`` to ``name`` with the library's defaults.
+
+  Joint Optimization also turns on relabelling (soft labels from epoch
+  ``begin``, mean of the last ``history`` epochs); the other losses train on
+  the given labels.
+  """
+  c.loss = loss_config(name)
+  joint = name in ("jo", "joint_optimization")
+  c.label_state.mode = "soft" if joint else "none"
+  c.label_state.begin = begin if joint else 0
+  c.label_state.history = history
+
+
 def loss_config(name: str, **hyperparameters) -> config_dict.ConfigDict:
   """``config.loss``: a name, every hyperparameter, a schedule."""
   loss = config_dict.ConfigDict()

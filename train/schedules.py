@@ -51,12 +51,17 @@ def ramp(kind: str, *, initial: float, final: float, start_epoch: float,
     raise ValueError(f"config.loss.schedule.ramp_epochs must be > 0 for a "
                      f"{kind} ramp, got {ramp_epochs}")
 
+  start_step = start_epoch * steps_per_epoch
+  ramp_steps = max(ramp_epochs, 0.0) * steps_per_epoch
+
   def value(step):
-    epoch = jnp.asarray(step, jnp.float32) / steps_per_epoch
+    # Counted in steps, not epochs: XLA turns a division by a constant into
+    # a multiplication that misses whole epochs by an ulp.
+    elapsed = jnp.asarray(step, jnp.float32) - start_step
     if kind == "step":
-      fraction = (epoch >= start_epoch).astype(jnp.float32)
+      fraction = (elapsed >= 0).astype(jnp.float32)
     else:
-      t = jnp.clip((epoch - start_epoch) / ramp_epochs, 0.0, 1.0)
+      t = jnp.clip(elapsed / ramp_steps, 0.0, 1.0)
       if kind == "linear":
         fraction = t
       elif kind == "exponential":
