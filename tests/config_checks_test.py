@@ -73,11 +73,39 @@ class CheckTest(parameterized.TestCase):
       config_checks.check(config, num_devices=8)
 
   def test_default_and_all_shipped_configs_pass(self):
-    for name in sorted(os.listdir(os.path.join(ROOT, "configs"))):
-      if name.endswith(".py") and name not in ("__init__.py", "common.py"):
-        with self.subTest(name):
-          config = _load_config(name)
-          config_checks.check(config, num_devices=1)
+    for name in _config_files():
+      with self.subTest(name):
+        config = _load_config(name)
+        config_checks.check(config, num_devices=1)
+
+  def test_every_config_opens_with_its_command(self):
+    for name in _config_files():
+      with open(os.path.join(ROOT, "configs", name)) as f:
+        self.assertIn(f"python -m train --config=configs/{name}", f.read(),
+                      name)
+
+  @parameterized.parameters("mnist1d", "fashion_mnist", "cifar10",
+                            "cifar100")
+  def test_every_loss_and_noise_of_the_sweep_configs(self, dataset):
+    for loss in loss_registry.LOSSES:
+      if loss_registry.LOSSES[loss].family == "sigmoid":
+        continue
+      for noise in ("0", "0.4"):
+        config = _load_config(f"{dataset}.py", f"loss={loss},noise={noise}")
+        config_checks.check(config, num_devices=1)
+    with self.assertRaisesRegex(ValueError, r"config argument 'lr=1'"):
+      _load_config(f"{dataset}.py", "lr=1")
+
+  def test_argument_variants(self):
+    for name, arg in (("jo_full.py", "dataset=cifar10,noise=0.7"),
+                      ("jo_full.py", "dataset=cifar100,noise_type=asymmetric"),
+                      ("cifar10.py", "loss=jo,noise_type=asymmetric"),
+                      ("cifar10.py", "model=resnet18"),
+                      ("mosaic_asl.py", "loss=bce,drop=0.3,add=0.01")):
+      config = _load_config(name, arg)
+      config_checks.check(config, num_devices=1)
+    self.assertEqual(_load_config("jo_full.py", "dataset=cifar10,noise=0.7"
+                                  ).loss.alpha, 1.2)
 
   def test_config_has_every_library_hyperparameter(self):
     self.assertEqual(set(common.LOSS_HYPERPARAMETERS),
@@ -129,13 +157,20 @@ class _FakeData:
     self.num_train = 100
 
 
-def _load_config(name):
+def _config_files():
+  return [name for name in sorted(os.listdir(os.path.join(ROOT, "configs")))
+          if name.endswith(".py") and name not in ("__init__.py",
+                                                   "common.py")]
+
+
+def _load_config(name, arg=None):
+  """As ``--config=configs/NAME:ARG`` loads it (a file, not a module)."""
   import importlib.util  # pylint: disable=g-import-not-at-top
   spec = importlib.util.spec_from_file_location(
       name[:-3], os.path.join(ROOT, "configs", name))
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
-  return module.get_config()
+  return module.get_config(arg) if arg is not None else module.get_config()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,82 @@
+"""Tests of train/models.py: shapes, sizes, batch norm modes, errors."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from absl.testing import absltest
+from absl.testing import parameterized
+from flax import nnx
+
+from train import models
+
+
+def _abstract(name, shape, **options):
+  """The model's structure without computing anything (no compilation)."""
+  return nnx.eval_shape(lambda: models.create(name, shape, 10, seed=0,
+                                              **options))
+
+
+class ModelsTest(parameterized.TestCase):
+
+  @parameterized.parameters(
+      ("mlp", (28, 28, 1)), ("mlp", (40, 1)), ("cnn1d", (40, 1)),
+      ("cnn", (28, 28, 1)), ("cnn", (40, 1)), ("preact_resnet32", (32, 32, 3)),
+      ("preact_resnet32", (40, 1)), ("resnet18", (32, 32, 3)))
+  def test_logits_shape(self, name, shape):
+    classifier = models.Classifier.split(_abstract(name, shape))
+    for train in (True, False):
+      logits, state = jax.eval_shape(
+          lambda p, s, x, t=train: classifier.apply(p, s, x, train=t),
+          classifier.params, classifier.model_state,
+          jax.ShapeDtypeStruct((3, *shape), jnp.float32))
+      self.assertEqual(logits.shape, (3, 10))
+      self.assertEqual(logits.dtype, jnp.float32)
+
+  def test_parameter_counts_of_the_papers_networks(self):
+    # PreAct ResNet-32 on CIFAR: 0.46M (He et al. 2016); ResNet-18: 11.17M.
+    count = lambda m: models.num_params(nnx.state(m, nnx.Param))
+    self.assertEqual(count(_abstract("preact_resnet32", (32, 32, 3))), 466714)
+    self.assertEqual(count(_abstract("resnet18", (32, 32, 3))), 11173962)
+
+  def test_batch_norm_uses_batch_statistics_only_in_training(self):
+    classifier = models.Classifier.split(
+        models.create("preact_resnet32", (8, 1), 10, seed=0, width=2))
+    x = jax.random.normal(jax.random.key(0), (4, 8, 1)) * 3 + 1
+    apply = jax.jit(classifier.apply, static_argnames="train")
+    _, trained = apply(classifier.params, classifier.model_state, x,
+                       train=True)
+    _, evaluated = apply(classifier.params, classifier.model_state, x,
+                         train=False)
+    before = jax.tree.leaves(classifier.model_state)
+    self.assertTrue(any(not np.allclose(a, b) for a, b in
+                        zip(before, jax.tree.leaves(trained))))
+    for a, b in zip(before, jax.tree.leaves(evaluated)):
+      np.testing.assert_array_equal(a, b)
+    # Train mode normalises by the batch: logits change with the batch.
+    one, _ = apply(classifier.params, classifier.model_state, x[:2],
+                   train=True)
+    both, _ = apply(classifier.params, classifier.model_state, x, train=True)
+    self.assertFalse(np.allclose(one, both[:2]))
+    one, _ = apply(classifier.params, classifier.model_state, x[:2],
+                   train=False)
+    both, _ = apply(classifier.params, classifier.model_state, x, train=False)
+    np.testing.assert_allclose(one, both[:2], rtol=1e-5, atol=1e-6)
+
+  def test_seed_decides_the_initialisation(self):
+    a = models.create("mlp", (40, 1), 10, seed=0, width=8)
+    b = models.create("mlp", (40, 1), 10, seed=0, width=8)
+    c = models.create("mlp", (40, 1), 10, seed=1, width=8)
+    np.testing.assert_array_equal(a.head.kernel[...], b.head.kernel[...])
+    self.assertFalse(np.array_equal(a.head.kernel[...], c.head.kernel[...]))
+
+  def test_errors(self):
+    with self.assertRaisesRegex(ValueError, r"unknown model 'vit'"):
+      models.create("vit", (32, 32, 3), 10, seed=0)
+    with self.assertRaisesRegex(ValueError, r"model 'mlp': bad options"):
+      models.create("mlp", (40, 1), 10, seed=0, depth=3)
+    with self.assertRaisesRegex(ValueError, r"cnn1d' takes signals"):
+      models.create("cnn1d", (28, 28, 1), 10, seed=0)
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,66 @@
+"""Tests of train/reporting.py: records on resume, summaries, progress."""
+
+import io
+import json
+import os
+import tempfile
+
+from absl.testing import absltest
+
+from train import reporting
+
+
+def _record(epoch, **values):
+  return {"epoch": epoch, "train_loss": 1.0 / epoch, "epoch_seconds": 1.0,
+          **values}
+
+
+class MetricWriterTest(absltest.TestCase):
+
+  def test_resume_drops_epochs_after_the_checkpoint(self):
+    workdir = tempfile.mkdtemp()
+    writer = reporting.MetricWriter(workdir, resume_epoch=0,
+                                    tensorboard=True)
+    for epoch in (1, 2, 3):
+      writer.write(_record(epoch, test_accuracy=0.1 * epoch,
+                           grad_by_confidence=[0.5, None]))
+    writer.close()
+    self.assertTrue(os.listdir(os.path.join(workdir, "tensorboard")))
+    reporting.MetricWriter(workdir, resume_epoch=2, tensorboard=False)
+    self.assertEqual([r["epoch"] for r in reporting.read_records(workdir)],
+                     [1, 2])
+
+  def test_no_file_no_records(self):
+    self.assertEqual(reporting.read_records(tempfile.mkdtemp()), [])
+
+
+class SummaryTest(absltest.TestCase):
+
+  def test_best_and_last(self):
+    records = [
+        _record(1, val_accuracy=0.5, test_accuracy=0.6, test_ece=0.2),
+        _record(2, val_accuracy=0.7, test_accuracy=0.65, test_ece=0.1),
+        _record(3, val_accuracy=0.6, test_accuracy=0.7, test_ece=0.3)]
+    s = reporting.summarise(records)
+    self.assertEqual((s["test_accuracy_best"], s["test_accuracy_best_epoch"],
+                      s["test_accuracy_last"]), (0.7, 3, 0.7))
+    self.assertEqual(s["test_accuracy_at_best_val"], 0.65)
+    # Calibration error: lower is better.
+    self.assertEqual((s["test_ece_best"], s["test_ece_best_epoch"]), (0.1, 2))
+    table = reporting.summary_table(s, "run")
+    self.assertIn("test accuracy at best val", table)
+    self.assertIn(" 70.00", table)
+    json.dumps(s)  # goes into the checkpoint's JSON
+
+  def test_progress_without_terminal_prints_a_line_per_epoch(self):
+    stream = io.StringIO()
+    progress = reporting.Progress(2, 3, stream=stream)
+    for _ in range(3):
+      progress.step(0, 0.5)
+    progress.epoch_done("epoch 1")
+    self.assertEqual(stream.getvalue().count("\n"), 1)
+    self.assertIn("ETA", stream.getvalue())
+
+
+if __name__ == "__main__":
+  absltest.main()
