@@ -1,0 +1,216 @@
+r"""The training step's cost: label state + JO against plain CE; throughput.
+
+    python benchmarks/train_benchmark.py --models=cnn1d,cnn --steps=30
+
+Three measures, all on the devices JAX sees, after a warm-up, each the
+median of ``--repeats`` timings of ``--steps`` dispatches:
+
+1. **Step time**, same model, batch and pipeline (gather + augmentation in
+   the step): a plain cross-entropy step (integer labels, no label state, no
+   metrics) against the trainer's step (``steps.make_train_step``) with
+   cross entropy and no label state, and with the Joint Optimization loss,
+   the label state gathered by index and the softmax written back into its
+   history. ``ratio`` is JO + label state over plain CE (target <= 1.05).
+2. **Label update**: the between-epoch relabelling (``label_state.update``
+   plus recovery accuracy, one jitted call) at ``N = --label_examples``
+   (60,000: Fashion-MNIST's training set) with ``K = 10``, against the epoch
+   it follows (``N / B`` steps of the JO step); target under 2 %.
+3. **Throughput**: training examples per second of the JO step per model.
+
+Models run on random data of their usual input: ``mlp``/``cnn``
+``28x28x1`` (Fashion-MNIST), ``cnn1d`` ``40x1`` (MNIST-1D), the ResNets
+``32x32x3`` (CIFAR) with CIFAR's augmentation.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from absl import app
+from absl import flags
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from train import label_state
+from train import loss_registry
+from train import metrics
+from train import models
+from train import pipeline
+from train import steps
+
+_MODELS = flags.DEFINE_list(
+    "models", ["mlp", "cnn1d", "cnn", "preact_resnet32", "resnet18"],
+    "Models to measure.")
+_BATCH = flags.DEFINE_integer("batch_size", 128, "Global batch size.")
+_STEPS = flags.DEFINE_integer("steps", 20, "Steps per timing.")
+_REPEATS = flags.DEFINE_integer("repeats", 5, "Timings per measure (median).")
+_LABEL_EXAMPLES = flags.DEFINE_integer("label_examples", 60000,
+                                       "N of the label-update measure.")
+
+INPUTS = {"mlp": ((28, 28, 1), 0, False), "cnn": ((28, 28, 1), 4, True),
+          "cnn1d": ((40, 1), 0, False),
+          "preact_resnet32": ((32, 32, 3), 4, True),
+          "resnet18": ((32, 32, 3), 4, True)}
+NUM_CLASSES = 10
+
+
+def _median_seconds(fn, steps: int, repeats: int) -> float:
+  """Median over ``repeats`` of the mean seconds per call of ``fn(i)``."""
+  jax.block_until_ready(fn(0))
+  timings = []
+  for _ in range(repeats):
+    start = time.perf_counter()
+    out = None
+    for i in range(steps):
+      out = fn(i)
+    jax.block_until_ready(out)
+    timings.append((time.perf_counter() - start) / steps)
+  return statistics.median(timings)
+
+
+def _setup(name: str, num_examples: int, batch: int):
+  shape, crop, flip = INPUTS[name]
+  mesh = pipeline.make_mesh()
+  rng = np.random.default_rng(0)
+  labels = rng.integers(0, NUM_CLASSES, num_examples).astype(np.int32)
+  data = pipeline.put_replicated(
+      {"image": rng.random((num_examples, *shape), np.float32),
+       "label": labels, "clean_label": labels}, mesh)
+  order = jax.device_put(
+      pipeline.epoch_indices(0, 0, num_examples, batch),
+      NamedSharding(mesh, P(None, pipeline.DATA_AXIS)))
+  classifier = models.Classifier.split(
+      models.create(name, shape, NUM_CLASSES, seed=0))
+  return mesh, data, order, classifier, labels, (crop, flip)
+
+
+def plain_ce_step(classifier, optimizer, mesh, augment):
+  """The baseline: pipeline + CE on integer labels + SGD, nothing else."""
+  crop, flip = augment
+
+  def step(state, data, order, i):
+    batch = pipeline.train_batch(data, order[i], jax.random.fold_in(
+        jax.random.wrap_key_data(state["rng"]), i), crop_padding=crop,
+                                 flip=flip)
+
+    def loss_fn(params):
+      logits, model_state = classifier.apply(
+          params, state["model_state"], batch["image"], train=True)
+      return optax.softmax_cross_entropy_with_integer_labels(
+          logits, batch["label"]).mean(), model_state
+
+    (loss, model_state), grads = jax.value_and_grad(
+        loss_fn, has_aux=True)(state["params"])
+    updates, opt_state = optimizer.update(grads, state["opt_state"],
+                                          state["params"])
+    return {**state, "params": optax.apply_updates(state["params"], updates),
+            "model_state": model_state, "opt_state": opt_state,
+            "step": state["step"] + 1}, loss
+
+  return jax.jit(step, donate_argnums=(0,))
+
+
+def measure_model(name: str, batch: int, num_steps: int, repeats: int):
+  """Seconds per step: plain CE, trainer CE, trainer JO + label state."""
+  num_examples = batch * max(num_steps, 4)
+  mesh, data, order, classifier, labels, augment = _setup(
+      name, num_examples, batch)
+  optimizer = optax.chain(optax.add_decayed_weights(1e-4),
+                          optax.sgd(0.1, momentum=0.9))
+  state = steps.init_state(classifier, optimizer, 0)
+  replicated = steps.replicate(state, mesh)
+
+  def fresh_state():  # each step donates its state: a copy per measure
+    return jax.device_put(jax.tree.map(jnp.copy, state), replicated)
+  nb = num_examples // batch
+  timings = {}
+
+  plain = plain_ce_step(classifier, optimizer, mesh, augment)
+  box = {"state": fresh_state()}
+
+  def run_plain(i):
+    box["state"], loss = plain(box["state"], data, order, i % nb)
+    return loss
+
+  timings["plain_ce"] = _median_seconds(run_plain, num_steps, repeats)
+
+  for key, loss_name, history in (("trainer_ce", "cross_entropy", 0),
+                                  ("jo_label_state", "joint_optimization",
+                                   10)):
+    cfg = steps.StepConfig(
+        classifier=classifier,
+        loss=loss_registry.build(loss_name, {}, num_classes=NUM_CLASSES),
+        family=loss_registry.spec(loss_name).family, optimizer=optimizer,
+        hparam_schedules={}, mesh=mesh, crop_padding=augment[0],
+        flip=augment[1], record=history > 0)
+    ls = label_state.create(labels, NUM_CLASSES, history=history, mesh=mesh)
+    box = {"state": fresh_state(), "labels": ls,
+           "sums": jax.device_put(metrics.zeros_like_sums(10),
+                                  pipeline.replicated(mesh))}
+    step = steps.make_train_step(cfg, box["state"], ls, data)
+
+    def run(i, step=step, box=box):
+      box["state"], box["labels"], box["sums"], loss = step(
+          box["state"], box["labels"], box["sums"], data, order, 0, i % nb)
+      return loss
+
+    timings[key] = _median_seconds(run, num_steps, repeats)
+  return timings
+
+
+def measure_label_update(num_examples: int, history: int = 10) -> float:
+  """Seconds of one between-epoch relabelling at ``num_examples``."""
+  mesh = pipeline.make_mesh()
+  rng = np.random.default_rng(0)
+  labels = rng.integers(0, NUM_CLASSES, num_examples).astype(np.int32)
+  ls = label_state.create(labels, NUM_CLASSES, history=history, mesh=mesh)
+  rows = label_state.padded_size(num_examples, mesh)
+  clean = jax.device_put(np.pad(labels, (0, rows - num_examples)),
+                         NamedSharding(mesh, P(pipeline.DATA_AXIS)))
+  update = steps.make_label_update(mesh, begin=0, mode="soft",
+                                   multi_label=False,
+                                   num_examples=num_examples)
+  box = {"labels": ls}
+
+  def run(i):
+    box["labels"], measured = update(box["labels"], clean, clean, i)
+    return measured
+
+  return _median_seconds(run, 5, _REPEATS.value)
+
+
+def main(argv):
+  del argv
+  batch, num_steps, repeats = _BATCH.value, _STEPS.value, _REPEATS.value
+  print(f"devices: {jax.device_count()} x {jax.devices()[0].platform}; "
+        f"batch {batch}; median of {repeats} x {num_steps} steps")
+  header = (f"{'model':<17}{'plain CE ms':>12}{'trainer CE ms':>15}"
+            f"{'JO+labels ms':>14}{'ratio':>8}{'examples/s':>12}")
+  print(header)
+  print("-" * len(header))
+  jo_step = {}
+  for name in _MODELS.value:
+    t = measure_model(name, batch, num_steps, repeats)
+    jo_step[name] = t["jo_label_state"]
+    print(f"{name:<17}{1e3 * t['plain_ce']:>12.2f}"
+          f"{1e3 * t['trainer_ce']:>15.2f}{1e3 * t['jo_label_state']:>14.2f}"
+          f"{t['jo_label_state'] / t['plain_ce']:>8.3f}"
+          f"{batch / t['jo_label_state']:>12.0f}", flush=True)
+
+  n = _LABEL_EXAMPLES.value
+  update_s = measure_label_update(n)
+  print(f"\nlabel update at N = {n}, K = 10: {1e3 * update_s:.2f} ms")
+  for name, step_s in jo_step.items():
+    epoch_s = (n // batch) * step_s
+    print(f"  vs a {name} epoch of {n // batch} steps ({epoch_s:.1f} s): "
+          f"{100 * update_s / (epoch_s + update_s):.3f} % of epoch time")
+
+
+if __name__ == "__main__":
+  jnp.zeros(())  # Initialise the backend before timing anything.
+  app.run(main)
