@@ -10,16 +10,12 @@ workdir with a checkpoint is resumed from it.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
-from collections.abc import Callable
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-import optax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from ml_collections import config_dict
@@ -34,30 +30,10 @@ from train import models
 from train import noise
 from train import pipeline
 from train import reporting
-from train import schedules
+from train import stages
 from train import steps
 
 ConfigError = config_checks.ConfigError
-
-
-@dataclasses.dataclass(frozen=True)
-class Stage:
-  """One stage of training: epochs, loss, optimiser, label updates."""
-
-  index: int
-  first_epoch: int
-  num_epochs: int
-  loss_name: str
-  loss_hyperparameters: dict[str, Any]
-  optimizer: optax.GradientTransformation
-  learning_rate: optax.Schedule
-  hparam_schedules: dict[str, Callable[[jax.Array], jax.Array]]
-  label_update: str
-  seed: int
-
-  @property
-  def last_epoch(self) -> int:
-    return self.first_epoch + self.num_epochs - 1
 
 
 # ---------------------------------------------------------------------------
@@ -120,65 +96,6 @@ def _check_data(config, data: datasets.Dataset) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Stages.
-# ---------------------------------------------------------------------------
-def _optimizer(opt, learning_rate: optax.Schedule
-               ) -> optax.GradientTransformation:
-  if opt.name == "adamw":
-    return optax.adamw(learning_rate, weight_decay=opt.weight_decay)
-  # L2 added to the gradient before momentum, as in PyTorch's SGD (and the
-  # official Joint Optimization code).
-  decay = optax.add_decayed_weights(opt.weight_decay)
-  if opt.name == "adam":
-    return optax.chain(decay, optax.adam(learning_rate))
-  return optax.chain(decay, optax.sgd(learning_rate, momentum=opt.momentum,
-                                      nesterov=opt.nesterov))
-
-
-def make_stages(config, *, steps_per_epoch: int, num_classes: int,
-                noisy: noise.NoisyLabels) -> list[Stage]:
-  """Stage 1 from ``config``; stage 2 when ``config.stage2.epochs > 0``."""
-  opt = config.optimizer
-  resolve = dict(num_classes=num_classes,
-                 transition_matrix=noisy.transition_matrix,
-                 noisy_labels=None if noisy.labels.ndim > 1 else noisy.labels)
-  hyper = loss_registry.resolve(
-      config_checks.loss_hyperparameters(config.loss), **resolve)
-  ramps = {}
-  schedule = config.loss.schedule
-  if schedule.hyperparameter:
-    name = schedule.hyperparameter
-    final = hyper.pop(name, loss_registry.spec(
-        config.loss.name).hyperparameters[name])
-    ramps[name] = schedules.ramp(
-        schedule.kind, initial=schedule.initial, final=float(final),
-        start_epoch=schedule.start_epoch, ramp_epochs=schedule.ramp_epochs,
-        steps_per_epoch=steps_per_epoch)
-  lr = schedules.learning_rate(
-      opt.schedule, base=opt.learning_rate, steps_per_epoch=steps_per_epoch,
-      num_epochs=config.num_epochs, boundaries=opt.boundaries,
-      decay_factor=opt.decay_factor, warmup_epochs=opt.warmup_epochs)
-  stages = [Stage(0, 0, config.num_epochs, config.loss.name, hyper,
-                  _optimizer(opt, lr), lr, ramps, config.label_state.mode,
-                  config.seed)]
-  s2 = config.stage2
-  if s2.epochs:
-    lr2 = schedules.learning_rate(
-        s2.schedule, base=s2.learning_rate, steps_per_epoch=steps_per_epoch,
-        num_epochs=s2.epochs, boundaries=s2.boundaries,
-        decay_factor=opt.decay_factor)
-    stages.append(Stage(1, config.num_epochs, s2.epochs, s2.loss,
-                        loss_registry.resolve({}, **resolve),
-                        _optimizer(opt, lr2), lr2, {}, "none",
-                        config.seed + s2.seed_offset))
-  return stages
-
-
-def _stage_of(stages: list[Stage], epoch: int) -> Stage:
-  return next(s for s in stages if epoch <= s.last_epoch)
-
-
-# ---------------------------------------------------------------------------
 # The run.
 # ---------------------------------------------------------------------------
 class _Run:
@@ -192,8 +109,9 @@ class _Run:
     _check_data(config, data)
     self.data, self.noisy = data, noisy
     self.steps_per_epoch = data.num_train // config.batch_size
-    self.stages = make_stages(config, steps_per_epoch=self.steps_per_epoch,
-                              num_classes=data.num_classes, noisy=noisy)
+    self.stages = stages.make_stages(
+        config, steps_per_epoch=self.steps_per_epoch,
+        num_classes=data.num_classes, noisy=noisy)
     self.total_epochs = self.stages[-1].last_epoch + 1
     model_options = ({"width": config.model.width}
                      if config.model.width is not None else {})
@@ -239,7 +157,7 @@ class _Run:
     self._compiled_stage = None
 
   # -- state -----------------------------------------------------------------
-  def fresh_state(self, stage: Stage) -> steps.TrainState:
+  def fresh_state(self, stage: stages.Stage) -> steps.TrainState:
     classifier = models.Classifier.split(self._model(stage.seed))
     self.classifier = classifier
     state = steps.init_state(classifier, stage.optimizer, stage.seed)
@@ -251,7 +169,7 @@ class _Run:
     return label_state_lib.create(self.noisy.labels, self.data.num_classes,
                                   history=history, mesh=self.mesh)
 
-  def compile_stage(self, stage: Stage, state, label_state) -> None:
+  def compile_stage(self, stage: stages.Stage, state, label_state) -> None:
     """Builds the jitted step, label update and evaluation of ``stage``."""
     if self._compiled_stage == stage.index:
       return
@@ -280,7 +198,7 @@ class _Run:
     self._compiled_stage = stage.index
 
   # -- one epoch --------------------------------------------------------------
-  def run_epoch(self, epoch: int, stage: Stage, state, label_state,
+  def run_epoch(self, epoch: int, stage: stages.Stage, state, label_state,
                 progress: reporting.Progress):
     config = self.config
     start = time.perf_counter()
@@ -360,7 +278,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   config_checks.check_resume(workdir, config, resuming=bool(resume_epoch))
 
   # ----- State -----------------------------------------------------------------
-  stage = _stage_of(run.stages, max(resume_epoch - 1, 0))
+  stage = stages.stage_of(run.stages, max(resume_epoch - 1, 0))
   state = run.fresh_state(stage)
   label_state = run.fresh_label_state()
   if resume_epoch:
@@ -388,7 +306,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
       run.total_epochs, stop_after_epochs)
   try:
     for epoch in range(resume_epoch, last):
-      stage = _stage_of(run.stages, epoch)
+      stage = stages.stage_of(run.stages, epoch)
       if epoch == stage.first_epoch and epoch > 0:
         state = run.fresh_state(stage)
       run.compile_stage(stage, state, label_state)
@@ -417,6 +335,6 @@ def _title(config, run: _Run) -> str:
   noise_text = (f"{config.noise.name} noise {config.noise.rate:.0%} "
                 f"(realised {run.noisy.noise_rate:.1%})"
                 if config.noise.name != "none" else "clean labels")
-  stages = " + ".join(f"{s.loss_name} x{s.num_epochs}" for s in run.stages)
+  parts = " + ".join(f"{s.loss_name} x{s.num_epochs}" for s in run.stages)
   return (f"\nSummary: {config.dataset.name}, {noise_text}, "
-          f"{config.model.name}, {stages}")
+          f"{config.model.name}, {parts}")
