@@ -11,8 +11,9 @@ real training: the mean magnitude of ``dL_i/dz_i`` (the example's own loss
 term, so the batch mean's ``1/B`` is undone) in bins of the probability the
 model gives the example's current training target, ``p_t = sum_k t_k p_k``
 (``p_y`` for a hard label). Cross entropy's gradient vanishes as ``p_t -> 1``;
-the Encouraging Loss's should not. Sigmoid losses bin each (example, class)
-entry by ``p_t = t p + (1 - t)(1 - p)``.
+the Encouraging Loss's should not. On multi-label data each (example, class)
+entry is binned by ``p_t = t p + (1 - t)(1 - p)`` with its own ``|dL/dz|``;
+a sigmoid loss on single-label data bins examples by ``sigmoid(z_y)``.
 """
 
 from __future__ import annotations
