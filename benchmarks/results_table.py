@@ -5,16 +5,20 @@ r"""Runs a grid of losses x datasets x noise rates and prints the results table.
         --noise=0,0.4
 
 Each run is ``python -m train --config=configs/DATASET.py:loss=L,noise=R``
-with workdir ``ROOT/DATASET/L_R``; a finished workdir is read, not rerun, and
-an interrupted one resumes, so the grid can be stopped and continued. The
-table (Markdown) gives test accuracy best (any epoch) and last, and the label
-recovery accuracy at the last epoch.
+(``--config.seed=S``) with workdir ``ROOT/DATASET/L_R`` (``_sS`` for seeds
+other than 0); a finished workdir is read, not rerun, and an interrupted one
+resumes, so the grid can be stopped and continued. The table (Markdown)
+gives test accuracy best (any epoch) and last, and the label recovery
+accuracy at the last epoch: the mean over ``--seeds`` (seed of the model,
+the noise, the split and the order), with the standard deviation when there
+are several.
 """
 
 from __future__ import annotations
 
 import os
 
+import numpy as np
 from absl import app
 from absl import flags
 from absl import logging
@@ -29,6 +33,7 @@ _DATASETS = flags.DEFINE_list("datasets", ["mnist1d", "fashion_mnist"],
 _LOSSES = flags.DEFINE_list("losses", ["ce", "jo", "el", "gce", "focal"],
                             "Loss names or aliases.")
 _NOISE = flags.DEFINE_list("noise", ["0", "0.4"], "Symmetric noise rates.")
+_SEEDS = flags.DEFINE_list("seeds", ["0"], "Seeds (config.seed) per cell.")
 _RUN = flags.DEFINE_bool("run", True, "Run missing runs (else only report).")
 
 
@@ -43,6 +48,13 @@ def _finished(workdir: str, config) -> bool:
   return bool(records) and records[-1]["epoch"] >= total
 
 
+def _cell(values) -> str:
+  values = [100 * v for v in values]
+  if len(values) == 1:
+    return f"{values[0]:.2f}"
+  return f"{np.mean(values):.2f} ± {np.std(values, ddof=1):.2f}"
+
+
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
@@ -51,29 +63,35 @@ def main(argv):
     for loss in _LOSSES.value:
       for rate in _NOISE.value:
         arg = f"loss={loss},noise={rate}"
-        config = _config(dataset, arg)
-        config.progress = False
-        workdir = os.path.join(_ROOT.value, dataset, f"{loss}_{rate}")
-        if _RUN.value and not _finished(workdir, config):
-          print(f"--- {dataset} {arg} -> {workdir}", flush=True)
-          try:
-            trainer.train_and_evaluate(config, workdir)
-          except (config_checks.ConfigError, FileNotFoundError) as e:
-            print(f"skipped: {e}")
-            continue
-        summary = reporting.summarise(reporting.read_records(workdir))
-        if summary:
-          rows.append((dataset, loss, rate, summary))
+        summaries = []
+        for seed in map(int, _SEEDS.value):
+          config = _config(dataset, arg)
+          config.progress = False
+          config.seed = seed
+          workdir = os.path.join(_ROOT.value, dataset, f"{loss}_{rate}" + (
+              f"_s{seed}" if seed else ""))
+          if _RUN.value and not _finished(workdir, config):
+            print(f"--- {dataset} {arg} seed {seed} -> {workdir}", flush=True)
+            try:
+              trainer.train_and_evaluate(config, workdir)
+            except (config_checks.ConfigError, FileNotFoundError) as e:
+              print(f"skipped: {e}")
+              continue
+          summary = reporting.summarise(reporting.read_records(workdir))
+          if summary:
+            summaries.append(summary)
+        if summaries:
+          rows.append((dataset, loss, rate, summaries))
 
   print("\n| dataset | loss | noise | test best | test last | recovery |"
-        " epochs | time |")
+        " epochs | time per run |")
   print("|---|---|---|---|---|---|---|---|")
-  for dataset, loss, rate, s in rows:
-    print(f"| {dataset} | {loss} | {float(rate):.0%} | "
-          f"{100 * s['test_accuracy_best']:.2f} | "
-          f"{100 * s['test_accuracy_last']:.2f} | "
-          f"{100 * s['recovery_accuracy_last']:.2f} | {s['epochs']} | "
-          f"{s['seconds'] / 60:.1f} min |")
+  for dataset, loss, rate, runs in rows:
+    cells = [_cell([s[key] for s in runs]) for key in (
+        "test_accuracy_best", "test_accuracy_last", "recovery_accuracy_last")]
+    minutes = np.mean([s["seconds"] for s in runs]) / 60
+    print(f"| {dataset} | {loss} | {float(rate):.0%} | {' | '.join(cells)} | "
+          f"{runs[0]['epochs']} | {minutes:.1f} min |")
 
 
 if __name__ == "__main__":

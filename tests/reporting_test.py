@@ -30,6 +30,16 @@ class MetricWriterTest(absltest.TestCase):
     self.assertEqual([r["epoch"] for r in reporting.read_records(workdir)],
                      [1, 2])
 
+  def test_line_cut_short_by_a_kill_is_dropped(self):
+    workdir = tempfile.mkdtemp()
+    with open(os.path.join(workdir, reporting.METRICS_FILE), "w") as f:
+      f.write(json.dumps(_record(1)) + "\n" + '{"epoch": 2, "train_lo')
+    self.assertEqual([r["epoch"] for r in reporting.read_records(workdir)],
+                     [1])
+    reporting.MetricWriter(workdir, resume_epoch=1, tensorboard=False)
+    with open(os.path.join(workdir, reporting.METRICS_FILE)) as f:
+      self.assertEqual(f.read().count("\n"), 1)
+
   def test_no_file_no_records(self):
     self.assertEqual(reporting.read_records(tempfile.mkdtemp()), [])
 

@@ -26,8 +26,16 @@ def read_records(workdir: str) -> list[dict[str, Any]]:
   path = os.path.join(workdir, METRICS_FILE)
   if not os.path.exists(path):
     return []
+  records = []
   with open(path) as f:
-    return [json.loads(line) for line in f if line.strip()]
+    for line in f:
+      try:
+        records.append(json.loads(line))
+      except json.JSONDecodeError:
+        # A line cut short by a kill while it was written; only the last
+        # line can be, and its epoch reruns on resume.
+        break
+  return records
 
 
 class MetricWriter:
@@ -37,8 +45,11 @@ class MetricWriter:
                tensorboard: bool = True):
     self.path = os.path.join(workdir, METRICS_FILE)
     kept = [r for r in read_records(workdir) if r["epoch"] <= resume_epoch]
-    with open(self.path, "w") as f:
+    # Replaced whole, so that a kill now leaves the old file or the new.
+    partial = self.path + ".tmp"
+    with open(partial, "w") as f:
       f.writelines(json.dumps(r) + "\n" for r in kept)
+    os.replace(partial, self.path)
     self._tensorboard = None
     if tensorboard:
       from tensorboardX import SummaryWriter  # pylint: disable=g-import-not-at-top
