@@ -97,6 +97,7 @@ class Progress:
     self.live = enabled and self.stream.isatty()
     self.start = time.perf_counter()
     self.total_epochs = total_epochs
+    self._drawn = 0.0
 
   def eta(self) -> float:
     done = self.done - self.start_done
@@ -107,8 +108,12 @@ class Progress:
 
   def step(self, epoch: int, loss: float) -> None:
     self.done += 1
-    if not self.live:
+    now = time.perf_counter()
+    # At most ten redraws a second: a small model runs thousands of steps.
+    if not self.live or (now - self._drawn < 0.1
+                         and self.done % self.steps_per_epoch):
       return
+    self._drawn = now
     fraction = self.done / self.total
     bar = "#" * int(30 * fraction) + "-" * (30 - int(30 * fraction))
     eta = self.eta()
