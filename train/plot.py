@@ -20,10 +20,13 @@ from absl import flags
 
 from train import reporting
 
-_WORKDIRS = flags.DEFINE_list("workdirs", None, "Run folders to draw.",
-                              required=True)
-_OUT = flags.DEFINE_string("out", None, "Image file (default: "
-                           "FIRST_WORKDIR/curves.png).")
+
+def _define_flags():
+  # Defined only when run as a program: the test runner imports this module
+  # beside losses.analysis, whose --out would otherwise clash with ours.
+  flags.DEFINE_list("workdirs", None, "Run folders to draw.", required=True)
+  flags.DEFINE_string("out", None,
+                      "Image file (default: FIRST_WORKDIR/curves.png).")
 
 
 def _series(records, key):
@@ -92,9 +95,11 @@ def draw(workdirs: Sequence[str], out: str) -> str:
 
 def main(argv):
   del argv
-  out = _OUT.value or os.path.join(_WORKDIRS.value[0], "curves.png")
-  print(draw(_WORKDIRS.value, out))
+  workdirs = flags.FLAGS.workdirs
+  out = flags.FLAGS.out or os.path.join(workdirs[0], "curves.png")
+  print(draw(workdirs, out))
 
 
 if __name__ == "__main__":
+  _define_flags()
   app.run(main)
