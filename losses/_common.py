@@ -318,28 +318,41 @@ def mask_grad(grad: jax.Array, where: jax.Array | None) -> jax.Array:
 # The one-hot fast path of losses that depend on p_y alone.
 # --------------------------------------------------------------------------
 def _target_stats(logits, labels):
-  """``is_y``, ``log p_y``, ``log(1 - p_y)`` and ``logsumexp(z without y)``.
+  """``log p_y``, ``log(1 - p_y)``, ``logsumexp(z without y)``, validity.
 
   One masked log-sum-exp over the other classes; the full one follows as
   ``logaddexp(lse_others, z_y)``, so ``log(1 - p_y) = lse_others - lse`` is
-  exact (SPEC §1) at no extra pass over the logits.
+  exact (SPEC §1) at no extra pass over the logits. ``z_y`` is a gather and
+  the validity of a label a comparison of the label itself, so the only
+  reductions over the classes are the log-sum-exp's max and sum.
   """
-  classes = jax.lax.broadcasted_iota(jnp.int32, logits.shape, logits.ndim - 1)
-  is_y = classes == labels[..., None]
-  z_y = jnp.sum(jnp.where(is_y, logits, 0.0), axis=-1)
-  lse_others = jax.nn.logsumexp(jnp.where(is_y, -jnp.inf, logits), axis=-1)
+  num_classes = logits.shape[-1]
+  valid = (labels >= 0) & (labels < num_classes)
+  z_y = jnp.take_along_axis(logits, labels[..., None], axis=-1,
+                            mode="clip")[..., 0]
+  lse_others = jax.nn.logsumexp(
+      jnp.where(_is_target(logits, labels), -jnp.inf, logits), axis=-1)
   lse = jnp.logaddexp(lse_others, z_y)
-  return is_y, z_y - lse, lse_others - lse, lse_others
+  return z_y - lse, lse_others - lse, lse_others, valid
 
 
-def _target_grad(logits, is_y, lse_others, a):
+def _is_target(logits, labels):
+  classes = jax.lax.broadcasted_iota(jnp.int32, logits.shape, logits.ndim - 1)
+  return classes == labels[..., None]
+
+
+def _target_grad(logits, labels, lse_others, a):
   """``A (q - e_y)``, ``q = softmax(z without y)``: one exp per element.
 
   Every loss ``L(p_y)`` has ``dL/dz = -dL/dlog p_y (p - e_y)``, and
   ``p_k = (1 - p_y) q_k`` for ``k != y``; so with
   ``A = -dL/dlog p_y (1 - p_y)`` the gradient is ``A (q - e_y)``, bounded
   wherever ``A`` is, even where ``dL/dlog p_y`` is not (EL at ``p_y -> 1``).
+  The one-hot mask is recomputed from the labels rather than kept from the
+  forward: a comparison is cheaper than storing and reading a ``[B, C]``
+  residual.
   """
+  is_y = _is_target(logits, labels)
   q = jnp.where(is_y, 0.0, jnp.exp(logits - lse_others[..., None]))
   return a[..., None] * (q - is_y)
 
@@ -357,25 +370,23 @@ def target_probability_loss(terms: Callable[..., tuple[jax.Array, jax.Array]]):
   """
 
   def parts(logits, labels, *hyper):
-    is_y, log_p, log1m_p, lse_others = _target_stats(logits, labels)
+    log_p, log1m_p, lse_others, valid = _target_stats(logits, labels)
     loss, a = terms(log_p, log1m_p, labels, *hyper)
-    valid = jnp.any(is_y, axis=-1)
     return (jnp.where(valid, loss, 0.0), jnp.where(valid, a, 0.0),
-            (is_y, log_p, log1m_p, lse_others, valid))
+            (log_p, log1m_p, lse_others, valid))
 
   @jax.custom_vjp
   def loss_fn(logits, labels, *hyper):
     return parts(logits, labels, *hyper)[0]
 
   def fwd(logits, labels, *hyper):
-    loss, a, (is_y, log_p, log1m_p, lse_others, valid) = parts(
+    loss, a, (log_p, log1m_p, lse_others, valid) = parts(
         logits, labels, *hyper)
-    return loss, (logits, labels, hyper, a, is_y, log_p, log1m_p, lse_others,
-                  valid)
+    return loss, (logits, labels, hyper, a, log_p, log1m_p, lse_others, valid)
 
   def bwd(res, g):
-    logits, labels, hyper, a, is_y, log_p, log1m_p, lse_others, valid = res
-    grad = _target_grad(logits, is_y, lse_others, g * a)
+    logits, labels, hyper, a, log_p, log1m_p, lse_others, valid = res
+    grad = _target_grad(logits, labels, lse_others, g * a)
     _, vjp_hyper = jax.vjp(
         lambda *h: jnp.where(valid, terms(log_p, log1m_p, labels, *h)[0], 0.0),
         *hyper)
@@ -385,8 +396,8 @@ def target_probability_loss(terms: Callable[..., tuple[jax.Array, jax.Array]]):
   loss_fn.defvjp(fwd, bwd)
 
   def grad_fn(logits, labels, *hyper):
-    _, a, (is_y, _, _, lse_others, _) = parts(logits, labels, *hyper)
-    return _target_grad(logits, is_y, lse_others, a)
+    _, a, (_, _, lse_others, _) = parts(logits, labels, *hyper)
+    return _target_grad(logits, labels, lse_others, a)
 
   return loss_fn, grad_fn
 
