@@ -80,8 +80,8 @@ def check_label_range(labels: jax.Array, num_classes: int,
                       name: str = "labels") -> None:
   """Eagerly rejects integer labels outside ``[0, num_classes)``.
 
-  Under jit the labels are tracers and cannot be read; there
-  ``jax.nn.one_hot`` maps an out-of-range label to an all-zero target row.
+  Under jit the labels are tracers and cannot be read; there an
+  out-of-range label masks its example (see :func:`softmax_loss`).
   """
   if not is_concrete(labels) or labels.size == 0:
     return
@@ -318,22 +318,31 @@ def mask_grad(grad: jax.Array, where: jax.Array | None) -> jax.Array:
 # The one-hot fast path of losses that depend on p_y alone.
 # --------------------------------------------------------------------------
 def _target_stats(logits, labels):
-  """``log p_y``, ``log(1 - p_y)``, ``logsumexp(z without y)``, validity.
+  """``log p_y``, ``log(1 - p_y)``, ``q = softmax(z without y)``, validity.
 
   One masked log-sum-exp over the other classes; the full one follows as
   ``logaddexp(lse_others, z_y)``, so ``log(1 - p_y) = lse_others - lse`` is
-  exact (SPEC §1) at no extra pass over the logits. ``z_y`` is a gather and
-  the validity of a label a comparison of the label itself, so the only
-  reductions over the classes are the log-sum-exp's max and sum.
+  exact (SPEC §1) at no extra pass over the logits. The exponentials of that
+  log-sum-exp, normalised, are ``q``: the backward reuses them, as autodiff
+  of optax's cross entropy reuses its softmax, instead of a second ``exp``
+  per element (on a CPU the exponentials, not the memory, dominate).
+  ``z_y`` is a gather and the validity of a label a comparison of the label
+  itself, so the only reductions over the classes are the max and the sum.
   """
   num_classes = logits.shape[-1]
   valid = (labels >= 0) & (labels < num_classes)
   z_y = jnp.take_along_axis(logits, labels[..., None], axis=-1,
                             mode="clip")[..., 0]
-  lse_others = jax.nn.logsumexp(
-      jnp.where(_is_target(logits, labels), -jnp.inf, logits), axis=-1)
+  others = jnp.where(_is_target(logits, labels), -jnp.inf, logits)
+  top = jnp.max(others, axis=-1, keepdims=True)
+  # No other class (C = 1): every exponential below is exp(-inf) = 0.
+  top = jax.lax.stop_gradient(jnp.where(jnp.isfinite(top), top, 0.0))
+  exps = jnp.exp(others - top)  # 0 at the target class.
+  total = jnp.sum(exps, axis=-1, keepdims=True)
+  q = exps / jnp.where(total > 0.0, total, 1.0)
+  lse_others = (top + jnp.log(total))[..., 0]
   lse = jnp.logaddexp(lse_others, z_y)
-  return z_y - lse, lse_others - lse, lse_others, valid
+  return z_y - lse, lse_others - lse, q, valid
 
 
 def _is_target(logits, labels):
@@ -341,20 +350,17 @@ def _is_target(logits, labels):
   return classes == labels[..., None]
 
 
-def _target_grad(logits, labels, lse_others, a):
-  """``A (q - e_y)``, ``q = softmax(z without y)``: one exp per element.
+def _target_grad(q, labels, a):
+  """``A (q - e_y)``, ``q = softmax(z without y)``.
 
   Every loss ``L(p_y)`` has ``dL/dz = -dL/dlog p_y (p - e_y)``, and
   ``p_k = (1 - p_y) q_k`` for ``k != y``; so with
   ``A = -dL/dlog p_y (1 - p_y)`` the gradient is ``A (q - e_y)``, bounded
   wherever ``A`` is, even where ``dL/dlog p_y`` is not (EL at ``p_y -> 1``).
-  The one-hot mask is recomputed from the labels rather than kept from the
-  forward: a comparison is cheaper than storing and reading a ``[B, C]``
-  residual.
+  The one-hot mask is recomputed from the labels: a comparison is cheaper
+  than storing and reading a ``[B, C]`` residual.
   """
-  is_y = _is_target(logits, labels)
-  q = jnp.where(is_y, 0.0, jnp.exp(logits - lse_others[..., None]))
-  return a[..., None] * (q - is_y)
+  return a[..., None] * (q - _is_target(q, labels))
 
 
 def target_probability_loss(terms: Callable[..., tuple[jax.Array, jax.Array]]):
@@ -366,27 +372,26 @@ def target_probability_loss(terms: Callable[..., tuple[jax.Array, jax.Array]]):
   a custom VJP that reuses the forward's log-sum-exp, so value and gradient
   together cost one masked reduction and one elementwise pass, as optax's
   cross entropy does. Out-of-range labels (under jit) give 0 and a zero
-  gradient, like an all-zero target row.
+  gradient (the callers mask such examples anyway).
   """
 
   def parts(logits, labels, *hyper):
-    log_p, log1m_p, lse_others, valid = _target_stats(logits, labels)
+    log_p, log1m_p, q, valid = _target_stats(logits, labels)
     loss, a = terms(log_p, log1m_p, labels, *hyper)
     return (jnp.where(valid, loss, 0.0), jnp.where(valid, a, 0.0),
-            (log_p, log1m_p, lse_others, valid))
+            (log_p, log1m_p, q, valid))
 
   @jax.custom_vjp
   def loss_fn(logits, labels, *hyper):
     return parts(logits, labels, *hyper)[0]
 
   def fwd(logits, labels, *hyper):
-    loss, a, (log_p, log1m_p, lse_others, valid) = parts(
-        logits, labels, *hyper)
-    return loss, (logits, labels, hyper, a, log_p, log1m_p, lse_others, valid)
+    loss, a, (log_p, log1m_p, q, valid) = parts(logits, labels, *hyper)
+    return loss, (q, labels, hyper, a, log_p, log1m_p, valid)
 
   def bwd(res, g):
-    logits, labels, hyper, a, log_p, log1m_p, lse_others, valid = res
-    grad = _target_grad(logits, labels, lse_others, g * a)
+    q, labels, hyper, a, log_p, log1m_p, valid = res
+    grad = _target_grad(q, labels, g * a)
     _, vjp_hyper = jax.vjp(
         lambda *h: jnp.where(valid, terms(log_p, log1m_p, labels, *h)[0], 0.0),
         *hyper)
@@ -396,8 +401,8 @@ def target_probability_loss(terms: Callable[..., tuple[jax.Array, jax.Array]]):
   loss_fn.defvjp(fwd, bwd)
 
   def grad_fn(logits, labels, *hyper):
-    _, a, (_, _, lse_others, _) = parts(logits, labels, *hyper)
-    return _target_grad(logits, labels, lse_others, a)
+    _, a, (_, _, q, _) = parts(logits, labels, *hyper)
+    return _target_grad(q, labels, a)
 
   return loss_fn, grad_fn
 
@@ -406,6 +411,7 @@ def softmax_loss(soft_forward: Callable[..., jax.Array],
                  soft_grad: Callable[..., jax.Array], *,
                  target_terms: Callable[..., Any] | None = None,
                  integer_forward: Callable[..., jax.Array] | None = None,
+                 integer_grad: Callable[..., jax.Array] | None = None,
                  custom_vjp: bool = False):
   """The jitted ``(loss, grad)`` cores of a softmax loss.
 
@@ -413,13 +419,16 @@ def softmax_loss(soft_forward: Callable[..., jax.Array],
   ``soft_forward(logits, targets, *hyper)`` (with ``soft_grad`` as its
   custom VJP when ``custom_vjp``); integer labels go to the one-hot fast
   path built from ``target_terms`` (see :func:`target_probability_loss`),
-  or to ``integer_forward(logits, labels, *hyper)`` under autodiff, or else
-  to the soft path with a one-hot target. Hyperparameters are array
+  or to ``integer_forward(logits, labels, *hyper)`` (autodiff, or its own
+  custom VJP) with ``integer_grad`` as its analytic gradient, or else to the
+  soft path with a one-hot target. Hyperparameters are array
   arguments: a new value never recompiles.
   """
   int_loss = int_grad = None
   if target_terms is not None:
     int_loss, int_grad = target_probability_loss(target_terms)
+  elif integer_grad is not None:
+    int_grad = integer_grad
   soft_loss = (analytic_logit_grad(soft_forward, soft_grad) if custom_vjp
                else soft_forward)
 
@@ -429,9 +438,20 @@ def softmax_loss(soft_forward: Callable[..., jax.Array],
     return logits if where is None else jnp.where(where[..., None], logits,
                                                   0.0)
 
+  def with_valid_labels(labels, where, num_classes):
+    # Under jit an out-of-range integer label cannot raise; it masks its
+    # example, as `where=False` would (loss 0, zero gradient). A per-example
+    # mask: the logits of such rows are real values, not padding, and need
+    # no zeroing pass.
+    if not is_integer(labels):
+      return where
+    valid = (labels >= 0) & (labels < num_classes)
+    return valid if where is None else valid & where
+
   @jax.jit
   def loss(logits, labels, where, *hyper):
     logits = unmasked(logits, where)
+    where = with_valid_labels(labels, where, logits.shape[-1])
     if is_integer(labels) and int_loss is not None:
       value = int_loss(logits, labels, *hyper)
     elif is_integer(labels) and integer_forward is not None:
@@ -443,6 +463,7 @@ def softmax_loss(soft_forward: Callable[..., jax.Array],
   @jax.jit
   def grad(logits, labels, where, *hyper):
     logits = unmasked(logits, where)
+    where = with_valid_labels(labels, where, logits.shape[-1])
     if is_integer(labels) and int_grad is not None:
       g = int_grad(logits, labels, *hyper)
     else:

@@ -72,7 +72,7 @@ def asymmetric_single_label_loss(logits, labels, *, gamma_pos=0.0,
   Args:
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]`` (out of
-      range integers under jit: all-zero target, only the smoothing term).
+      range integers under jit: loss 0, zero gradient).
     gamma_pos: focusing exponent of the target class (default 0); traced.
     gamma_neg: focusing exponent of the other classes (default 4); traced.
     label_smoothing: ``epsilon`` (default 0.1, the official default).

@@ -54,8 +54,7 @@ def cross_entropy(logits, labels, *, label_smoothing=0.0, where=None
     logits: ``[..., C]`` float logits (half precision is computed in float32).
     labels: integer labels ``[...]`` in ``[0, C)`` or soft targets
       ``[..., C]``. Out-of-range integers raise ``ValueError`` outside jit;
-      under jit they act as an all-zero target row, so only the smoothing
-      term remains (a loss of 0 without smoothing).
+      under jit they mask their example (loss 0, zero gradient).
     label_smoothing: ``epsilon`` in ``[0, 1]``; 0 (default) disables it.
     where: optional boolean mask ``[...]``; masked examples give 0.
 
@@ -121,7 +120,7 @@ def poly1_loss(logits, labels, *, epsilon=2.0, where=None) -> jax.Array:
   Args:
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]``
-      (out-of-range integers under jit: an all-zero target, loss 0).
+      (out-of-range integers under jit: loss 0, zero gradient).
     epsilon: the Poly-1 coefficient (default 2.0, SPEC §1); ``epsilon = 0``
       is cross entropy, ``epsilon = -1`` cancels the linear leading term.
     where: optional boolean mask ``[...]``.

@@ -109,7 +109,7 @@ def encouraging_loss(logits, labels, *, bonus_weight=1.0, log_end=0.75,
   Args:
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]`` (out of
-      range integers under jit: all-zero target, loss 0).
+      range integers under jit: loss 0, zero gradient).
     bonus_weight: ``rho`` (default 1.0); traced, so a schedule never
       recompiles; 0 gives cross entropy.
     log_end: ``LE`` in ``(0, 1]`` (default 0.75, the official code's); above

@@ -81,7 +81,7 @@ def focal_loss(logits, labels, *, gamma=2.0, alpha=None, where=None
   Args:
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]`` (out of
-      range integers under jit: all-zero target, loss 0).
+      range integers under jit: loss 0, zero gradient).
     gamma: focusing parameter ``>= 0`` (default 2.0); traced. 0 gives
       cross entropy (times alpha).
     alpha: ``None`` (default, no class weight), a scalar or a ``[C]`` vector

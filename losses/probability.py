@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from losses import _common
 
@@ -13,12 +14,58 @@ def _mse_forward(logits, targets, scale):
   return scale * jnp.sum(jnp.square(probs - targets), axis=-1)
 
 
-def _mse_integer(logits, labels, scale):
-  # sum_k p_k^2 - 2 p_y + 1: no dense one-hot target.
-  probs = jax.nn.softmax(logits)
+def _mse_integer_parts(logits, labels):
+  """``p``, ``sum_k p_k^2`` and ``p_y`` for integer labels.
+
+  One max and one sum over the classes; ``p`` is kept for the backward,
+  which then needs no second ``exp`` per element.
+  """
+  num_classes = logits.shape[-1]
+  valid = (labels >= 0) & (labels < num_classes)
+  top = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
+  e = jnp.exp(logits - top)
+  probs = e / jnp.sum(e, axis=-1, keepdims=True)
   p_y = jnp.take_along_axis(probs, labels[..., None], axis=-1,
                             mode="fill", fill_value=0.0)[..., 0]
-  return scale * (jnp.sum(jnp.square(probs), axis=-1) - 2.0 * p_y + 1.0)
+  return probs, jnp.sum(jnp.square(probs), axis=-1), p_y, valid
+
+
+def _mse_integer_value(scale, sum_sq, p_y, valid):
+  # sum_k (p_k - e_yk)^2 (an out-of-range label: a zero row, masked later).
+  return scale * (sum_sq - 2.0 * p_y + valid)
+
+
+@jax.custom_vjp
+def _mse_integer(logits, labels, scale):
+  _, sum_sq, p_y, valid = _mse_integer_parts(logits, labels)
+  return _mse_integer_value(scale, sum_sq, p_y, valid)
+
+
+def _mse_backward(parts, labels, scale):
+  """``2 s p (p - e_y - sum p^2 + p_y)``: the softmax Jacobian times ``2 s (p - e_y)``."""
+  probs, sum_sq, p_y, valid = parts
+  classes = jax.lax.broadcasted_iota(jnp.int32, probs.shape, probs.ndim - 1)
+  is_y = (classes == labels[..., None]) & valid[..., None]
+  return (2.0 * scale) * probs * (probs - is_y - (sum_sq - p_y)[..., None])
+
+
+def _mse_integer_grad(logits, labels, scale):
+  return _mse_backward(_mse_integer_parts(logits, labels), labels, scale)
+
+
+def _mse_integer_fwd(logits, labels, scale):
+  parts = _mse_integer_parts(logits, labels)
+  return _mse_integer_value(scale, *parts[1:]), (parts, labels, scale)
+
+
+def _mse_integer_bwd(res, g):
+  parts, labels, scale = res
+  grad = g[..., None] * _mse_backward(parts, labels, scale)
+  zero_labels = np.zeros(labels.shape, jax.dtypes.float0)
+  return grad, zero_labels, jnp.sum(g * _mse_integer_value(1.0, *parts[1:]))
+
+
+_mse_integer.defvjp(_mse_integer_fwd, _mse_integer_bwd)
 
 
 def _mse_grad(logits, targets, scale):
@@ -26,8 +73,9 @@ def _mse_grad(logits, targets, scale):
   return _common.softmax_vjp(probs, 2.0 * scale * (probs - targets))
 
 
-_mse, _mse_grad_core = _common.softmax_loss(_mse_forward, _mse_grad,
-                                            integer_forward=_mse_integer)
+_mse, _mse_grad_core = _common.softmax_loss(
+    _mse_forward, _mse_grad, integer_forward=_mse_integer,
+    integer_grad=_mse_integer_grad)
 
 
 def _scale(logits, normalize: bool):

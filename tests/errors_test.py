@@ -1,5 +1,6 @@
 """Bad input gets a clear error naming the argument and what is allowed."""
 
+import functools
 from absl.testing import absltest
 from absl.testing import parameterized
 import jax.numpy as jnp
@@ -63,6 +64,36 @@ class ErrorTest(parameterized.TestCase):
     value = jax.jit(losses.cross_entropy)(Z, jnp.array([0, 1, 7, -1]))
     np.testing.assert_allclose(value, [np.log(3), np.log(3), 0.0, 0.0],
                                rtol=1e-6)
+
+
+  @parameterized.named_parameters(
+      ("ce", losses.cross_entropy),
+      ("ce_smooth", functools.partial(losses.cross_entropy,
+                                      label_smoothing=0.1)),
+      ("mse", losses.probability_mse), ("mae", losses.probability_mae),
+      ("el", losses.encouraging_loss), ("focal", losses.focal_loss),
+      ("asl", losses.asymmetric_single_label_loss),
+      ("poly1", losses.poly1_loss), ("gce", losses.generalized_cross_entropy),
+      ("sce", losses.symmetric_cross_entropy),
+      ("boot_soft", losses.bootstrapping_loss),
+      ("boot_hard", functools.partial(losses.bootstrapping_loss, mode="hard")),
+      ("forward", functools.partial(losses.forward_corrected_cross_entropy,
+                                    transition_matrix=np.eye(3))),
+  )
+  def test_out_of_range_labels_under_jit_mask_their_example(self, loss):
+    import jax
+    labels = jnp.array([0, 1, 7, -1])
+    logits = jnp.asarray(Z) + jnp.arange(12.0).reshape(4, 3) / 7
+    value = jax.jit(loss)(logits, labels)
+    grad = jax.jit(jax.grad(lambda z, y: loss(z, y).sum()))(logits, labels)
+    np.testing.assert_array_equal(value[2:], 0.0)
+    np.testing.assert_array_equal(grad[2:], 0.0)
+    # The valid rows are untouched: the same as without the bad rows.
+    np.testing.assert_allclose(value[:2], loss(logits[:2], labels[:2]),
+                               rtol=1e-6)
+    np.testing.assert_allclose(
+        grad[:2], jax.grad(lambda z: loss(z, labels[:2]).sum())(logits[:2]),
+        rtol=1e-6, atol=1e-7)
 
 
 if __name__ == "__main__":
