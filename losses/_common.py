@@ -217,6 +217,25 @@ def _argmax_mask(logits: jax.Array, axis: int) -> jax.Array:
   return classes == idx
 
 
+def sigmoid_parts(z: jax.Array
+                  ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+  """``σ(z)``, ``1 - σ(z)``, ``log σ(z)``, ``log(1 - σ(z))`` from one ``exp``.
+
+  With ``e = exp(-|z|)`` (never overflows) and ``l = log1p(e)``:
+  ``log σ(z) = min(z, 0) - l``, ``log σ(-z) = min(-z, 0) - l``, and
+  ``σ(±z)`` are ``1/(1+e)`` and ``e/(1+e)`` by the sign of ``z``, each
+  exact at every logit. ``jax.nn``'s four functions cost two ``exp`` and
+  two ``log1p`` more per element, and the elementwise losses are bound by
+  their transcendentals.
+  """
+  e = jnp.exp(-jnp.abs(z))
+  l = jnp.log1p(e)
+  r = 1.0 / (1.0 + e)
+  nonneg = z >= 0
+  return (jnp.where(nonneg, r, e * r), jnp.where(nonneg, e * r, r),
+          jnp.minimum(z, 0.0) - l, jnp.minimum(-z, 0.0) - l)
+
+
 def pow_from_log(log_x: jax.Array, gamma: jax.Array) -> jax.Array:
   """``x^gamma`` from ``log(x)`` as ``exp(gamma log x)``.
 
@@ -263,7 +282,8 @@ def softmax_vjp(probs: jax.Array, dloss_dp: jax.Array) -> jax.Array:
 
 
 def analytic_logit_grad(forward: Callable[..., jax.Array],
-                        logit_grad: Callable[..., jax.Array]
+                        logit_grad: Callable[..., jax.Array],
+                        value_and_grad: Callable[..., Any] | None = None
                         ) -> Callable[..., jax.Array]:
   """``forward`` whose gradient wrt its first argument is ``logit_grad``.
 
@@ -274,6 +294,11 @@ def analytic_logit_grad(forward: Callable[..., jax.Array],
   jitted gradient those cotangents are dead code unless asked for, and XLA
   drops them.
 
+  With ``value_and_grad(logits, *args) -> (loss, logit_grad)`` (elementwise
+  losses, whose two share every intermediate) the forward pass computes the
+  gradient once and keeps it, instead of the backward recomputing the whole
+  chain.
+
   Reverse mode only (``jax.grad``, ``jax.vjp``); forward mode
   (``jax.jvp``, ``jax.jacfwd``) is not defined for a custom VJP.
   """
@@ -283,13 +308,18 @@ def analytic_logit_grad(forward: Callable[..., jax.Array],
     return forward(logits, *args)
 
   def fwd(logits, *args):
-    return forward(logits, *args), (logits, args)
+    if value_and_grad is None:
+      return forward(logits, *args), (logits, args, None)
+    value, grad = value_and_grad(logits, *args)
+    return value, (logits, args, grad)
 
   def bwd(res, g):
-    logits, args = res
+    logits, args, grad = res
+    if grad is None:
+      grad = logit_grad(logits, *args)
     _, vjp_args = jax.vjp(lambda *a: forward(logits, *a), *args)
     per_example = g[..., None] if g.ndim < logits.ndim else g
-    return (per_example * logit_grad(logits, *args),) + vjp_args(g)
+    return (per_example * grad,) + vjp_args(g)
 
   f.defvjp(fwd, bwd)
   return f

@@ -36,23 +36,44 @@ def _clipped_logs(p, log_p, log1m_p, clip):
 
 
 def _asl_negative(z, gamma, clip, weight_as_constant):
-  """``-p_m^g log(1 - p_m)`` at ``p = σ(z)`` and its derivative wrt ``z``.
+  """``-x^g log(1 - x)``, ``x = p_m``, at ``p = σ(z)`` and its ``d/dz``.
 
-  ``d/dz = [p > m] p x^g ((1-p)/(1-x) - g (1-p) log(1-x)/x)``, ``x = p_m``:
-  ``(1-p)/(1-x) <= 1`` is a difference of logs and ``log(1-x)/x`` is
-  ``_common.log_ratio`` (-1 at ``x = 0``), so it is finite at the clip
-  boundary ``p -> m`` for ``g < 1`` (autodiff of ``max(p - m, 0)^g`` gives
-  NaN there) and at ``p -> 1`` without a clip. At ``p = m`` it is 0.
+  ``d/dz = [x > 0] p x^g ((1-p)/(1-x) - g (1-p) log(1-x)/x)``:
+  ``(1-p)/(1-x) <= 1`` and ``log(1-x)/x`` (``log1p(-x)/x`` below 1/2, -1 at
+  ``x = 0``) are finite at the clip boundary ``p -> m`` for ``g < 1``
+  (autodiff of ``max(p - m, 0)^g`` gives NaN there) and at ``p -> 1``
+  without a clip. At ``p = m`` it is 0. Everything comes from the exact
+  ``p`` and ``1 - p`` of :func:`_common.sigmoid_parts` by arithmetic and
+  three logs and one exp per element: the elementwise losses are bound by
+  their transcendentals, and this keeps the analytic gradient as cheap as
+  autodiff of the value.
   """
-  p, log_p, log1m_p = (jax.nn.sigmoid(z), jax.nn.log_sigmoid(z),
-                       jax.nn.log_sigmoid(-z))
-  log_x, log1m_x, active = _clipped_logs(p, log_p, log1m_p, clip)
+  p, one_minus_p, log_p, log1m_p = _common.sigmoid_parts(z)
+  has_clip = clip > 0
+  x = jnp.where(has_clip, jnp.maximum(p - clip, 0.0), p)
+  # Without a clip every finite logit is active (exact log p even where p
+  # underflows); with one, only p > m.
+  active = ~has_clip | (x > 0)
+  safe_x = jnp.where(x > 0, x, 1.0)
+  one_minus_x = jnp.where(has_clip, jnp.minimum(one_minus_p + clip, 1.0),
+                          one_minus_p)
+  log_x = jnp.where(active, jnp.where(has_clip, jnp.log(safe_x), log_p),
+                    -jnp.inf)
+  log1m_x = jnp.where(active, jnp.where(has_clip, jnp.log(one_minus_x),
+                                        log1m_p), 0.0)
   weight = _common.pow_from_log(log_x, gamma)
   weight = jnp.where(weight_as_constant, jax.lax.stop_gradient(weight), weight)
-  focusing = jnp.where(
-      weight_as_constant, 0.0,
-      gamma * _common.log_ratio(log1m_x, log_x) * jnp.exp(log1m_p))
-  dvalue = weight * (jnp.exp(log1m_p - log1m_x) - focusing)
+  # log(1-x)/x: log1p(-x)/x is exact for small x; above 1/2 log(1-x) is.
+  small = x < 0.5
+  log1m_over_x = jnp.where(
+      x > 0, jnp.where(small, jnp.log1p(-jnp.where(small, x, 0.0)), log1m_x)
+      / safe_x, -1.0)
+  focusing = jnp.where(weight_as_constant, 0.0,
+                       gamma * log1m_over_x * one_minus_p)
+  ratio = jnp.where(one_minus_x > 0,
+                    one_minus_p / jnp.where(one_minus_x > 0, one_minus_x, 1.0),
+                    1.0)
+  dvalue = weight * (ratio - focusing)
   return -weight * log1m_x, jnp.where(active, p * dvalue, 0.0)
 
 

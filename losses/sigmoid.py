@@ -56,8 +56,8 @@ def _cores(value_and_grad: _Terms, *, custom_vjp: bool = True):
   def logit_grad(z, t, *hyper):
     return value_and_grad(z, t, *hyper)[1]
 
-  value = (_common.analytic_logit_grad(forward, logit_grad) if custom_vjp
-           else forward)
+  value = (_common.analytic_logit_grad(forward, logit_grad, value_and_grad)
+           if custom_vjp else forward)
 
   def unmasked(logits, targets, where):
     # Masked entries may hold padding, even NaN: replace them before either
@@ -289,8 +289,7 @@ def sigmoid_absolute_error_steepness(p) -> tuple[jax.Array, jax.Array]:
 # --------------------------------------------------------------------------
 def _encouraging_term(m, bonus_weight, log_end, floor):
   """``-log p + rho b(p)`` at ``p = σ(m)`` and its derivative wrt ``m``."""
-  log_p, log1m_p = jax.nn.log_sigmoid(m), jax.nn.log_sigmoid(-m)
-  p, one_minus_p = jax.nn.sigmoid(m), jax.nn.sigmoid(-m)
+  p, one_minus_p, log_p, log1m_p = _common.sigmoid_parts(m)
   bonus, linear, log_region, one_minus_le = encouraging._bonus(
       log_p, log1m_p, log_end, floor)
   # d log(1-p)/dm = -p, bounded where the plain chain rule meets

@@ -24,13 +24,11 @@ def _focal_positive(m, gamma, weight_as_constant=False):
   ``weight_as_constant`` (a bool, possibly traced) the weight's gradient is
   stopped, in the value too, so autodiff wrt ``gamma`` agrees.
   """
-  log_p, log1m_p = jax.nn.log_sigmoid(m), jax.nn.log_sigmoid(-m)
+  p, one_minus_p, log_p, log1m_p = _common.sigmoid_parts(m)
   weight = _common.one_minus_pow(log1m_p, gamma)
   weight = jnp.where(weight_as_constant, jax.lax.stop_gradient(weight), weight)
-  focusing = jnp.where(weight_as_constant, 0.0,
-                       gamma * jax.nn.sigmoid(m) * log_p)
-  return (-weight * log_p,
-          weight * (focusing - jax.nn.sigmoid(-m)))
+  focusing = jnp.where(weight_as_constant, 0.0, gamma * p * log_p)
+  return -weight * log_p, weight * (focusing - one_minus_p)
 
 
 def _focal_curve(log_x, log1m_x, gamma, weight_as_constant=False):
