@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from losses import _common
 
@@ -27,27 +28,70 @@ def _variant(mode, prediction_as_constant):
         log_p, mode, prediction_as_constant)
     return -jnp.sum(mixed * log_p, axis=-1)
 
-  def integer_forward(logits, labels, beta):
-    # -log p_y and -sum_k q_k log p_k from log-sum-exp and gathers: no dense
-    # log-softmax output for autodiff to materialise.
-    lse = jax.nn.logsumexp(logits, axis=-1)
-    valid = (labels >= 0) & (labels < logits.shape[-1])
-    z_y = jnp.take_along_axis(logits, jnp.where(valid, labels, 0)[..., None],
-                              axis=-1)[..., 0]
-    nll = jnp.where(valid, lse - z_y, 0.0)
+  def integer_stats(logits, labels):
+    # One max, one pass of exp with two sibling sums; `probs` is kept for
+    # the backward, which then needs no second exp per element.
+    top = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
+    exps = jnp.exp(logits - top)
+    total = jnp.sum(exps, axis=-1, keepdims=True)
+    probs = exps / total
+    lse = (top + jnp.log(total))[..., 0]
+    z_y = jnp.take_along_axis(logits, labels[..., None], axis=-1,
+                              mode="clip")[..., 0]
+    nll = lse - z_y
+    if mode == "hard":  # -log p of the arg max (the first, as jnp.argmax),
+      # found by an integer min in the pass of the sums: cheaper than
+      # argmax's value-index reduction.
+      classes = jax.lax.broadcasted_iota(jnp.int32, logits.shape,
+                                         logits.ndim - 1)
+      own = lse - top[..., 0]
+      first = jnp.min(jnp.where(logits == top, classes, logits.shape[-1]),
+                      axis=-1)
+      return probs, lse, nll, own, first
+    else:  # -sum p log p, or its value with p held constant.
+      own = lse - jnp.sum(exps * logits, axis=-1) / total[..., 0]
+    return probs, lse, nll, own, None
+
+  def integer_backward(logits, labels, probs, lse, own, first, beta):
+    classes = jax.lax.broadcasted_iota(jnp.int32, logits.shape,
+                                       logits.ndim - 1)
+    target = beta * (classes == labels[..., None])
     if mode == "hard":
-      own = lse - jnp.max(logits, axis=-1)
-    else:
-      probs = jax.nn.softmax(logits)
-      if prediction_as_constant:
-        probs = jax.lax.stop_gradient(probs)
-      own = lse - jnp.sum(probs * logits, axis=-1)
+      return probs - target - (1.0 - beta) * (classes == first[..., None])
+    if prediction_as_constant:  # d(lse - sum p z)/dz = p - p = 0.
+      return beta * probs - target
+    # d(-sum p log p)/dz = -p (log p + H), H = own, log p = z - lse.
+    entropy_grad = -probs * (logits - lse[..., None] + own[..., None])
+    return beta * probs - target + (1.0 - beta) * entropy_grad
+
+  @jax.custom_vjp
+  def integer_forward(logits, labels, beta):
+    _, _, nll, own, _ = integer_stats(logits, labels)
     return beta * nll + (1.0 - beta) * own
+
+  def integer_fwd(logits, labels, beta):
+    probs, lse, nll, own, first = integer_stats(logits, labels)
+    return (beta * nll + (1.0 - beta) * own,
+            (logits, labels, probs, lse, nll, own, first, beta))
+
+  def integer_bwd(res, g):
+    logits, labels, probs, lse, nll, own, first, beta = res
+    grad = g[..., None] * integer_backward(logits, labels, probs, lse, own,
+                                           first, beta)
+    zero_labels = np.zeros(labels.shape, jax.dtypes.float0)
+    return grad, zero_labels, jnp.sum(g * (nll - own))
+
+  integer_forward.defvjp(integer_fwd, integer_bwd)
+
+  def integer_grad(logits, labels, beta):
+    probs, lse, _, own, first = integer_stats(logits, labels)
+    return integer_backward(logits, labels, probs, lse, own, first, beta)
 
   def grad(logits, targets, beta):
     return _analytic_grad(logits, targets, beta, mode, prediction_as_constant)
 
-  return _common.softmax_loss(forward, grad, integer_forward=integer_forward)
+  return _common.softmax_loss(forward, grad, integer_forward=integer_forward,
+                              integer_grad=integer_grad)
 
 
 def _analytic_grad(logits, targets, beta, mode, prediction_as_constant):

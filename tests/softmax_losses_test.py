@@ -125,6 +125,26 @@ class SoftmaxLossTest(parameterized.TestCase):
     np.testing.assert_allclose(via_grad, want, rtol=1e-9, atol=1e-12)
 
   @parameterized.named_parameters(
+      (name, loss, grad, kwargs) for name, loss, grad, _, kwargs in CASES)
+  def test_integer_labels_equal_one_hot_targets_at_ties(self, loss, grad,
+                                                        kwargs):
+    # All-equal logits (a network at initialisation) and two-way ties: the
+    # integer fast paths must pick the same arg max and give the same
+    # gradient as the dense one-hot path.
+    z = np.zeros((3, C))
+    z[1, 2:4] = 1.5
+    z[2] = [-1.0, 2.0, 2.0, 0.5, -3.0]
+    y = np.array([1, 3, 2], np.int32)
+    one_hot = np.eye(C)[y]
+    value = lambda x, t: jnp.sum(loss(x, t, **kwargs))
+    np.testing.assert_allclose(loss(z, y, **kwargs),
+                               loss(z, one_hot, **kwargs), rtol=1e-12)
+    np.testing.assert_allclose(jax.grad(value)(z, y),
+                               jax.grad(value)(z, one_hot), atol=1e-12)
+    np.testing.assert_allclose(grad(z, y, **kwargs),
+                               grad(z, one_hot, **kwargs), atol=1e-12)
+
+  @parameterized.named_parameters(
       (name, loss, kwargs) for name, loss, _, _, kwargs in CASES
       # MAE and hard bootstrapping have kinks; soft bootstrapping with a
       # constant prediction is by design not the derivative of its value.
