@@ -30,14 +30,61 @@ def _soft_forward(logits, targets, transition_matrix):
   return -jnp.sum(jnp.where(targets > 0, targets * log_u, 0.0), axis=-1)
 
 
+def _integer_parts(logits, labels, transition_matrix):
+  """``exp(z - max z)``, its sum and ``u~ = sum_k exp(z_k - max z) T_ky``.
+
+  Only column ``y`` of ``T`` matters: O(B C), not the O(B C^2) matmul. One
+  max, then one pass of ``exp`` with two sibling sums; the same scaling as
+  :func:`_scaled_noisy_probs` keeps ``u~ >= T_{argmax, y}``.
+  """
+  column = jnp.take(transition_matrix, labels, axis=1, mode="clip")
+  column = jnp.moveaxis(column, 0, -1)  # [..., C]: T_ky for each example.
+  top = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
+  scaled = jnp.exp(logits - top)
+  total = jnp.sum(scaled, axis=-1)
+  u = jnp.sum(scaled * column, axis=-1)
+  return scaled, column, total, u
+
+
+def _integer_value(total, u):
+  # -log(u / total): -log sum_k p_k T_ky.
+  return jnp.log(total) - jnp.log(u)
+
+
+def _integer_logit_grad(scaled, column, total, u):
+  """``p - p * T_{.y} / sum_k p_k T_ky``, from the forward's exponentials."""
+  return scaled * (1.0 / total[..., None] - column / u[..., None])
+
+
+@jax.custom_vjp
 def _integer_forward(logits, labels, transition_matrix):
-  # Only column y of T matters: O(B C), not the O(B C^2) matmul.
-  valid = (labels >= 0) & (labels < logits.shape[-1])
-  column = transition_matrix.T[jnp.where(valid, labels, 0)]
-  top = jnp.max(logits, axis=-1, keepdims=True)
-  u = jnp.sum(jnp.exp(logits - top) * column, axis=-1)
-  shift = (top - jax.nn.logsumexp(logits, axis=-1, keepdims=True))[..., 0]
-  return jnp.where(valid, -(jnp.log(u) + shift), 0.0)
+  _, _, total, u = _integer_parts(logits, labels, transition_matrix)
+  return _integer_value(total, u)
+
+
+def _integer_fwd(logits, labels, transition_matrix):
+  parts = _integer_parts(logits, labels, transition_matrix)
+  return (_integer_value(*parts[2:]),
+          (logits, labels, transition_matrix, parts))
+
+
+def _integer_bwd(res, g):
+  logits, labels, transition_matrix, parts = res
+  grad = g[..., None] * _integer_logit_grad(*parts)
+  # T's cotangent by autodiff (dead code unless asked for).
+  _, vjp_t = jax.vjp(
+      lambda t: _integer_value(*_integer_parts(logits, labels, t)[2:]),
+      transition_matrix)
+  zero_labels = np.zeros(labels.shape, jax.dtypes.float0)
+  return (grad, zero_labels) + vjp_t(g)
+
+
+_integer_forward.defvjp(_integer_fwd, _integer_bwd)
+
+
+def _integer_grad(logits, labels, transition_matrix):
+  return _integer_logit_grad(*_integer_parts(logits, labels,
+                                             transition_matrix))
 
 
 def _soft_grad(logits, targets, transition_matrix):
@@ -47,7 +94,8 @@ def _soft_grad(logits, targets, transition_matrix):
 
 
 _forward_corrected, _forward_corrected_grad = _common.softmax_loss(
-    _soft_forward, _soft_grad, integer_forward=_integer_forward)
+    _soft_forward, _soft_grad, integer_forward=_integer_forward,
+    integer_grad=_integer_grad)
 
 
 def check_transition_matrix(transition_matrix, num_classes: int,
