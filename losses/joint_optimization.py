@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from losses import _common
 
@@ -21,25 +22,103 @@ def _uniform_or(prior, num_classes):
 
 
 def _log_mean_probs(log_p, w, total):
-  # log of the batch-mean prediction, exact when some p_ij underflow.
   return jax.nn.logsumexp(log_p, axis=tuple(range(log_p.ndim - 1)),
                           b=w[..., None]) - jnp.log(total)
 
 
+def _batch_axes(x):
+  return tuple(range(x.ndim - 1))
+
+
+def _stats(logits, targets, prior, where):
+  """Everything the value and the gradient share, with one ``exp`` per element.
+
+  ``p`` and ``log p = z - lse`` come from one pass of exponentials; the
+  entropy and ``sum_k t_k z_k`` are sibling sums of it. ``log p_bar`` is
+  ``log(mean_i p_i)``, exact unless a class's mean probability underflows
+  (logit gaps near 88 in float32, for a whole batch); then a ``lax.cond``
+  (one branch runs) takes the log-space mean, a second ``exp`` per element.
+  """
+  w, total = _weights(logits, where)
+  if where is not None:  # Padding may be NaN: keep it out of every sum.
+    logits = jnp.where(where[..., None], logits, 0.0)
+  top = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
+  exps = jnp.exp(logits - top)
+  sums = jnp.sum(exps, axis=-1, keepdims=True)
+  probs = exps / sums
+  lse = top + jnp.log(sums)
+  log_p = logits - lse
+  mean = jnp.sum(probs * w[..., None], axis=_batch_axes(probs)) / total
+  tiny = jnp.finfo(mean.dtype).tiny
+  # The predicate is a scalar: a device-side branch, no host sync.
+  direct = jnp.all(mean > 1e6 * tiny)
+  log_mean = jax.lax.cond(direct, lambda: jnp.log(mean),
+                          lambda: _log_mean_probs(log_p, w, total))
+  entropy = lse[..., 0] - jnp.sum(exps * logits, axis=-1) / sums[..., 0]
+  kl = jnp.sum(jax.scipy.special.xlogy(targets, targets) - targets * log_p,
+               -1)
+  prior = _uniform_or(prior, logits.shape[-1])
+  prior_term = jnp.sum(jax.scipy.special.xlogy(prior, prior)
+                       - prior * log_mean)
+  terms = (jnp.sum(w * kl) / total, prior_term, jnp.sum(w * entropy) / total)
+  return terms, (probs, log_p, log_mean, entropy, w, total, prior, direct)
+
+
+def _value(terms, alpha, beta):
+  classification, prior_term, entropy_term = terms
+  return classification + alpha * prior_term + beta * entropy_term
+
+
+def _logit_grad(targets, alpha, beta, parts):
+  """``dL/dz`` from :func:`_stats`'s parts (SPEC §3; see the public grad)."""
+  probs, log_p, log_mean, entropy, w, total, prior, direct = parts
+  # P_j p_ij / p_bar_j <= B P_j: bounded, unlike P_k / p_bar_k alone; a
+  # product with P / p_bar unless p_bar underflowed (then in log space).
+  scaled = jax.lax.cond(
+      direct, lambda: probs * (prior * jnp.exp(-log_mean)),
+      lambda: prior * jnp.exp(log_p - log_mean))
+  d_prior = probs * jnp.sum(scaled, -1, keepdims=True) - scaled
+  d_entropy = -probs * (log_p + entropy[..., None])
+  d_class = probs * jnp.sum(targets, -1, keepdims=True) - targets
+  return ((d_class + alpha * d_prior + beta * d_entropy)
+          * (w / total)[..., None])
+
+
+@jax.custom_vjp
+def _jo_value(logits, targets, alpha, beta, prior, where):
+  return _value(_stats(logits, targets, prior, where)[0], alpha, beta)
+
+
+def _jo_fwd(logits, targets, alpha, beta, prior, where):
+  terms, parts = _stats(logits, targets, prior, where)
+  return (_value(terms, alpha, beta),
+          (logits, targets, alpha, beta, prior, where, parts))
+
+
+def _jo_bwd(res, g):
+  logits, targets, alpha, beta, prior, where, parts = res
+  grad = g * _logit_grad(targets, alpha, beta, parts)
+  # Every other argument's cotangent: autodiff of the plain forward, dead
+  # code unless asked for.
+  _, vjp_rest = jax.vjp(
+      lambda t, a, b, pr: _value(_stats(logits, t, pr, where)[0], a, b),
+      targets, alpha, beta, prior)
+  d_where = (None if where is None
+             else np.zeros(where.shape, jax.dtypes.float0))
+  return (grad, *vjp_rest(g), d_where)
+
+
+_jo_value.defvjp(_jo_fwd, _jo_bwd)
+
+
 @jax.jit
 def _jo(logits, targets, alpha, beta, prior, where):
-  log_p = jax.nn.log_softmax(logits)
-  probs = jnp.exp(log_p)
-  w, total = _weights(logits, where)
-  prior = _uniform_or(prior, logits.shape[-1])
-  kl = jnp.sum(jax.scipy.special.xlogy(targets, targets) - targets * log_p, -1)
-  entropy = -jnp.sum(probs * log_p, -1)
-  log_mean = _log_mean_probs(log_p, w, total)
-  prior_term = jnp.sum(jax.scipy.special.xlogy(prior, prior) - prior * log_mean)
-  classification = jnp.sum(w * kl) / total
-  entropy_term = jnp.sum(w * entropy) / total
-  return (classification + alpha * prior_term + beta * entropy_term,
-          (classification, prior_term, entropy_term))
+  return _jo_value(logits, targets, alpha, beta, prior, where)
+
+
+@jax.jit
+def _jo_terms(logits, targets, prior, where):
+  return _stats(logits, targets, prior, where)[0]
 
 
 def _prepare(logits, labels, where, prior):
@@ -63,8 +142,7 @@ def joint_optimization_terms(logits, labels, *, prior=None, where=None
                              ) -> tuple[jax.Array, jax.Array, jax.Array]:
   """The three batch terms ``(L_c, L_p, L_e)`` of :func:`joint_optimization_loss`."""
   logits, targets, where, prior = _prepare(logits, labels, where, prior)
-  _, terms = _jo(logits, targets, 0.0, 0.0, prior, where)
-  return terms
+  return _jo_terms(logits, targets, prior, where)
 
 
 def joint_optimization_loss(logits, labels, *, alpha=1.0, beta=0.5,
@@ -100,9 +178,8 @@ def joint_optimization_loss(logits, labels, *, alpha=1.0, beta=0.5,
     Labels, CVPR 2018.
   """
   logits, targets, where, prior = _prepare(logits, labels, where, prior)
-  loss, _ = _jo(logits, targets, _common.as_float(alpha),
-                _common.as_float(beta), prior, where)
-  return loss
+  return _jo(logits, targets, _common.as_float(alpha),
+             _common.as_float(beta), prior, where)
 
 
 def jo_classification_loss(logits, labels, *, where=None) -> jax.Array:
