@@ -347,8 +347,8 @@ def mask_grad(grad: jax.Array, where: jax.Array | None) -> jax.Array:
 # --------------------------------------------------------------------------
 # The one-hot fast path of losses that depend on p_y alone.
 # --------------------------------------------------------------------------
-def _target_stats(logits, labels):
-  """``log p_y``, ``log(1 - p_y)``, ``q = softmax(z without y)``, validity.
+def target_stats(logits, labels):
+  """``log p_y``, ``log(1 - p_y)``, ``q = softmax(z without y)``, validity, lse.
 
   One masked log-sum-exp over the other classes; the full one follows as
   ``logaddexp(lse_others, z_y)``, so ``log(1 - p_y) = lse_others - lse`` is
@@ -363,7 +363,7 @@ def _target_stats(logits, labels):
   valid = (labels >= 0) & (labels < num_classes)
   z_y = jnp.take_along_axis(logits, labels[..., None], axis=-1,
                             mode="clip")[..., 0]
-  others = jnp.where(_is_target(logits, labels), -jnp.inf, logits)
+  others = jnp.where(is_target(logits, labels), -jnp.inf, logits)
   top = jnp.max(others, axis=-1, keepdims=True)
   # No other class (C = 1): every exponential below is exp(-inf) = 0.
   top = jax.lax.stop_gradient(jnp.where(jnp.isfinite(top), top, 0.0))
@@ -372,10 +372,11 @@ def _target_stats(logits, labels):
   q = exps / jnp.where(total > 0.0, total, 1.0)
   lse_others = (top + jnp.log(total))[..., 0]
   lse = jnp.logaddexp(lse_others, z_y)
-  return z_y - lse, lse_others - lse, q, valid
+  return z_y - lse, lse_others - lse, q, valid, lse
 
 
-def _is_target(logits, labels):
+def is_target(logits: jax.Array, labels: jax.Array) -> jax.Array:
+  """The one-hot mask ``[..., C]`` of integer ``labels``."""
   classes = jax.lax.broadcasted_iota(jnp.int32, logits.shape, logits.ndim - 1)
   return classes == labels[..., None]
 
@@ -390,7 +391,7 @@ def _target_grad(q, labels, a):
   The one-hot mask is recomputed from the labels: a comparison is cheaper
   than storing and reading a ``[B, C]`` residual.
   """
-  return a[..., None] * (q - _is_target(q, labels))
+  return a[..., None] * (q - is_target(q, labels))
 
 
 def target_probability_loss(terms: Callable[..., tuple[jax.Array, jax.Array]]):
@@ -406,7 +407,7 @@ def target_probability_loss(terms: Callable[..., tuple[jax.Array, jax.Array]]):
   """
 
   def parts(logits, labels, *hyper):
-    log_p, log1m_p, q, valid = _target_stats(logits, labels)
+    log_p, log1m_p, q, valid, _ = target_stats(logits, labels)
     loss, a = terms(log_p, log1m_p, labels, *hyper)
     return (jnp.where(valid, loss, 0.0), jnp.where(valid, a, 0.0),
             (log_p, log1m_p, q, valid))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from losses import _common
 
@@ -41,8 +42,86 @@ def _logit_grad(logits, targets, gamma_pos, gamma_neg, label_smoothing):
   return _common.log_softmax_vjp(probs, dlogp)
 
 
-_asl, _asl_grad = _common.softmax_loss(_forward, _logit_grad,
-                                       custom_vjp=True)
+def _integer_parts(logits, labels, gamma_pos, gamma_neg, label_smoothing):
+  """Loss and the parts of its gradient for integer labels.
+
+  With ``a_y = 1 - eps + eps/C`` and ``a_o = eps/C``:
+  ``L = -a_y (1-p_y)^g+ log p_y - a_o sum_{k != y} p_k^g- log p_k``.
+  Two exps per element: ``e = exp(z - max z)`` (``p = e / sum e``) and the
+  weights ``p_k^g- = exp(g- log p_k)``, both kept for the backward; every
+  sum over the classes is a sibling of one of two passes.
+  ``1 - p_y = sum_{k != y} e_k / sum e`` is a sum, not a difference; should
+  all other classes underflow, ``log(1 - p_y) = -inf`` gives the target
+  weight its limit (0, or 1 at ``g+ = 0``) and ``log_ratio`` its -1.
+  """
+  num_classes = logits.shape[-1]
+  valid = (labels >= 0) & (labels < num_classes)
+  is_y = _common.is_target(logits, labels)
+  top = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
+  exps = jnp.exp(logits - top)
+  total = jnp.sum(exps, axis=-1, keepdims=True)
+  others = jnp.sum(jnp.where(is_y, 0.0, exps), axis=-1)
+  log_total = jnp.log(total)
+  log_p = logits - top - log_total
+  z_y = jnp.take_along_axis(logits, labels[..., None], axis=-1,
+                            mode="clip")[..., 0]
+  log_p_y = z_y - (top + log_total)[..., 0]
+  log1m_p_y = jnp.log(others) - log_total[..., 0]
+  weights = jnp.where(is_y, 0.0, _common.pow_from_log(log_p, gamma_neg))
+  a_y = 1.0 - label_smoothing + label_smoothing / num_classes
+  a_o = label_smoothing / num_classes
+  # dL/dlog p_k = -a_o p_k^g- (1 + g- log p_k) for k != y, and its row sum.
+  d_others = -a_o * weights * (1.0 + gamma_neg * log_p)
+  w_y = _common.one_minus_pow(log1m_p_y, gamma_pos)
+  loss = -a_y * w_y * log_p_y - a_o * jnp.sum(weights * log_p, axis=-1)
+  d_y = -a_y * w_y * (1.0 - gamma_pos * jnp.exp(log_p_y)
+                      * _common.log_ratio(log_p_y, log1m_p_y))
+  d_total = d_y + jnp.sum(d_others, axis=-1)
+  return loss, (exps / total, d_others, d_y, d_total, valid)
+
+
+def _integer_backward(labels, parts):
+  """``dL/dlog p - p sum(dL/dlog p)``, the log-softmax VJP, per element."""
+  probs, d_others, d_y, d_total, valid = parts
+  d_log_p = jnp.where(_common.is_target(probs, labels), d_y[..., None],
+                      d_others)
+  grad = d_log_p - probs * d_total[..., None]
+  return jnp.where(valid[..., None], grad, 0.0)
+
+
+@jax.custom_vjp
+def _integer_forward(logits, labels, gamma_pos, gamma_neg, label_smoothing):
+  return _integer_parts(logits, labels, gamma_pos, gamma_neg,
+                        label_smoothing)[0]
+
+
+def _integer_fwd(logits, labels, *hyper):
+  loss, parts = _integer_parts(logits, labels, *hyper)
+  return loss, (logits, labels, hyper, parts)
+
+
+def _integer_bwd(res, g):
+  logits, labels, hyper, parts = res
+  grad = g[..., None] * _integer_backward(labels, parts)
+  # The hyperparameters' cotangents: autodiff of the dense forward, dead
+  # code unless asked for.
+  _, vjp_hyper = jax.vjp(
+      lambda *h: _forward(logits, _common.dense_targets(labels, logits), *h),
+      *hyper)
+  zero_labels = np.zeros(labels.shape, jax.dtypes.float0)
+  return (grad, zero_labels) + vjp_hyper(g)
+
+
+_integer_forward.defvjp(_integer_fwd, _integer_bwd)
+
+
+def _integer_grad(logits, labels, *hyper):
+  return _integer_backward(labels, _integer_parts(logits, labels, *hyper)[1])
+
+
+_asl, _asl_grad = _common.softmax_loss(
+    _forward, _logit_grad, integer_forward=_integer_forward,
+    integer_grad=_integer_grad, custom_vjp=True)
 
 
 def _check(gamma_pos, gamma_neg, label_smoothing):
