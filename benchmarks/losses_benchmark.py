@@ -40,6 +40,10 @@ def _softmax_cases(c):
   return {
       "optax_ce (reference)":
           lambda z, y, t: optax.softmax_cross_entropy_with_integer_labels(z, y),
+      # The soft-target reference for the Joint Optimization row, whose
+      # labels are the soft label state.
+      "optax_ce soft targets": lambda z, y, t:
+          optax.softmax_cross_entropy(z, t),
       "cross_entropy": lambda z, y, t: losses.cross_entropy(z, y),
       "cross_entropy smooth": lambda z, y, t: losses.cross_entropy(
           z, y, label_smoothing=0.1),

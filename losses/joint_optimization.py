@@ -33,11 +33,12 @@ def _batch_axes(x):
 def _stats(logits, targets, prior, where):
   """Everything the value and the gradient share, with one ``exp`` per element.
 
-  ``p`` and ``log p = z - lse`` come from one pass of exponentials; the
-  entropy and ``sum_k t_k z_k`` are sibling sums of it. ``log p_bar`` is
-  ``log(mean_i p_i)``, exact unless a class's mean probability underflows
-  (logit gaps near 88 in float32, for a whole batch); then a ``lax.cond``
-  (one branch runs) takes the log-space mean, a second ``exp`` per element.
+  ``p = e / sum e`` with ``e = exp(z - max z)``; the entropy and
+  ``sum_k t_k log p_k`` are sibling sums of the logits' pass
+  (``log p = z - lse``, never stored). ``log p_bar`` is ``log(mean_i p_i)``,
+  exact unless a class's mean probability underflows (logit gaps near 88 in
+  float32, for a whole batch); then a ``lax.cond`` (one branch runs) takes
+  the log-space mean, a second ``exp`` per element.
   """
   w, total = _weights(logits, where)
   if where is not None:  # Padding may be NaN: keep it out of every sum.
@@ -45,23 +46,32 @@ def _stats(logits, targets, prior, where):
   top = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
   exps = jnp.exp(logits - top)
   sums = jnp.sum(exps, axis=-1, keepdims=True)
-  probs = exps / sums
   lse = top + jnp.log(sums)
-  log_p = logits - lse
-  mean = jnp.sum(probs * w[..., None], axis=_batch_axes(probs)) / total
-  tiny = jnp.finfo(mean.dtype).tiny
+  mean = jnp.sum(exps * (w[..., None] / sums), axis=_batch_axes(exps)) / total
   # The predicate is a scalar: a device-side branch, no host sync.
-  direct = jnp.all(mean > 1e6 * tiny)
-  log_mean = jax.lax.cond(direct, lambda: jnp.log(mean),
-                          lambda: _log_mean_probs(log_p, w, total))
+  direct = jnp.all(mean > 1e6 * jnp.finfo(mean.dtype).tiny)
+  log_mean = jax.lax.cond(
+      direct, lambda: jnp.log(mean),
+      lambda: _log_mean_probs(logits - lse, w, total))
   entropy = lse[..., 0] - jnp.sum(exps * logits, axis=-1) / sums[..., 0]
-  kl = jnp.sum(jax.scipy.special.xlogy(targets, targets) - targets * log_p,
-               -1)
+  if _common.is_integer(targets):  # One-hot labels: KL(e_y || p) = -log p_y.
+    z_y = jnp.take_along_axis(logits, targets[..., None], axis=-1,
+                              mode="clip")[..., 0]
+    kl = jnp.where(_valid(targets, logits), lse[..., 0] - z_y, 0.0)
+  else:
+    kl = (jnp.sum(jax.scipy.special.xlogy(targets, targets)
+                  - targets * logits, -1)
+          + lse[..., 0] * jnp.sum(targets, -1))
   prior = _uniform_or(prior, logits.shape[-1])
   prior_term = jnp.sum(jax.scipy.special.xlogy(prior, prior)
                        - prior * log_mean)
   terms = (jnp.sum(w * kl) / total, prior_term, jnp.sum(w * entropy) / total)
-  return terms, (probs, log_p, log_mean, entropy, w, total, prior, direct)
+  return terms, (logits, exps, sums, lse, log_mean, entropy, w, total, prior,
+                 direct)
+
+
+def _valid(labels, logits):
+  return (labels >= 0) & (labels < logits.shape[-1])
 
 
 def _value(terms, alpha, beta):
@@ -71,17 +81,30 @@ def _value(terms, alpha, beta):
 
 def _logit_grad(targets, alpha, beta, parts):
   """``dL/dz`` from :func:`_stats`'s parts (SPEC §3; see the public grad)."""
-  probs, log_p, log_mean, entropy, w, total, prior, direct = parts
+  logits, exps, sums, lse, log_mean, entropy, w, total, prior, direct = parts
+
+  def grad(scaled_fn):
+    probs = exps / sums
+    log_p = logits - lse
+    scaled = scaled_fn(probs, log_p)
+    d_prior = probs * jnp.sum(scaled, -1, keepdims=True) - scaled
+    d_entropy = -probs * (log_p + entropy[..., None])
+    if _common.is_integer(targets):
+      valid = _valid(targets, logits)[..., None]
+      d_class = jnp.where(valid, probs - _common.is_target(probs, targets),
+                          0.0)
+    else:
+      d_class = probs * jnp.sum(targets, -1, keepdims=True) - targets
+    return ((d_class + alpha * d_prior + beta * d_entropy)
+            * (w / total)[..., None])
+
   # P_j p_ij / p_bar_j <= B P_j: bounded, unlike P_k / p_bar_k alone; a
   # product with P / p_bar unless p_bar underflowed (then in log space).
-  scaled = jax.lax.cond(
-      direct, lambda: probs * (prior * jnp.exp(-log_mean)),
-      lambda: prior * jnp.exp(log_p - log_mean))
-  d_prior = probs * jnp.sum(scaled, -1, keepdims=True) - scaled
-  d_entropy = -probs * (log_p + entropy[..., None])
-  d_class = probs * jnp.sum(targets, -1, keepdims=True) - targets
-  return ((d_class + alpha * d_prior + beta * d_entropy)
-          * (w / total)[..., None])
+  # The branch is the whole gradient, so each side fuses into one pass.
+  return jax.lax.cond(
+      direct,
+      lambda: grad(lambda probs, _: probs * (prior * jnp.exp(-log_mean))),
+      lambda: grad(lambda _, log_p: prior * jnp.exp(log_p - log_mean)))
 
 
 @jax.custom_vjp
@@ -117,6 +140,12 @@ def _jo(logits, targets, alpha, beta, prior, where):
 
 
 @jax.jit
+def _jo_grad(logits, targets, alpha, beta, prior, where):
+  return _logit_grad(targets, alpha, beta,
+                     _stats(logits, targets, prior, where)[1])
+
+
+@jax.jit
 def _jo_terms(logits, targets, prior, where):
   return _stats(logits, targets, prior, where)[0]
 
@@ -127,8 +156,8 @@ def _prepare(logits, labels, where, prior):
     targets = jnp.zeros_like(logits)
     where = _common.check_where(where, logits.shape[:-1])
   else:
-    logits, labels, where = _common.prepare_softmax(logits, labels, where)
-    targets = _common.dense_targets(labels, logits)
+    # Integer labels stay integers: the loss takes a one-hot fast path.
+    logits, targets, where = _common.prepare_softmax(logits, labels, where)
   if prior is not None:
     prior = _common.as_float(prior)
     if prior.shape != logits.shape[-1:]:
@@ -213,17 +242,5 @@ def joint_optimization_loss_grad(logits, labels, *, alpha=1.0, beta=0.5,
   ``dL_e/dz_ik = -(p_ik/B)(log p_ik + H_i)``.
   """
   logits, targets, where, prior = _prepare(logits, labels, where, prior)
-  alpha, beta = _common.as_float(alpha), _common.as_float(beta)
-  log_p = jax.nn.log_softmax(logits)
-  probs = jnp.exp(log_p)
-  w, total = _weights(logits, where)
-  prior = _uniform_or(prior, logits.shape[-1])
-  log_mean = _log_mean_probs(log_p, w, total)
-  # P_j p_ij / p_bar_j <= B P_j: bounded, unlike P_k / p_bar_k alone.
-  scaled = prior * jnp.exp(log_p - log_mean)
-  d_prior = probs * jnp.sum(scaled, -1, keepdims=True) - scaled
-  entropy = -jnp.sum(probs * log_p, -1, keepdims=True)
-  d_entropy = -probs * (log_p + entropy)
-  d_class = probs * jnp.sum(targets, -1, keepdims=True) - targets
-  grad = (d_class + alpha * d_prior + beta * d_entropy) * (w / total)[..., None]
-  return grad
+  return _jo_grad(logits, targets, _common.as_float(alpha),
+                  _common.as_float(beta), prior, where)

@@ -82,6 +82,33 @@ class JointOptimizationTest(parameterized.TestCase):
       np.testing.assert_allclose(g, losses.joint_optimization_loss_grad(z, t),
                                  atol=1e-6)
 
+  @parameterized.parameters(True, False)
+  def test_underflowing_class_mean_takes_the_log_space_branch(self, soft):
+    # Class 1's batch-mean probability is exp(-1e4): 0 in any float, so
+    # log(mean p) is -inf and the loss takes its log-space branch.
+    z = np.array([[1e4, -1e4, 0, 0], [0.5, -1e4, 1.0, -2.0], [0, -1e4, 0, 3]])
+    labels = (np.array([[0.7, 0.1, 0.1, 0.1]] * 3) if soft
+              else np.array([0, 2, 3]))
+    t = jnp.asarray(labels if soft else np.eye(4)[labels])
+
+    def log_space_reference(x):  # SPEC §3 with log p_bar by logsumexp.
+      log_p = jax.nn.log_softmax(x)
+      kl = jnp.sum(jax.scipy.special.xlogy(t, t) - t * log_p, -1)
+      log_mean = jax.nn.logsumexp(log_p, axis=0) - np.log(len(x))
+      prior = jnp.full(4, 0.25)
+      l_p = jnp.sum(prior * (jnp.log(prior) - log_mean))
+      l_e = -jnp.sum(jnp.exp(log_p) * log_p, -1)
+      return jnp.mean(kl) + 1.0 * l_p + 0.5 * jnp.mean(l_e)
+
+    want = log_space_reference(jnp.asarray(z))
+    want_g = jax.grad(log_space_reference)(jnp.asarray(z))
+    self.assertTrue(np.isfinite(want))
+    np.testing.assert_allclose(losses.joint_optimization_loss(z, labels),
+                               want, rtol=1e-12)
+    np.testing.assert_allclose(
+        jax.grad(lambda x: losses.joint_optimization_loss(x, labels))(z),
+        want_g, rtol=1e-9, atol=1e-12)
+
 
 if __name__ == "__main__":
   absltest.main()
