@@ -37,8 +37,9 @@ def _integer_parts(logits, labels, transition_matrix):
   max, then one pass of ``exp`` with two sibling sums; the same scaling as
   :func:`_scaled_noisy_probs` keeps ``u~ >= T_{argmax, y}``.
   """
-  column = jnp.take(transition_matrix, labels, axis=1, mode="clip")
-  column = jnp.moveaxis(column, 0, -1)  # [..., C]: T_ky for each example.
+  # [..., C]: T_ky for each example, as rows of T^T (one [C, C] transpose,
+  # then contiguous row gathers rather than strided column gathers).
+  column = jnp.take(transition_matrix.T, labels, axis=0, mode="clip")
   top = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
   scaled = jnp.exp(logits - top)
   total = jnp.sum(scaled, axis=-1)
