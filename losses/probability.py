@@ -42,7 +42,10 @@ def _mse_integer(logits, labels, scale):
 
 
 def _mse_backward(parts, labels, scale):
-  """``2 s p (p - e_y - sum p^2 + p_y)``: the softmax Jacobian times ``2 s (p - e_y)``."""
+  """``2 s p (p - e_y - sum p^2 + p_y)``.
+
+  The softmax Jacobian times ``dL/dp = 2 s (p - e_y)``.
+  """
   probs, sum_sq, p_y, valid = parts
   classes = jax.lax.broadcasted_iota(jnp.int32, probs.shape, probs.ndim - 1)
   is_y = (classes == labels[..., None]) & valid[..., None]
