@@ -39,12 +39,11 @@ def _asl_negative(z, gamma, clip, weight_as_constant):
   """``-x^g log(1 - x)``, ``x = p_m``, at ``p = σ(z)`` and its ``d/dz``.
 
   ``d/dz = [x > 0] p x^g ((1-p)/(1-x) - g (1-p) log(1-x)/x)``:
-  ``(1-p)/(1-x) <= 1`` and ``log(1-x)/x`` (``log1p(-x)/x`` below 1/2, -1 at
-  ``x = 0``) are finite at the clip boundary ``p -> m`` for ``g < 1``
-  (autodiff of ``max(p - m, 0)^g`` gives NaN there) and at ``p -> 1``
-  without a clip. At ``p = m`` it is 0. Everything comes from the exact
+  ``(1-p)/(1-x) <= 1`` and ``log(1-x)/x`` (-1 at ``x = 0``) are finite at
+  the clip boundary ``p -> m`` for ``g < 1`` (autodiff of
+  ``max(p - m, 0)^g`` gives NaN there) and at ``p -> 1`` without a clip. At ``p = m`` it is 0. Everything comes from the exact
   ``p`` and ``1 - p`` of :func:`_common.sigmoid_parts` by arithmetic and
-  three logs and one exp per element: the elementwise losses are bound by
+  two logs and one exp per element: the elementwise losses are bound by
   their transcendentals, and this keeps the analytic gradient as cheap as
   autodiff of the value.
   """
@@ -59,15 +58,14 @@ def _asl_negative(z, gamma, clip, weight_as_constant):
                           one_minus_p)
   log_x = jnp.where(active, jnp.where(has_clip, jnp.log(safe_x), log_p),
                     -jnp.inf)
-  log1m_x = jnp.where(active, jnp.where(has_clip, jnp.log(one_minus_x),
-                                        log1m_p), 0.0)
+  # log(1 - x): log1p(-x) with a clip (x = p - m <= 1 - m, exact near 0);
+  # without one the exact log(1 - p).
+  log1m_x = jnp.where(active, jnp.where(has_clip, jnp.log1p(-x), log1m_p),
+                      0.0)
   weight = _common.pow_from_log(log_x, gamma)
   weight = jnp.where(weight_as_constant, jax.lax.stop_gradient(weight), weight)
-  # log(1-x)/x: log1p(-x)/x is exact for small x; above 1/2 log(1-x) is.
-  small = x < 0.5
-  log1m_over_x = jnp.where(
-      x > 0, jnp.where(small, jnp.log1p(-jnp.where(small, x, 0.0)), log1m_x)
-      / safe_x, -1.0)
+  # log(1-x)/x, -1 at x = 0; both logs above are exact for small x.
+  log1m_over_x = jnp.where(x > 0, log1m_x / safe_x, -1.0)
   focusing = jnp.where(weight_as_constant, 0.0,
                        gamma * log1m_over_x * one_minus_p)
   ratio = jnp.where(one_minus_x > 0,
