@@ -82,6 +82,21 @@ class JointOptimizationTest(parameterized.TestCase):
       np.testing.assert_allclose(g, losses.joint_optimization_loss_grad(z, t),
                                  atol=1e-6)
 
+  def test_bfloat16_is_computed_in_float32(self):
+    with jax.enable_x64(False):
+      z, labels = _batch(soft=False, scale=4.0)
+      z16 = jnp.asarray(z, jnp.bfloat16)
+      value = losses.joint_optimization_loss(z16, labels)
+      self.assertEqual(value.dtype, jnp.float32)
+      np.testing.assert_allclose(
+          value, losses.joint_optimization_loss(z16.astype(jnp.float32),
+                                                labels), rtol=1e-6)
+      for x in (z16, jnp.asarray(1e4 * np.sign(z), jnp.bfloat16)):
+        g = jax.grad(lambda v: losses.joint_optimization_loss(v, labels))(x)
+        self.assertEqual(g.dtype, jnp.bfloat16)
+        self.assertTrue(np.all(np.isfinite(np.asarray(g, np.float32))))
+        self.assertTrue(np.isfinite(losses.joint_optimization_loss(x, labels)))
+
   @parameterized.parameters(True, False)
   def test_underflowing_class_mean_takes_the_log_space_branch(self, soft):
     # Class 1's batch-mean probability is exp(-1e4): 0 in any float, so
