@@ -348,7 +348,7 @@ def mask_grad(grad: jax.Array, where: jax.Array | None) -> jax.Array:
 # The one-hot fast path of losses that depend on p_y alone.
 # --------------------------------------------------------------------------
 def target_stats(logits, labels):
-  """``log p_y``, ``log(1 - p_y)``, ``q = softmax(z without y)``, validity, lse.
+  """``log p_y``, ``log(1 - p_y)``, ``q = softmax(z without y)`` and lse.
 
   One masked log-sum-exp over the other classes; the full one follows as
   ``logaddexp(lse_others, z_y)``, so ``log(1 - p_y) = lse_others - lse`` is
@@ -356,11 +356,10 @@ def target_stats(logits, labels):
   log-sum-exp, normalised, are ``q``: the backward reuses them, as autodiff
   of optax's cross entropy reuses its softmax, instead of a second ``exp``
   per element (on a CPU the exponentials, not the memory, dominate).
-  ``z_y`` is a gather and the validity of a label a comparison of the label
-  itself, so the only reductions over the classes are the max and the sum.
+  ``z_y`` is a gather, so the only reductions over the classes are the max
+  and the sum. Out-of-range labels give finite values that
+  :func:`softmax_loss` masks.
   """
-  num_classes = logits.shape[-1]
-  valid = (labels >= 0) & (labels < num_classes)
   z_y = jnp.take_along_axis(logits, labels[..., None], axis=-1,
                             mode="clip")[..., 0]
   others = jnp.where(is_target(logits, labels), -jnp.inf, logits)
@@ -372,7 +371,12 @@ def target_stats(logits, labels):
   q = exps / jnp.where(total > 0.0, total, 1.0)
   lse_others = (top + jnp.log(total))[..., 0]
   lse = jnp.logaddexp(lse_others, z_y)
-  return z_y - lse, lse_others - lse, q, valid, lse
+  return z_y - lse, lse_others - lse, q, lse
+
+
+def valid_labels(labels: jax.Array, num_classes: int) -> jax.Array:
+  """``[...]`` True where an integer label lies in ``[0, num_classes)``."""
+  return (labels >= 0) & (labels < num_classes)
 
 
 def is_target(logits: jax.Array, labels: jax.Array) -> jax.Array:
@@ -402,37 +406,35 @@ def target_probability_loss(terms: Callable[..., tuple[jax.Array, jax.Array]]):
   ``(loss_fn, grad_fn)``, each ``(logits, labels, *hyper)``; ``loss_fn`` has
   a custom VJP that reuses the forward's log-sum-exp, so value and gradient
   together cost one masked reduction and one elementwise pass, as optax's
-  cross entropy does. Out-of-range labels (under jit) give 0 and a zero
-  gradient (the callers mask such examples anyway).
+  cross entropy does. Out-of-range labels (under jit) are masked by
+  :func:`softmax_loss`, the only caller.
   """
 
   def parts(logits, labels, *hyper):
-    log_p, log1m_p, q, valid, _ = target_stats(logits, labels)
+    log_p, log1m_p, q, _ = target_stats(logits, labels)
     loss, a = terms(log_p, log1m_p, labels, *hyper)
-    return (jnp.where(valid, loss, 0.0), jnp.where(valid, a, 0.0),
-            (log_p, log1m_p, q, valid))
+    return loss, a, (log_p, log1m_p, q)
 
   @jax.custom_vjp
   def loss_fn(logits, labels, *hyper):
     return parts(logits, labels, *hyper)[0]
 
   def fwd(logits, labels, *hyper):
-    loss, a, (log_p, log1m_p, q, valid) = parts(logits, labels, *hyper)
-    return loss, (q, labels, hyper, a, log_p, log1m_p, valid)
+    loss, a, (log_p, log1m_p, q) = parts(logits, labels, *hyper)
+    return loss, (q, labels, hyper, a, log_p, log1m_p)
 
   def bwd(res, g):
-    q, labels, hyper, a, log_p, log1m_p, valid = res
+    q, labels, hyper, a, log_p, log1m_p = res
     grad = _target_grad(q, labels, g * a)
     _, vjp_hyper = jax.vjp(
-        lambda *h: jnp.where(valid, terms(log_p, log1m_p, labels, *h)[0], 0.0),
-        *hyper)
+        lambda *h: terms(log_p, log1m_p, labels, *h)[0], *hyper)
     zero_labels = np.zeros(labels.shape, jax.dtypes.float0)
     return (grad, zero_labels) + vjp_hyper(g)
 
   loss_fn.defvjp(fwd, bwd)
 
   def grad_fn(logits, labels, *hyper):
-    _, a, (_, _, q, _) = parts(logits, labels, *hyper)
+    _, a, (_, _, q) = parts(logits, labels, *hyper)
     return _target_grad(q, labels, a)
 
   return loss_fn, grad_fn
@@ -476,7 +478,7 @@ def softmax_loss(soft_forward: Callable[..., jax.Array],
     # no zeroing pass.
     if not is_integer(labels):
       return where
-    valid = (labels >= 0) & (labels < num_classes)
+    valid = valid_labels(labels, num_classes)
     return valid if where is None else valid & where
 
   @jax.jit

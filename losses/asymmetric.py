@@ -15,24 +15,26 @@ from losses import sigmoid
 from losses import sigmoid_focal
 
 
-def _clipped_logs(p, log_p, log1m_p, clip):
-  """``log p_m``, ``log(1 - p_m)`` and ``p_m > 0`` for ``p_m = max(p - m, 0)``.
+def _clipped(p, one_minus_p, log_p, log1m_p, clip):
+  """``x = max(p - m, 0)``, ``1 - x``, ``log x``, ``log(1 - x)`` and ``x > 0``.
 
-  Without a clip they are the exact ``log p``, ``log(1 - p)`` passed in
-  (``p_m = p > 0`` for every finite logit). With one, ``1 - p_m =
-  min(1 - p + m, 1)`` is summed in log space from ``log(1 - p)``, so it needs
-  no ``1 - p`` that rounds to 0.
+  Without a clip they are the exact ``p``, ``1 - p`` and logs passed in
+  (every finite logit active, with an exact ``log p`` even where ``p``
+  underflows). With one, ``log(1 - x) = log1p(-x)`` (``x <= 1 - m``, exact
+  near 0) and ``1 - x = min(1 - p + m, 1)``. Inactive entries get
+  ``log x = -inf`` and ``log(1 - x) = 0``.
   """
   has_clip = clip > 0
-  shifted = p - clip
-  active = ~has_clip | (shifted > 0)
-  log_x = jnp.where(has_clip, jnp.log(jnp.where(shifted > 0, shifted, 1.0)),
-                    log_p)
-  log_clip = jnp.log(jnp.where(has_clip, clip, 1.0))
-  log1m_x = jnp.where(
-      has_clip, jnp.minimum(jnp.logaddexp(log1m_p, log_clip), 0.0), log1m_p)
-  return (jnp.where(active, log_x, -jnp.inf), jnp.where(active, log1m_x, 0.0),
-          active)
+  x = jnp.where(has_clip, jnp.maximum(p - clip, 0.0), p)
+  active = ~has_clip | (x > 0)
+  safe_x = jnp.where(x > 0, x, 1.0)
+  one_minus_x = jnp.where(has_clip, jnp.minimum(one_minus_p + clip, 1.0),
+                          one_minus_p)
+  log_x = jnp.where(active, jnp.where(has_clip, jnp.log(safe_x), log_p),
+                    -jnp.inf)
+  log1m_x = jnp.where(active, jnp.where(has_clip, jnp.log1p(-x), log1m_p),
+                      0.0)
+  return x, one_minus_x, log_x, log1m_x, active
 
 
 def _asl_negative(z, gamma, clip, weight_as_constant):
@@ -41,31 +43,19 @@ def _asl_negative(z, gamma, clip, weight_as_constant):
   ``d/dz = [x > 0] p x^g ((1-p)/(1-x) - g (1-p) log(1-x)/x)``:
   ``(1-p)/(1-x) <= 1`` and ``log(1-x)/x`` (-1 at ``x = 0``) are finite at
   the clip boundary ``p -> m`` for ``g < 1`` (autodiff of
-  ``max(p - m, 0)^g`` gives NaN there) and at ``p -> 1`` without a clip. At ``p = m`` it is 0. Everything comes from the exact
-  ``p`` and ``1 - p`` of :func:`_common.sigmoid_parts` by arithmetic and
-  two logs and one exp per element: the elementwise losses are bound by
-  their transcendentals, and this keeps the analytic gradient as cheap as
-  autodiff of the value.
+  ``max(p - m, 0)^g`` gives NaN there) and at ``p -> 1`` without a clip.
+  At ``p = m`` it is 0. Everything comes from the exact ``p`` and ``1 - p``
+  of :func:`_common.sigmoid_parts` by arithmetic, two logs and one exp per
+  element: the elementwise losses are bound by their transcendentals, and
+  this keeps the analytic gradient as cheap as autodiff of the value.
   """
   p, one_minus_p, log_p, log1m_p = _common.sigmoid_parts(z)
-  has_clip = clip > 0
-  x = jnp.where(has_clip, jnp.maximum(p - clip, 0.0), p)
-  # Without a clip every finite logit is active (exact log p even where p
-  # underflows); with one, only p > m.
-  active = ~has_clip | (x > 0)
-  safe_x = jnp.where(x > 0, x, 1.0)
-  one_minus_x = jnp.where(has_clip, jnp.minimum(one_minus_p + clip, 1.0),
-                          one_minus_p)
-  log_x = jnp.where(active, jnp.where(has_clip, jnp.log(safe_x), log_p),
-                    -jnp.inf)
-  # log(1 - x): log1p(-x) with a clip (x = p - m <= 1 - m, exact near 0);
-  # without one the exact log(1 - p).
-  log1m_x = jnp.where(active, jnp.where(has_clip, jnp.log1p(-x), log1m_p),
-                      0.0)
+  x, one_minus_x, log_x, log1m_x, active = _clipped(
+      p, one_minus_p, log_p, log1m_p, clip)
   weight = _common.pow_from_log(log_x, gamma)
   weight = jnp.where(weight_as_constant, jax.lax.stop_gradient(weight), weight)
   # log(1-x)/x, -1 at x = 0; both logs above are exact for small x.
-  log1m_over_x = jnp.where(x > 0, log1m_x / safe_x, -1.0)
+  log1m_over_x = jnp.where(x > 0, log1m_x / jnp.where(x > 0, x, 1.0), -1.0)
   focusing = jnp.where(weight_as_constant, 0.0,
                        gamma * log1m_over_x * one_minus_p)
   ratio = jnp.where(one_minus_x > 0,
@@ -183,7 +173,7 @@ def sigmoid_asymmetric_loss_steepness(p, *, gamma_neg=4.0, gamma_pos=1.0,
       gamma_pos, gamma_neg, clip, focal_weight_as_constant)
   log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
   pos, dpos = sigmoid_focal._focal_curve(log1m_p, log_p, gamma_pos, constant)
-  log_x, log1m_x, active = _clipped_logs(p, log_p, log1m_p, clip)
+  _, _, log_x, log1m_x, active = _clipped(p, 1.0 - p, log_p, log1m_p, clip)
   neg, dneg = sigmoid_focal._focal_curve(log_x, log1m_x, gamma_neg, constant)
   positive = target == 1
   return (jnp.where(positive, pos, neg),

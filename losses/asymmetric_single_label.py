@@ -48,14 +48,14 @@ def _integer_parts(logits, labels, gamma_pos, gamma_neg, label_smoothing):
   With ``a_y = 1 - eps + eps/C`` and ``a_o = eps/C``:
   ``L = -a_y (1-p_y)^g+ log p_y - a_o sum_{k != y} p_k^g- log p_k``.
   Two exps per element: ``e = exp(z - max z)`` (``p = e / sum e``) and the
-  weights ``p_k^g- = exp(g- log p_k)``, both kept for the backward; every
-  sum over the classes is a sibling of one of two passes.
+  weights ``p_k^g- = exp(g- log p_k)``, both kept for the backward.
   ``1 - p_y = sum_{k != y} e_k / sum e`` is a sum, not a difference; should
   all other classes underflow, ``log(1 - p_y) = -inf`` gives the target
   weight its limit (0, or 1 at ``g+ = 0``) and ``log_ratio`` its -1.
+  Out-of-range labels give finite values that ``_common.softmax_loss``
+  masks.
   """
   num_classes = logits.shape[-1]
-  valid = (labels >= 0) & (labels < num_classes)
   is_y = _common.is_target(logits, labels)
   top = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
   exps = jnp.exp(logits - top)
@@ -77,16 +77,15 @@ def _integer_parts(logits, labels, gamma_pos, gamma_neg, label_smoothing):
   d_y = -a_y * w_y * (1.0 - gamma_pos * jnp.exp(log_p_y)
                       * _common.log_ratio(log_p_y, log1m_p_y))
   d_total = d_y + jnp.sum(d_others, axis=-1)
-  return loss, (exps / total, d_others, d_y, d_total, valid)
+  return loss, (exps / total, d_others, d_y, d_total)
 
 
 def _integer_backward(labels, parts):
   """``dL/dlog p - p sum(dL/dlog p)``, the log-softmax VJP, per element."""
-  probs, d_others, d_y, d_total, valid = parts
+  probs, d_others, d_y, d_total = parts
   d_log_p = jnp.where(_common.is_target(probs, labels), d_y[..., None],
                       d_others)
-  grad = d_log_p - probs * d_total[..., None]
-  return jnp.where(valid[..., None], grad, 0.0)
+  return d_log_p - probs * d_total[..., None]
 
 
 @jax.custom_vjp

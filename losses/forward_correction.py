@@ -34,7 +34,7 @@ def _integer_parts(logits, labels, transition_matrix):
   """``exp(z - max z)``, its sum and ``u~ = sum_k exp(z_k - max z) T_ky``.
 
   Only column ``y`` of ``T`` matters: O(B C), not the O(B C^2) matmul. One
-  max, then one pass of ``exp`` with two sibling sums; the same scaling as
+  ``exp`` per element, kept for the backward; the same scaling as
   :func:`_scaled_noisy_probs` keeps ``u~ >= T_{argmax, y}``.
   """
   # [..., C]: T_ky for each example, as rows of T^T (one [C, C] transpose,

@@ -21,20 +21,21 @@ def _uniform_or(prior, num_classes):
           else prior)
 
 
-def _log_mean_probs(log_p, w, total):
-  return jax.nn.logsumexp(log_p, axis=tuple(range(log_p.ndim - 1)),
-                          b=w[..., None]) - jnp.log(total)
-
-
 def _batch_axes(x):
   return tuple(range(x.ndim - 1))
+
+
+def _log_mean_probs(log_p, w, total):
+  # log of the batch-mean prediction, exact when some p_ij underflow.
+  return jax.nn.logsumexp(log_p, axis=_batch_axes(log_p),
+                          b=w[..., None]) - jnp.log(total)
 
 
 def _stats(logits, targets, prior, where):
   """Everything the value and the gradient share, with one ``exp`` per element.
 
   ``p = e / sum e`` with ``e = exp(z - max z)``; the entropy and
-  ``sum_k t_k log p_k`` are sibling sums of the logits' pass
+  ``sum_k t_k log p_k`` come from sums over ``e`` and the logits
   (``log p = z - lse``, never stored). ``log p_bar`` is ``log(mean_i p_i)``,
   exact unless a class's mean probability underflows (logit gaps near 88 in
   float32, for a whole batch); then a ``lax.cond`` (one branch runs) takes
@@ -57,7 +58,8 @@ def _stats(logits, targets, prior, where):
   if _common.is_integer(targets):  # One-hot labels: KL(e_y || p) = -log p_y.
     z_y = jnp.take_along_axis(logits, targets[..., None], axis=-1,
                               mode="clip")[..., 0]
-    kl = jnp.where(_valid(targets, logits), lse[..., 0] - z_y, 0.0)
+    kl = jnp.where(_common.valid_labels(targets, logits.shape[-1]),
+                   lse[..., 0] - z_y, 0.0)
   else:
     # One sum (each extra sum over the elements is a pass of its own).
     kl = jnp.sum(jax.scipy.special.xlogy(targets, targets)
@@ -68,10 +70,6 @@ def _stats(logits, targets, prior, where):
   terms = (jnp.sum(w * kl) / total, prior_term, jnp.sum(w * entropy) / total)
   return terms, (logits, exps, sums, lse, log_mean, entropy, w, total, prior,
                  direct)
-
-
-def _valid(labels, logits):
-  return (labels >= 0) & (labels < logits.shape[-1])
 
 
 def _value(terms, alpha, beta):
@@ -90,7 +88,7 @@ def _logit_grad(targets, alpha, beta, parts):
     d_prior = probs * jnp.sum(scaled, -1, keepdims=True) - scaled
     d_entropy = -probs * (log_p + entropy[..., None])
     if _common.is_integer(targets):
-      valid = _valid(targets, logits)[..., None]
+      valid = _common.valid_labels(targets, logits.shape[-1])[..., None]
       d_class = jnp.where(valid, probs - _common.is_target(probs, targets),
                           0.0)
     else:

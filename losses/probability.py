@@ -17,28 +17,27 @@ def _mse_forward(logits, targets, scale):
 def _mse_integer_parts(logits, labels):
   """``p``, ``sum_k p_k^2`` and ``p_y`` for integer labels.
 
-  One max and one sum over the classes; ``p`` is kept for the backward,
-  which then needs no second ``exp`` per element.
+  One exp per element; ``p`` is kept for the backward, which then needs no
+  second one. Out-of-range labels give finite values that
+  ``_common.softmax_loss`` masks.
   """
-  num_classes = logits.shape[-1]
-  valid = (labels >= 0) & (labels < num_classes)
   top = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
   e = jnp.exp(logits - top)
   probs = e / jnp.sum(e, axis=-1, keepdims=True)
   p_y = jnp.take_along_axis(probs, labels[..., None], axis=-1,
-                            mode="fill", fill_value=0.0)[..., 0]
-  return probs, jnp.sum(jnp.square(probs), axis=-1), p_y, valid
+                            mode="clip")[..., 0]
+  return probs, jnp.sum(jnp.square(probs), axis=-1), p_y
 
 
-def _mse_integer_value(scale, sum_sq, p_y, valid):
-  # sum_k (p_k - e_yk)^2 (an out-of-range label: a zero row, masked later).
-  return scale * (sum_sq - 2.0 * p_y + valid)
+def _mse_integer_value(scale, sum_sq, p_y):
+  # sum_k (p_k - e_yk)^2.
+  return scale * (sum_sq - 2.0 * p_y + 1.0)
 
 
 @jax.custom_vjp
 def _mse_integer(logits, labels, scale):
-  _, sum_sq, p_y, valid = _mse_integer_parts(logits, labels)
-  return _mse_integer_value(scale, sum_sq, p_y, valid)
+  _, sum_sq, p_y = _mse_integer_parts(logits, labels)
+  return _mse_integer_value(scale, sum_sq, p_y)
 
 
 def _mse_backward(parts, labels, scale):
@@ -46,9 +45,8 @@ def _mse_backward(parts, labels, scale):
 
   The softmax Jacobian times ``dL/dp = 2 s (p - e_y)``.
   """
-  probs, sum_sq, p_y, valid = parts
-  classes = jax.lax.broadcasted_iota(jnp.int32, probs.shape, probs.ndim - 1)
-  is_y = (classes == labels[..., None]) & valid[..., None]
+  probs, sum_sq, p_y = parts
+  is_y = _common.is_target(probs, labels)
   return (2.0 * scale) * probs * (probs - is_y - (sum_sq - p_y)[..., None])
 
 
