@@ -61,9 +61,13 @@ def _stats(logits, targets, prior, where):
     kl = jnp.where(_common.valid_labels(targets, logits.shape[-1]),
                    lse[..., 0] - z_y, 0.0)
   else:
-    # One sum (each extra sum over the elements is a pass of its own).
-    kl = jnp.sum(jax.scipy.special.xlogy(targets, targets)
-                 - targets * (logits - lse), -1)
+    # One sum (each extra sum over the elements is a pass of its own), of
+    # arithmetic alone: `t log max(t, tiny)` is `xlogy(t, t)` (0 at t = 0)
+    # without its select, which XLA:CPU cannot fuse into the reduction and
+    # would write to memory first.
+    tiny = jnp.finfo(targets.dtype).tiny
+    kl = jnp.sum(targets * (jnp.log(jnp.maximum(targets, tiny))
+                            - (logits - lse)), -1)
   prior = _uniform_or(prior, logits.shape[-1])
   prior_term = jnp.sum(jax.scipy.special.xlogy(prior, prior)
                        - prior * log_mean)
