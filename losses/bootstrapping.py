@@ -40,17 +40,13 @@ def _variant(mode, prediction_as_constant):
                               mode="clip")[..., 0]
     nll = lse - z_y
     if mode == "hard":  # -log p of the arg max (the first, as jnp.argmax),
-      # found as the min over k of `k + C sign(top - z_k)`: k at a maximum,
-      # at least C elsewhere. Arithmetic, not argmax's value-index reduce
-      # or a compare and select: XLA:CPU fuses only arithmetic into its
-      # reduction kernels and writes anything else to memory first. (The
-      # `z + (-top)` keeps this broadcast of `top` apart from the one in
-      # `exps`, which XLA would otherwise share and write out.)
-      classes = jax.lax.broadcasted_iota(logits.dtype, logits.shape,
+      # found by an integer min: cheaper than argmax's value-index
+      # reduction on this CPU backend.
+      classes = jax.lax.broadcasted_iota(jnp.int32, logits.shape,
                                          logits.ndim - 1)
       own = lse - top[..., 0]
-      first = jnp.min(classes - logits.shape[-1] * jnp.sign(logits + (-top)),
-                      axis=-1).astype(jnp.int32)
+      first = jnp.min(jnp.where(logits == top, classes, logits.shape[-1]),
+                      axis=-1)
       return probs, lse, nll, own, first
     else:  # -sum p log p, or its value with p held constant.
       own = lse - jnp.sum(exps * logits, axis=-1) / total[..., 0]
