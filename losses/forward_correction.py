@@ -130,6 +130,10 @@ def forward_corrected_cross_entropy(logits, labels, *, transition_matrix,
     labels: noisy integer labels ``[...]`` or soft targets ``[..., C]``.
     transition_matrix: ``[C, C]`` row-stochastic ``T``; identity gives
       cross entropy. Traced, so an estimate may change without recompiling.
+      Speed on XLA:CPU: a NumPy ``T`` (a constant of the caller's jit) has
+      its transpose folded at compile time; a traced ``T`` makes XLA read
+      its columns strided, which at C = 1000 costs about as much again as
+      optax's whole cross entropy (measured 3.4x vs 2.1x of it).
     where: optional boolean mask ``[...]``.
 
   Returns:
