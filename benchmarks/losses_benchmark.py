@@ -163,6 +163,7 @@ def _run_shape(b, c):
     print(f"{name:36s} {mid:10.2f} {lo:5.2f}-{hi:<5.2f} "
           f"{fusions[name]:8d} {vs}")
 
+
 def main(argv):
   del argv
   print(f"jax {jax.__version__} on {jax.devices()[0].platform}")

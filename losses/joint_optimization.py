@@ -31,6 +31,18 @@ def _log_mean_probs(log_p, w, total):
                           b=w[..., None]) - jnp.log(total)
 
 
+def _soft_kl(targets, log_p):
+  """``KL(t || p) = sum_j t_j (log t_j - log p_j)`` per example, 0 log 0 = 0.
+
+  One sum (each extra sum over the elements is a pass of its own), of
+  arithmetic alone: ``t log max(t, tiny)`` is ``xlogy(t, t)`` without its
+  select, which XLA:CPU cannot fuse into the reduction and would write to
+  memory first.
+  """
+  tiny = jnp.finfo(targets.dtype).tiny
+  return jnp.sum(targets * (jnp.log(jnp.maximum(targets, tiny)) - log_p), -1)
+
+
 def _stats(logits, targets, prior, where):
   """Everything the value and the gradient share, with one ``exp`` per element.
 
@@ -61,13 +73,7 @@ def _stats(logits, targets, prior, where):
     kl = jnp.where(_common.valid_labels(targets, logits.shape[-1]),
                    lse[..., 0] - z_y, 0.0)
   else:
-    # One sum (each extra sum over the elements is a pass of its own), of
-    # arithmetic alone: `t log max(t, tiny)` is `xlogy(t, t)` (0 at t = 0)
-    # without its select, which XLA:CPU cannot fuse into the reduction and
-    # would write to memory first.
-    tiny = jnp.finfo(targets.dtype).tiny
-    kl = jnp.sum(targets * (jnp.log(jnp.maximum(targets, tiny))
-                            - (logits - lse)), -1)
+    kl = _soft_kl(targets, logits - lse)
   prior = _uniform_or(prior, logits.shape[-1])
   prior_term = jnp.sum(jax.scipy.special.xlogy(prior, prior)
                        - prior * log_mean)
@@ -217,9 +223,8 @@ def jo_classification_loss(logits, labels, *, where=None) -> jax.Array:
   """Per-example ``KL(t_i || p_i)`` (cross entropy minus the targets' entropy)."""
   logits, labels, where = _common.prepare_softmax(logits, labels, where)
   targets = _common.dense_targets(labels, logits)
-  kl = jnp.sum(jax.scipy.special.xlogy(targets, targets)
-               - targets * jax.nn.log_softmax(logits), -1)
-  return _common.apply_where(kl, where)
+  return _common.apply_where(
+      _soft_kl(targets, jax.nn.log_softmax(logits)), where)
 
 
 def jo_prior_loss(logits, *, prior=None, where=None) -> jax.Array:

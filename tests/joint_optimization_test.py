@@ -49,6 +49,13 @@ class JointOptimizationTest(parameterized.TestCase):
         lambda x: losses.joint_optimization_loss(x, labels, **kw), (z,),
         order=1, modes=["rev"])
 
+  def test_classification_term_alone_matches_formula(self):
+    z, t = _batch()
+    t[0] = (0.0, 0.5, 0.5, 0.0)  # 0 log 0 = 0.
+    np.testing.assert_allclose(
+        losses.jo_classification_loss(z, t),
+        ref.jo_classification(jnp.asarray(z), jnp.asarray(t)), rtol=1e-12)
+
   def test_terms_alone_and_together(self):
     z, t = _batch()
     l_c, l_p, l_e = losses.joint_optimization_terms(z, t)

@@ -81,12 +81,17 @@ def forward_corrected(z, t, transition_matrix):
   return -jnp.sum(t * jnp.log(probs(z) @ transition_matrix), -1)
 
 
+def jo_classification(z, t):
+  """Per-example KL(t || p), 0 log 0 = 0."""
+  return jnp.sum(jnp.where(t > 0, t * jnp.log(jnp.where(t > 0, t, 1.0)), 0.0)
+                 - t * jnp.log(probs(z)), -1)
+
+
 def joint_optimization(z, t, alpha=1.0, beta=0.5, prior=None):
   c = z.shape[-1]
   prior = jnp.full((c,), 1.0 / c) if prior is None else jnp.asarray(prior)
   p = probs(z)
-  kl = jnp.sum(jnp.where(t > 0, t * jnp.log(jnp.where(t > 0, t, 1.0)), 0.0)
-               - t * jnp.log(p), -1)
+  kl = jo_classification(z, t)
   p_bar = jnp.mean(p, 0)
   l_p = jnp.sum(prior * jnp.log(prior / p_bar))
   l_e = -jnp.mean(jnp.sum(p * jnp.log(p), -1))
