@@ -76,7 +76,7 @@ class MetricWriter:
       self._tensorboard.close()
 
 
-def _duration(seconds: float) -> str:
+def format_duration(seconds: float) -> str:
   seconds = int(round(seconds))
   minutes, seconds = divmod(seconds, 60)
   hours, minutes = divmod(minutes, 60)
@@ -120,7 +120,7 @@ class Progress:
     self.stream.write(
         f"\repoch {epoch + 1}/{self.total_epochs} [{bar}] "
         f"{100 * fraction:5.1f}% loss {loss:.4f} "
-        f"ETA {_duration(eta) if eta == eta else '?'}   ")
+        f"ETA {format_duration(eta) if eta == eta else '?'}   ")
     self.stream.flush()
 
   def epoch_done(self, line: str) -> None:
@@ -129,7 +129,7 @@ class Progress:
     if self.live:
       self.stream.write("\r" + " " * 100 + "\r")
     eta = self.eta()
-    self.stream.write(f"{line}  ETA {_duration(eta) if eta == eta else '?'}\n")
+    self.stream.write(f"{line}  ETA {format_duration(eta) if eta == eta else '?'}\n")
     self.stream.flush()
 
 
@@ -213,5 +213,5 @@ def summary_table(summary: Mapping[str, Any], title: str) -> str:
     lines.append(f"{'test accuracy at best val':<30}"
                  f"{pct(summary['test_accuracy_at_best_val']):>8}")
   lines.append(f"{summary['epochs']} epochs, "
-               f"{_duration(summary['seconds'])} of training")
+               f"{format_duration(summary['seconds'])} of training")
   return "\n".join(lines)

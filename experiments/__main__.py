@@ -1,0 +1,119 @@
+r"""Runs a study: tune on validation, select, final seeds, summarise.
+
+    python -m experiments --study=el_clean --workers=2
+    python -m experiments --study=el_clean --phases=summarize   # tables only
+    python -m experiments --study=noisy_labels --dry_run         # list runs
+
+A study is a file of ``configs/studies/`` (or a path to one) defining
+``get_study()``. Its runs go to ``--root`` (default
+``workdirs/studies/NAME``), one ordinary ``python -m train`` workdir each;
+running the same command again skips finished runs and resumes killed ones
+from their checkpoints. The summary (``NAME.md``, ``NAME.csv``, figures)
+goes to ``--out`` (default ``docs/results``).
+"""
+
+import importlib.util
+import os
+import sys
+
+from absl import app
+from absl import flags
+
+import configs
+from experiments import runner
+from experiments import study as study_lib
+from experiments import summary
+
+_STUDY = flags.DEFINE_string("study", None, "A study of configs/studies/ "
+                             "(name) or the path of a study file.",
+                             required=True)
+_ROOT = flags.DEFINE_string("root", None, "Folder of the study's runs "
+                            "(default workdirs/studies/NAME).")
+_WORKERS = flags.DEFINE_integer("workers", 1, "Runs trained at once.",
+                                lower_bound=1)
+_PHASES = flags.DEFINE_list("phases", ["tune", "final", "summarize"],
+                            "Which of tune, final, summarize to do.")
+_OUT = flags.DEFINE_string("out", "docs/results",
+                           "Where the summary and figures go.")
+_DRY_RUN = flags.DEFINE_bool("dry_run", False,
+                             "List the runs and their state; train nothing.")
+
+CONFIGS_DIR = os.path.dirname(os.path.abspath(configs.__file__))
+STUDIES_DIR = os.path.join(CONFIGS_DIR, "studies")
+
+
+def load_study(name_or_path: str) -> study_lib.Study:
+  """``get_study()`` of ``configs/studies/NAME.py`` or of a file's path."""
+  path = name_or_path
+  if not path.endswith(".py"):
+    path = os.path.join(STUDIES_DIR, f"{name_or_path}.py")
+  if not os.path.exists(path):
+    known = sorted(f[:-3] for f in os.listdir(STUDIES_DIR)
+                   if f.endswith(".py") and not f.startswith("_"))
+    raise ValueError(f"--study={name_or_path}: no such study; the studies "
+                     f"are {known}, or give a file's path")
+  spec = importlib.util.spec_from_file_location("_study", path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.get_study()
+
+
+def _selected(study, root):
+  collected = summary.collect(study, root)
+  tuned = [(s.name, m.name) for s in study.settings for m in study.methods
+           if m.inherit_from is None]
+  missing = [pair for pair in tuned if pair not in collected.selected]
+  return {pair: point for pair, (point, _) in collected.selected.items()
+          }, missing
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments {argv[1:]}")
+  unknown = set(_PHASES.value) - {"tune", "final", "summarize"}
+  if unknown:
+    sys.exit(f"error: --phases: unknown {sorted(unknown)}; use tune, final, "
+             f"summarize")
+  try:
+    study = load_study(_STUDY.value)
+  except ValueError as e:
+    sys.exit(f"error: {e}")
+  root = _ROOT.value or os.path.join("workdirs", "studies", study.name)
+  root = os.path.abspath(root)
+  tune = study_lib.tune_runs(study, root)
+  if _DRY_RUN.value:
+    done = sum(runner.read_result(r) is not None for r in tune)
+    print(f"{study.name}: {len(tune)} tune runs ({done} finished), then "
+          f"{len(study.settings) * len(study.methods) * len(study.final_seeds)}"
+          f" final runs; root {root}")
+    for r in tune[:5]:
+      print("  python " + " ".join(r.command(CONFIGS_DIR)))
+    return
+  failures = []
+  if "tune" in _PHASES.value:
+    failures += runner.run_all(tune, workers=_WORKERS.value,
+                               configs_dir=CONFIGS_DIR, metric=study.metric,
+                               label=f"{study.name} tune: ")
+  if "final" in _PHASES.value:
+    selected, missing = _selected(study, root)
+    if missing:
+      print(f"{study.name}: final phase waits for tuning of {missing}",
+            file=sys.stderr)
+    else:
+      finals = study_lib.final_runs(study, root, selected)
+      failures += runner.run_all(finals, workers=_WORKERS.value,
+                                 configs_dir=CONFIGS_DIR,
+                                 metric=study.metric,
+                                 label=f"{study.name} final: ")
+  if "summarize" in _PHASES.value:
+    out = summary.write(study, root, _OUT.value)
+    print(f"{study.name}: {out['total'] - out['pending']}/{out['total']} runs "
+          f"finished; summary in {os.path.join(_OUT.value, study.name)}.md")
+    for (claim, setting), (verdict, interval) in out["verdicts"].items():
+      print(f"  {claim} [{setting}]: {interval} -> {verdict}")
+  if failures:
+    sys.exit("error: runs failed:\n" + "\n".join(failures))
+
+
+if __name__ == "__main__":
+  app.run(main)

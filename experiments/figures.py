@@ -1,0 +1,220 @@
+"""A study's figures, drawn from its final runs.
+
+Each function takes the study, what ``summary.collect`` read and a path,
+draws one PNG and returns True (False when nothing is there to draw yet).
+Error bars and bands are 95 % Student-t intervals of the mean over seeds.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+import numpy as np
+from scipy import stats
+
+from train import reporting
+
+
+def _interval(values) -> tuple[float, float]:
+  """Mean and the half width of its 95 % t interval (0 for one value)."""
+  v = np.asarray([x for x in values if x is not None], dtype=np.float64)
+  if len(v) < 2:
+    return (float(v.mean()) if len(v) else math.nan), 0.0
+  half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
+  return float(v.mean()), float(half)
+
+
+def _colours(study):
+  cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+  return {m.name: cycle[i % len(cycle)] for i, m in enumerate(study.methods)}
+
+
+def _panels(n: int):
+  cols = min(n, 3)
+  rows = math.ceil(n / cols)
+  fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows),
+                           squeeze=False)
+  for ax in axes.flat[n:]:
+    ax.set_visible(False)
+  return fig, list(axes.flat[:n])
+
+
+def _metric_label(study) -> str:
+  return "test accuracy (%)" if study.metric == "accuracy" else "test mAP (%)"
+
+
+def scores(study, c, path) -> bool:
+  """Test score at best validation, per method and setting, with CIs."""
+  if not any(c.final.values()):
+    return False
+  fig, axes = _panels(len(study.settings))
+  colour = _colours(study)
+  for ax, s in zip(axes, study.settings):
+    for i, m in enumerate(study.methods):
+      runs = c.final.get((s.name, m.name), {})
+      mean, half = _interval([100 * r["test_at_val"] for r in runs.values()
+                              if r.get("test_at_val") is not None])
+      if math.isfinite(mean):
+        ax.errorbar(mean, i, xerr=half, fmt="o", color=colour[m.name],
+                    capsize=3)
+    ax.set_yticks(range(len(study.methods)),
+                  [m.label or m.name for m in study.methods])
+    ax.invert_yaxis()
+    ax.set_xlabel(_metric_label(study) + " at best validation epoch")
+    ax.set_title(s.label or s.name, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+  fig.suptitle(f"{study.title}: mean and 95 % CI over "
+               f"{len(study.final_seeds)} seeds", fontsize=11)
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
+  return True
+
+
+def versus_log_end(study, c, path) -> bool:
+  """Test score against the Encouraging Loss's ``log_end``, per setting."""
+  methods = [m for m in study.methods if "loss.log_end" in m.overrides
+             and m.inherit_from is None]
+  if not methods or not any(c.final.values()):
+    return False
+  fig, ax = plt.subplots(figsize=(5.5, 3.8))
+  for s in study.settings:
+    xs, means, halves = [], [], []
+    for m in sorted(methods, key=lambda m: m.overrides["loss.log_end"]):
+      runs = c.final.get((s.name, m.name), {})
+      mean, half = _interval([100 * r["test_at_val"] for r in runs.values()
+                              if r.get("test_at_val") is not None])
+      if math.isfinite(mean):
+        xs.append(m.overrides["loss.log_end"])
+        means.append(mean)
+        halves.append(half)
+    if not xs:
+      continue
+    line, = ax.plot(xs, means, "o-", label=s.label or s.name)
+    ax.fill_between(xs, np.subtract(means, halves), np.add(means, halves),
+                    color=line.get_color(), alpha=0.2)
+    base = c.final.get((s.name, study.baseline), {})
+    mean, _ = _interval([100 * r["test_at_val"] for r in base.values()])
+    if math.isfinite(mean):
+      ax.axhline(mean, color=line.get_color(), ls=":", lw=1)
+  ax.set_xlabel("log_end (conservative bonus; 1 = plain bonus)")
+  ax.set_ylabel(_metric_label(study))
+  ax.set_title(f"Encouraging Loss vs log_end (dotted: {study.baseline})",
+               fontsize=10)
+  ax.legend(fontsize=8)
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
+  return True
+
+
+def grad_by_confidence(study, c, path) -> bool:
+  """Mean |dL/dz| per confidence bin at the last epoch, per method."""
+  if not any(c.final.values()):
+    return False
+  fig, axes = _panels(len(study.settings))
+  colour = _colours(study)
+  for ax, s in zip(axes, study.settings):
+    for m in study.methods:
+      runs = c.final.get((s.name, m.name), {})
+      curves = [r["grad_by_confidence"] for r in runs.values()
+                if r.get("grad_by_confidence")]
+      if not curves:
+        continue
+      values = np.array([[np.nan if g is None else g for g in curve]
+                         for curve in curves], dtype=np.float64)
+      # A bin no example reached in any seed stays empty (NaN, not drawn).
+      counts = np.sum(~np.isnan(values), axis=0)
+      mean = np.nansum(values, axis=0) / np.where(counts, counts, np.nan)
+      centres = (np.arange(len(mean)) + 0.5) / len(mean)
+      ax.plot(centres, mean, "o-", ms=3, color=colour[m.name],
+              label=m.label or m.name)
+    ax.set_yscale("log")
+    ax.set_xlabel("probability of the training label (bin centre)")
+    ax.set_ylabel("mean |dL/dz| at the last epoch")
+    ax.set_title(s.label or s.name, fontsize=10)
+  axes[0].legend(fontsize=7)
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
+  return True
+
+
+def versus_noise(study, c, path) -> bool:
+  """Test score against the noise rate, one panel per noise model."""
+  groups = sorted({s.group for s in study.settings if s.x is not None})
+  if not groups or not any(c.final.values()):
+    return False
+  fig, axes = _panels(len(groups))
+  colour = _colours(study)
+  for ax, group in zip(axes, groups):
+    settings = sorted((s for s in study.settings if s.group == group),
+                      key=lambda s: s.x)
+    for m in study.methods:
+      xs, means, halves = [], [], []
+      for s in settings:
+        runs = c.final.get((s.name, m.name), {})
+        mean, half = _interval([100 * r["test_at_val"] for r in runs.values()
+                                if r.get("test_at_val") is not None])
+        if math.isfinite(mean):
+          xs.append(100 * s.x)
+          means.append(mean)
+          halves.append(half)
+      if xs:
+        ax.plot(xs, means, "o-", ms=3, color=colour[m.name],
+                label=m.label or m.name)
+        ax.fill_between(xs, np.subtract(means, halves), np.add(means, halves),
+                        color=colour[m.name], alpha=0.15)
+    ax.set_xlabel("noise rate (%)")
+    ax.set_ylabel(_metric_label(study) + " at best noisy-val epoch")
+    ax.set_title(group, fontsize=10)
+  axes[0].legend(fontsize=7)
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
+  return True
+
+
+def recovery(study, c, path) -> bool:
+  """Label recovery accuracy against the epoch (methods that relabel)."""
+  fig, axes = _panels(len(study.settings))
+  colour = _colours(study)
+  drawn = False
+  for ax, s in zip(axes, study.settings):
+    for m in study.methods:
+      curves = []
+      for workdir in c.final_workdirs.get((s.name, m.name), {}).values():
+        records = reporting.read_records(workdir)
+        curves.append([100 * r["recovery_accuracy"] for r in records
+                       if r.get("recovery_accuracy") is not None])
+      curves = [cv for cv in curves if cv]
+      if not curves or max(max(cv) for cv in curves) - min(
+          min(cv) for cv in curves) < 1e-9:
+        continue  # a method that never relabels draws a flat line
+      length = min(len(cv) for cv in curves)
+      mean = np.mean([cv[:length] for cv in curves], axis=0)
+      ax.plot(np.arange(1, length + 1), mean, color=colour[m.name],
+              label=m.label or m.name)
+      drawn = True
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("label recovery (%)")
+    ax.set_title(s.label or s.name, fontsize=10)
+  if drawn:
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+  plt.close(fig)
+  return drawn
+
+
+FIGURES = {
+    "scores": scores,
+    "log_end": versus_log_end,
+    "grad_by_confidence": grad_by_confidence,
+    "noise": versus_noise,
+    "recovery": recovery,
+}

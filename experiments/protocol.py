@@ -1,0 +1,155 @@
+"""The protocol's arithmetic: a run's scores, model selection, paired tests.
+
+A run's records (one per epoch, ``metrics.jsonl``) become its scores:
+
+* ``test_at_val``: test score at the epoch of best validation score, where
+  validation carries the same label noise as training (what a practitioner
+  has); the earliest epoch wins a tie;
+* ``test_at_clean_val``: the same with a clean validation split (an oracle
+  a practitioner lacks; reported beside, never used to select);
+* ``test_last``: at the last epoch;
+* ``val_best``: the best validation score (what selection uses).
+
+Selection never looks at a test score. Differences between two methods are
+paired by seed: the same seed gives both methods the same split, noise draw
+and initialisation, so ``d_s = a_s - b_s`` cancels what the seed does to
+both, and the 95 % interval of the mean of ``d`` is Student's t interval.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+SCORES = ("test_at_val", "test_at_clean_val", "test_last", "val_best")
+SCORE_LABELS = {
+    "test_at_val": "test at best val",
+    "test_at_clean_val": "test at best clean val",
+    "test_last": "test, last epoch",
+    "val_best": "best val",
+}
+# Per-run extras carried into the tables when the records have them.
+EXTRAS = ("recovery_accuracy", "memorised", "train_accuracy_clean")
+
+
+def _at_best(records: Sequence[Mapping[str, Any]], select: str, report: str):
+  scored = [(r[select], -r["epoch"], r.get(report)) for r in records
+            if r.get(select) is not None]
+  if not scored:
+    return None
+  return max(scored, key=lambda s: (s[0], s[1]))[2]
+
+
+def run_scores(records: Sequence[Mapping[str, Any]], metric: str = "accuracy"
+               ) -> dict[str, Any]:
+  """A run's scores (see the module docstring) from its epoch records.
+
+  Args:
+    records: the run's ``metrics.jsonl`` lines in epoch order.
+    metric: ``accuracy`` or ``map``: which ``val_*``/``test_*`` keys count.
+  """
+  if not records:
+    raise ValueError("a run without records has no scores")
+  val, test = f"val_{metric}", f"test_{metric}"
+  clean = f"val_clean_{metric}"
+  last = records[-1]
+  vals = [r[val] for r in records if r.get(val) is not None]
+  out = {
+      "epochs": last["epoch"],
+      "test_at_val": _at_best(records, val, test),
+      "test_at_clean_val": _at_best(records, clean, test),
+      "test_last": last.get(test),
+      "val_best": max(vals) if vals else None,
+      "seconds": sum(r.get("epoch_seconds", 0.0) for r in records),
+  }
+  for key in EXTRAS:
+    out[f"{key}_last"] = last.get(key)
+  grads = last.get("grad_by_confidence")
+  if grads is not None:
+    out["grad_by_confidence"] = grads
+  return out
+
+
+def select(points: Iterable[tuple[Mapping[str, Any], Sequence[float | None]]]
+           ) -> tuple[dict[str, Any], float]:
+  """The grid point with the best mean validation score over its seeds.
+
+  Args:
+    points: (grid point, its tuning runs' ``val_best``) pairs; a run that
+      diverged counts as ``None`` and sinks its point (a point that fails
+      on one tuning seed is not one to recommend).
+
+  Returns:
+    The selected point and its mean validation score. Ties go to the first
+    point in grid order, so the result does not depend on run timing.
+  """
+  best, best_score = None, -math.inf
+  for point, scores in points:
+    scores = list(scores)
+    if not scores or any(s is None for s in scores):
+      continue
+    score = float(np.mean(scores))
+    if score > best_score:
+      best, best_score = dict(point), score
+  if best is None:
+    raise ValueError("no grid point finished on every tuning seed")
+  return best, best_score
+
+
+@dataclasses.dataclass(frozen=True)
+class Paired:
+  """The paired difference ``a - b`` over shared seeds, with its interval."""
+  n: int
+  mean: float
+  std: float
+  low: float
+  high: float
+
+  def verdict(self, direction: int = 1) -> str:
+    """``confirmed`` if the interval excludes 0 in ``direction``, ``refuted``
+    if it excludes 0 the other way, else ``inconclusive``."""
+    if self.n < 2 or not math.isfinite(self.low):
+      return "inconclusive"
+    if direction * self.low > 0 and direction * self.high > 0:
+      return "confirmed"
+    if direction * self.low < 0 and direction * self.high < 0:
+      return "refuted"
+    return "inconclusive"
+
+
+def paired_difference(a: Mapping[int, float], b: Mapping[int, float],
+                      confidence: float = 0.95) -> Paired:
+  """Mean of ``a[s] - b[s]`` over the seeds both have, with a t interval.
+
+  Args:
+    a, b: seed -> score of the two methods.
+    confidence: the interval's coverage (two-sided).
+  """
+  seeds = sorted(set(a) & set(b))
+  d = np.array([a[s] - b[s] for s in seeds], dtype=np.float64)
+  n = len(d)
+  if n == 0:
+    return Paired(0, math.nan, math.nan, math.nan, math.nan)
+  mean = float(d.mean())
+  if n == 1:
+    return Paired(1, mean, math.nan, -math.inf, math.inf)
+  std = float(d.std(ddof=1))
+  half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * std / math.sqrt(n)
+  return Paired(n, mean, std, mean - half, mean + half)
+
+
+def mean_std(values: Iterable[float | None]) -> tuple[float, float, int]:
+  """Mean, sample standard deviation and count of the values present."""
+  v = np.array([x for x in values if x is not None], dtype=np.float64)
+  if not len(v):
+    return math.nan, math.nan, 0
+  return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0, len(v)
+
+
+def binomial_standard_error(accuracy: float, test_size: int) -> float:
+  """The standard error a test set of ``test_size`` puts on an accuracy."""
+  return math.sqrt(accuracy * (1 - accuracy) / test_size)

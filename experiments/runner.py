@@ -1,0 +1,170 @@
+"""Runs a study's runs as ordinary ``python -m train`` processes.
+
+Each run has its own workdir; when its process ends the runner writes
+``result.json`` there (the run's scores, ``protocol.run_scores``), and a
+run with a ``result.json`` is never run again. A run that was killed has a
+checkpoint but no result: ``train`` resumes it from the checkpoint. So a
+study can be stopped at any moment (Ctrl-C, end of a session) and continued
+by the same command. N workers run N processes at once.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Callable, Sequence, TextIO
+
+from experiments import protocol
+from experiments import study as study_lib
+from train import reporting
+
+RESULT_FILE = "result.json"
+LOG_FILE = "train.log"
+
+
+class RunFailed(RuntimeError):
+  """A run's process failed for a reason other than a diverging loss."""
+
+
+def read_result(run: study_lib.Run) -> dict[str, Any] | None:
+  """The run's ``result.json``, or None while it has not finished."""
+  path = os.path.join(run.workdir, RESULT_FILE)
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return json.load(f)
+
+
+def _write_json(path: str, value: Any) -> None:
+  tmp = path + ".tmp"
+  with open(tmp, "w") as f:
+    json.dump(value, f, indent=1)
+  os.replace(tmp, path)  # a kill never leaves half a result
+
+
+def _test_size(log: str) -> int | None:
+  # train's first line: "<dataset>: train N, val N, test N; noise ...".
+  match = re.search(r"\btest (\d+)", log)
+  return int(match.group(1)) if match else None
+
+
+def execute(run: study_lib.Run, *, configs_dir: str, metric: str,
+            python: str = sys.executable) -> dict[str, Any]:
+  """Runs (or resumes) one run to its end and writes its ``result.json``.
+
+  A run whose loss diverges (``train`` stops with FloatingPointError) is a
+  result too: ``status`` is ``diverged`` and it has no scores, so selection
+  passes over its grid point.
+
+  Raises:
+    RunFailed: the process failed otherwise (its log is in the workdir).
+  """
+  os.makedirs(run.workdir, exist_ok=True)
+  log_path = os.path.join(run.workdir, LOG_FILE)
+  start = time.perf_counter()
+  env = dict(os.environ)
+  env.setdefault("PYTHONUNBUFFERED", "1")
+  # The progress line is for a terminal; a log file wants epoch lines only.
+  command = [python, *run.command(configs_dir), "--config.progress=False",
+             "--config.tensorboard=False"]
+  with open(log_path, "a") as log:
+    code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL, env=env)
+  with open(log_path) as f:
+    text = f.read()
+  result = {"phase": run.phase, "setting": run.setting, "method": run.method,
+            "point": dict(run.point), "seed": run.seed,
+            "overrides": dict(run.overrides),
+            "wall_seconds": time.perf_counter() - start}
+  if code != 0:
+    if "FloatingPointError" not in text:
+      tail = "\n".join(text.strip().splitlines()[-5:])
+      raise RunFailed(f"{run.workdir}: train exited with {code}:\n{tail}")
+    result.update(status="diverged", scores=None)
+  else:
+    records = reporting.read_records(run.workdir)
+    result.update(status="done", test_size=_test_size(text),
+                  scores=protocol.run_scores(records, metric))
+  _write_json(os.path.join(run.workdir, RESULT_FILE), result)
+  return result
+
+
+class StudyProgress:
+  """One line: runs done / total, failures, elapsed time and an ETA.
+
+  The ETA divides the mean wall time of the runs finished in this session
+  by the number of workers; runs found finished on disk cost nothing.
+  """
+
+  def __init__(self, total: int, already_done: int, workers: int,
+               stream: TextIO = sys.stderr,
+               clock: Callable[[], float] = time.perf_counter):
+    self.total, self.done, self.workers = total, already_done, workers
+    self.failed = 0
+    self._durations: list[float] = []
+    self._stream, self._clock = stream, clock
+    self._start = clock()
+    self._lock = threading.Lock()
+
+  def eta(self) -> float | None:
+    if not self._durations:
+      return None
+    remaining = self.total - self.done - self.failed
+    mean = sum(self._durations) / len(self._durations)
+    return remaining * mean / self.workers
+
+  def finished(self, seconds: float, failed: bool = False) -> None:
+    with self._lock:
+      if failed:
+        self.failed += 1
+      else:
+        self.done += 1
+        self._durations.append(seconds)
+      self._stream.write(self.line() + "\n")
+      self._stream.flush()
+
+  def line(self) -> str:
+    eta = self.eta()
+    parts = [f"runs {self.done}/{self.total}"]
+    if self.failed:
+      parts.append(f"{self.failed} failed")
+    parts.append(f"elapsed {reporting.format_duration(self._clock() - self._start)}")
+    parts.append(f"ETA {reporting.format_duration(eta) if eta is not None else '?'}")
+    return "  ".join(parts)
+
+
+def run_all(runs: Sequence[study_lib.Run], *, workers: int, configs_dir: str,
+            metric: str, label: str = "",
+            stream: TextIO = sys.stderr) -> list[str]:
+  """Runs every unfinished run, ``workers`` at a time.
+
+  Returns:
+    The failure messages (empty when every run finished).
+  """
+  todo = [r for r in runs if read_result(r) is None]
+  progress = StudyProgress(len(runs), len(runs) - len(todo), workers,
+                           stream=stream)
+  stream.write(f"{label}{len(runs)} runs, {len(runs) - len(todo)} finished "
+               f"before, {len(todo)} to run with {workers} worker(s)\n")
+  stream.flush()
+  failures = []
+
+  def one(run):
+    start = time.perf_counter()
+    try:
+      execute(run, configs_dir=configs_dir, metric=metric)
+    except RunFailed as e:
+      failures.append(str(e))
+      progress.finished(time.perf_counter() - start, failed=True)
+      return
+    progress.finished(time.perf_counter() - start)
+
+  with concurrent.futures.ThreadPoolExecutor(max(1, workers)) as pool:
+    list(pool.map(one, todo))
+  return failures

@@ -1,0 +1,257 @@
+"""What a study declares, and the runs it expands into.
+
+A study compares methods (a loss with its hyperparameters) on settings (a
+dataset, model and noise model) under one protocol:
+
+1. **tune**: every point of a method's grid (learning rate and the method's
+   own hyperparameters) on the tuning seeds;
+2. **select**: per setting and method, the grid point with the best mean
+   validation score over the tuning seeds (validation only, never test);
+3. **final**: the selected point on fresh seeds, the same seeds for every
+   method, so that differences are paired (same split, noise draw and
+   initialisation).
+
+Study files live in ``configs/studies/`` and define ``get_study()``.
+Everything here is plain Python: a study file imports no JAX.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import re
+from typing import Any, Mapping, Sequence
+
+Overrides = Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+  """A dataset, model and noise model: one ``train`` config and overrides.
+
+  Attributes:
+    name: short id used in workdir names and tables (``mnist1d_sym40``).
+    config: a config file of ``configs/`` with its argument
+      (``"mnist1d.py:noise=0.4"``).
+    overrides: dotted config keys set for every run of this setting.
+    label: what tables and figures call it.
+    method_overrides: per method name, extra overrides in this setting only
+      (e.g. Joint Optimization's relabelling epoch scaled to the budget).
+    x: where this setting sits on a figure's x axis (e.g. the noise rate),
+      with ``group`` naming the curve it belongs to.
+  """
+  name: str
+  config: str
+  overrides: Overrides = dataclasses.field(default_factory=dict)
+  label: str = ""
+  method_overrides: Mapping[str, Overrides] = dataclasses.field(
+      default_factory=dict)
+  x: float | None = None
+  group: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+  """A loss with fixed overrides and a grid of tuned ones.
+
+  Attributes:
+    name: short id (``el_le0.75``).
+    overrides: dotted config keys fixed for this method.
+    grid: dotted config key -> values tried in the tune phase.
+    label: what tables and figures call it.
+    inherit_from: a final-only method that takes ``inherit_keys`` of this
+      other method's selected point instead of being tuned itself (e.g. the
+      Encouraging Loss trained with cross entropy's selected learning rate).
+    inherit_keys: the keys taken from ``inherit_from``'s selection.
+  """
+  name: str
+  overrides: Overrides = dataclasses.field(default_factory=dict)
+  grid: Mapping[str, Sequence[Any]] = dataclasses.field(default_factory=dict)
+  label: str = ""
+  inherit_from: str | None = None
+  inherit_keys: tuple[str, ...] = ()
+
+  def points(self) -> list[dict[str, Any]]:
+    """Every combination of the grid's values (one empty point if none)."""
+    keys = list(self.grid)
+    return [dict(zip(keys, values))
+            for values in itertools.product(*(self.grid[k] for k in keys))]
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+  """A published claim: ``method`` beats ``baseline`` (or loses to it).
+
+  Attributes:
+    text: the claim in a few words.
+    source: the paper (or study) that makes it.
+    method, baseline: method names of the study.
+    settings: the settings it is tested on (empty: every setting).
+    direction: +1 if the claim is that method > baseline, -1 if method <
+      baseline.
+    metric: the per-run score compared (see ``protocol.SCORES``).
+  """
+  text: str
+  source: str
+  method: str
+  baseline: str
+  settings: tuple[str, ...] = ()
+  direction: int = 1
+  metric: str = "test_at_val"
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+  """Settings x methods under the tune -> select -> final protocol.
+
+  Attributes:
+    name: the study's id; its summary goes to ``docs/results/NAME.md``.
+    title, description: for the summary page.
+    command: the command that runs it (printed in the summary).
+    settings, methods, claims: as above.
+    baseline: the method every other one is compared with.
+    tune_seeds, final_seeds: disjoint seed lists.
+    metric: ``accuracy`` (single-label) or ``map`` (multi-label).
+    figures: names of ``figures.FIGURES`` drawn by the summary.
+    notes: free text for the summary page (model choice, budget, ...).
+  """
+  name: str
+  title: str
+  settings: tuple[Setting, ...]
+  methods: tuple[Method, ...]
+  baseline: str
+  claims: tuple[Claim, ...] = ()
+  tune_seeds: tuple[int, ...] = (0, 1)
+  final_seeds: tuple[int, ...] = tuple(range(100, 110))
+  metric: str = "accuracy"
+  figures: tuple[str, ...] = ("scores",)
+  description: str = ""
+  command: str = ""
+  notes: str = ""
+
+  def __post_init__(self):
+    names = [m.name for m in self.methods]
+    settings = [s.name for s in self.settings]
+    for kind, seen in (("method", names), ("setting", settings)):
+      duplicated = {n for n in seen if seen.count(n) > 1}
+      if duplicated:
+        raise ValueError(f"study {self.name!r}: {kind} names repeat: "
+                         f"{sorted(duplicated)}")
+    if self.baseline not in names:
+      raise ValueError(f"study {self.name!r}: baseline {self.baseline!r} is "
+                       f"not one of its methods {names}")
+    for m in self.methods:
+      if m.inherit_from is not None and (m.inherit_from not in names
+                                         or m.grid):
+        raise ValueError(
+            f"study {self.name!r}: method {m.name!r} inherits from "
+            f"{m.inherit_from!r}, which must be another method, and then "
+            f"has no grid of its own")
+    for c in self.claims:
+      unknown = ({c.method, c.baseline} - set(names)) | (
+          set(c.settings) - set(settings))
+      if unknown:
+        raise ValueError(f"study {self.name!r}: claim {c.text!r} names "
+                         f"unknown methods or settings {sorted(unknown)}")
+    if set(self.tune_seeds) & set(self.final_seeds):
+      raise ValueError(f"study {self.name!r}: tuning and final seeds must "
+                       f"differ (fresh seeds for the final runs)")
+    if self.metric not in ("accuracy", "map"):
+      raise ValueError(f"study {self.name!r}: metric must be 'accuracy' or "
+                       f"'map', got {self.metric!r}")
+
+  def method(self, name: str) -> Method:
+    return next(m for m in self.methods if m.name == name)
+
+  def setting(self, name: str) -> Setting:
+    return next(s for s in self.settings if s.name == name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """One ordinary ``python -m train`` run of a study."""
+  phase: str  # "tune" or "final"
+  setting: str
+  method: str
+  point: Mapping[str, Any]  # the tuned keys' values (or the selected ones)
+  seed: int
+  config: str
+  overrides: Mapping[str, Any]  # everything set on the command line
+  workdir: str
+
+  def command(self, configs_dir: str) -> list[str]:
+    args = ["-m", "train", f"--config={os.path.join(configs_dir, self.config)}",
+            f"--workdir={self.workdir}"]
+    args += [f"--config.{k}={_flag_value(v)}"
+             for k, v in sorted(self.overrides.items())]
+    return args
+
+
+def _flag_value(value: Any) -> str:
+  if isinstance(value, (tuple, list)):
+    return "(" + ",".join(str(v) for v in value) + ("," if len(value) == 1
+                                                    else "") + ")"
+  return str(value)
+
+
+def point_name(point: Mapping[str, Any]) -> str:
+  """A readable folder name for a grid point: ``learning_rate=0.1,...``."""
+  if not point:
+    return "default"
+  parts = [f"{key.split('.')[-1]}={_flag_value(value)}"
+           for key, value in sorted(point.items())]
+  return re.sub(r"[^A-Za-z0-9_.,=+-]", "_", ",".join(parts))
+
+
+def run_overrides(setting: Setting, method: Method, point: Overrides,
+                  seed: int) -> dict[str, Any]:
+  """The command-line overrides of one run, later ones winning."""
+  out: dict[str, Any] = {}
+  out.update(setting.overrides)
+  out.update(method.overrides)
+  out.update(setting.method_overrides.get(method.name, {}))
+  out.update(point)
+  out["seed"] = seed
+  return out
+
+
+def tune_runs(study: Study, root: str) -> list[Run]:
+  """The tune phase: every grid point of every tuned method, tuning seeds."""
+  runs = []
+  for s in study.settings:
+    for m in study.methods:
+      if m.inherit_from is not None:
+        continue
+      for point in m.points():
+        for seed in study.tune_seeds:
+          runs.append(Run(
+              "tune", s.name, m.name, point, seed, s.config,
+              run_overrides(s, m, point, seed),
+              os.path.join(root, s.name, m.name, "tune", point_name(point),
+                           f"seed{seed}")))
+  return runs
+
+
+def final_runs(study: Study, root: str,
+               selected: Mapping[tuple[str, str], Overrides]) -> list[Run]:
+  """The final phase: each method's selected point on the final seeds.
+
+  Args:
+    selected: (setting, method) -> the selected grid point, for every tuned
+      method (``protocol.select``); inheriting methods take theirs from it.
+  """
+  runs = []
+  for s in study.settings:
+    for m in study.methods:
+      if m.inherit_from is not None:
+        parent = selected[(s.name, m.inherit_from)]
+        point = {k: parent[k] for k in m.inherit_keys if k in parent}
+      else:
+        point = selected[(s.name, m.name)]
+      for seed in study.final_seeds:
+        runs.append(Run(
+            "final", s.name, m.name, point, seed, s.config,
+            run_overrides(s, m, point, seed),
+            os.path.join(root, s.name, m.name, "final", f"seed{seed}")))
+  return runs

@@ -1,0 +1,276 @@
+"""A study's finished runs as tables: selection, scores, claims' verdicts.
+
+``collect`` reads every ``result.json`` under the study root; ``write``
+puts ``NAME.md``, ``NAME.csv`` (one row per final run) and the figures in
+the output folder (``docs/results/`` by default). Missing runs leave their
+cells empty and the page says the study is incomplete, so a summary can be
+written at any point of a long study.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+import os
+from typing import Any, Mapping
+
+from experiments import figures
+from experiments import protocol
+from experiments import runner
+from experiments import study as study_lib
+
+
+@dataclasses.dataclass
+class Collected:
+  """What the study root holds.
+
+  Attributes:
+    tune: (setting, method) -> [(point, [val_best per tuning seed])], with
+      only points whose every tuning seed finished.
+    selected: (setting, method) -> (point, mean validation score), where
+      every tuning run of that pair finished.
+    final: (setting, method) -> {seed: scores} of the finished final runs.
+    final_workdirs: (setting, method) -> {seed: workdir}, for figures that
+      need whole curves.
+    test_size: the test split's size (from the runs' logs).
+    pending: how many runs of the study have no result yet.
+    total: the study's number of runs (tune + final).
+    wall_seconds: the summed wall time of the finished runs.
+  """
+  tune: dict = dataclasses.field(default_factory=dict)
+  selected: dict = dataclasses.field(default_factory=dict)
+  final: dict = dataclasses.field(default_factory=dict)
+  final_workdirs: dict = dataclasses.field(default_factory=dict)
+  test_size: dict = dataclasses.field(default_factory=dict)
+  pending: int = 0
+  total: int = 0
+  wall_seconds: float = 0.0
+
+
+def select_all(study: study_lib.Study, root: str, collected: Collected):
+  """Fills ``collected.tune`` and ``.selected`` from the tune runs."""
+  by_pair: dict[tuple[str, str], dict[str, list]] = {}
+  for run in study_lib.tune_runs(study, root):
+    result = runner.read_result(run)
+    collected.total += 1
+    if result is None:
+      collected.pending += 1
+      by_pair.setdefault((run.setting, run.method), {})["incomplete"] = True
+      continue
+    collected.wall_seconds += result["wall_seconds"]
+    scores = result["scores"]
+    points = by_pair.setdefault((run.setting, run.method), {})
+    key = study_lib.point_name(run.point)
+    points.setdefault(key, (run.point, []))[1].append(
+        None if scores is None else scores["val_best"])
+  for pair, points in by_pair.items():
+    incomplete = points.pop("incomplete", False)
+    collected.tune[pair] = list(points.values())
+    if not incomplete:
+      collected.selected[pair] = protocol.select(points.values())
+
+
+def collect(study: study_lib.Study, root: str) -> Collected:
+  """Reads the study's results (see ``Collected``)."""
+  c = Collected()
+  select_all(study, root, c)
+  tuned = {(s.name, m.name) for s in study.settings for m in study.methods
+           if m.inherit_from is None}
+  if tuned <= set(c.selected):
+    points = {pair: point for pair, (point, _) in c.selected.items()}
+    finals = study_lib.final_runs(study, root, points)
+  else:
+    finals = None
+  n_final = len(study.settings) * len(study.methods) * len(study.final_seeds)
+  c.total += n_final
+  if finals is None:
+    c.pending += n_final
+    return c
+  for run in finals:
+    result = runner.read_result(run)
+    pair = (run.setting, run.method)
+    c.final.setdefault(pair, {})
+    c.final_workdirs.setdefault(pair, {})
+    if result is None:
+      c.pending += 1
+      continue
+    c.wall_seconds += result["wall_seconds"]
+    if result["scores"] is not None:
+      c.final[pair][run.seed] = result["scores"]
+      c.final_workdirs[pair][run.seed] = run.workdir
+      if result.get("test_size"):
+        c.test_size[run.setting] = result["test_size"]
+  return c
+
+
+def _pct(value: float | None, digits: int = 2) -> str:
+  return "" if value is None or not math.isfinite(value) else \
+      f"{100 * value:.{digits}f}"
+
+
+def _mean_std(runs: Mapping[int, Mapping[str, Any]], key: str) -> str:
+  mean, std, n = protocol.mean_std(r.get(key) for r in runs.values())
+  if not n:
+    return ""
+  return f"{_pct(mean)} ± {_pct(std)}"
+
+
+def _seed_text(seeds) -> str:
+  seeds = list(seeds)
+  if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+    return f"{seeds[0]}–{seeds[-1]} ({len(seeds)} seeds)"
+  return ", ".join(map(str, seeds))
+
+
+def _point_text(point: Mapping[str, Any]) -> str:
+  return ", ".join(f"{k.split('.')[-1]} {v}" for k, v in sorted(point.items())
+                   ) or "defaults"
+
+
+def _claims_rows(study: study_lib.Study, c: Collected) -> list[dict]:
+  rows = []
+  for claim in study.claims:
+    for s in study.settings:
+      if claim.settings and s.name not in claim.settings:
+        continue
+      a = {seed: r[claim.metric] for seed, r in
+           c.final.get((s.name, claim.method), {}).items()
+           if r.get(claim.metric) is not None}
+      b = {seed: r[claim.metric] for seed, r in
+           c.final.get((s.name, claim.baseline), {}).items()
+           if r.get(claim.metric) is not None}
+      paired = protocol.paired_difference(a, b)
+      rows.append(dict(claim=claim, setting=s, paired=paired,
+                       verdict=paired.verdict(claim.direction)))
+  return rows
+
+
+def claim_line(row: Mapping[str, Any]) -> str:
+  """``+0.41 [+0.12, +0.70]`` in points: the paired difference and its CI."""
+  p = row["paired"]
+  if p.n == 0:
+    return "no paired runs yet"
+  if p.n == 1:
+    return f"{100 * p.mean:+.2f} (1 seed)"
+  return f"{100 * p.mean:+.2f} [{100 * p.low:+.2f}, {100 * p.high:+.2f}]"
+
+
+def markdown(study: study_lib.Study, c: Collected,
+             figure_files: Mapping[str, str]) -> str:
+  """The summary page."""
+  metric = "accuracy" if study.metric == "accuracy" else "mAP"
+  lines = [f"# {study.title}", ""]
+  if study.description:
+    lines += [study.description.strip(), ""]
+  lines += ["Regenerate (runs only what is missing, then summarises):", "",
+            "```bash", study.command or
+            f"python -m experiments --study={study.name}", "```", ""]
+  if c.pending:
+    lines += [f"**Incomplete:** {c.total - c.pending} of {c.total} runs "
+              f"have finished; empty cells are still to run.", ""]
+  lines += [
+      "## Protocol", "",
+      f"Each method's grid is trained on tuning seeds "
+      f"{_seed_text(study.tune_seeds)}; the point with the best "
+      f"mean validation {metric} (best epoch of each run) is selected, and "
+      f"is trained again on fresh seeds "
+      f"{_seed_text(study.final_seeds)}, the same for every "
+      f"method: a seed fixes the validation split, the noise draw and the "
+      f"initialisation, so differences are paired. Test {metric} is read at "
+      f"the epoch of best validation {metric} (validation labels carry the "
+      f"training noise), at the best epoch on a clean validation split (an "
+      f"oracle, for reference) and at the last epoch. Mean ± standard "
+      f"deviation over seeds, in %; intervals are 95 % Student-t intervals "
+      f"of the paired mean difference. Test never selects anything.", ""]
+  if study.notes:
+    lines += [study.notes.strip(), ""]
+  claims = _claims_rows(study, c)
+  if claims:
+    lines += ["## Claims", "",
+              f"| claim | source | setting | {metric} difference (points, "
+              f"95 % CI) | seeds | verdict |", "|---|---|---|---|---|---|"]
+    for row in claims:
+      cl = row["claim"]
+      lines.append(f"| {cl.text} | {cl.source} | {row['setting'].label or row['setting'].name} "
+                   f"| {claim_line(row)} | {row['paired'].n} "
+                   f"| {row['verdict']} |")
+    lines.append("")
+  for s in study.settings:
+    n_test = c.test_size.get(s.name)
+    lines += [f"## {s.label or s.name}", ""]
+    if n_test:
+      se = protocol.binomial_standard_error(0.9, n_test)
+      lines += [f"Test set: {n_test} examples (a binomial standard error of "
+                f"{100 * se:.2f} points at 90 % accuracy; paired differences "
+                f"cancel much of it).", ""]
+    lines += [f"| method | selected | val (tuning) | seeds "
+              f"| test at best val | test at best clean val | test last "
+              f"| recovery | memorised |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for m in study.methods:
+      pair = (s.name, m.name)
+      runs = c.final.get(pair, {})
+      if m.inherit_from:
+        sel = f"{m.inherit_from}'s " + ", ".join(
+            k.split(".")[-1] for k in m.inherit_keys)
+        val = ""
+      elif pair in c.selected:
+        point, score = c.selected[pair]
+        sel, val = _point_text(point), _pct(score)
+      else:
+        sel, val = "(tuning)", ""
+      lines.append(
+          f"| {m.label or m.name} | {sel} | {val} | {len(runs)} "
+          f"| {_mean_std(runs, 'test_at_val')} "
+          f"| {_mean_std(runs, 'test_at_clean_val')} "
+          f"| {_mean_std(runs, 'test_last')} "
+          f"| {_mean_std(runs, 'recovery_accuracy_last')} "
+          f"| {_mean_std(runs, 'memorised_last')} |")
+    lines.append("")
+  for name, path in figure_files.items():
+    lines += [f"![{name}]({os.path.basename(path)})", ""]
+  lines += [f"Wall time of the finished runs: "
+            f"{c.wall_seconds / 3600:.2f} h of process time "
+            f"(divide by the number of workers for the elapsed time).", ""]
+  return "\n".join(lines)
+
+
+def write_csv(study: study_lib.Study, c: Collected, path: str) -> None:
+  """One row per finished final run: setting, method, seed, scores."""
+  columns = ["setting", "method", "seed", "selected", *protocol.SCORES,
+             "recovery_accuracy_last", "memorised_last", "epochs"]
+  with open(path, "w", newline="") as f:
+    writer = csv.DictWriter(f, columns, extrasaction="ignore")
+    writer.writeheader()
+    for s in study.settings:
+      for m in study.methods:
+        pair = (s.name, m.name)
+        point = c.selected.get(pair, ({}, None))[0]
+        for seed, scores in sorted(c.final.get(pair, {}).items()):
+          writer.writerow({"setting": s.name, "method": m.name, "seed": seed,
+                           "selected": _point_text(point), **scores})
+
+
+def write(study: study_lib.Study, root: str, out_dir: str) -> dict[str, Any]:
+  """Writes ``NAME.md``, ``NAME.csv`` and the figures into ``out_dir``.
+
+  Returns:
+    The verdicts, ``{(claim text, setting): (verdict, interval text)}``,
+    and the counts, for the caller to print.
+  """
+  os.makedirs(out_dir, exist_ok=True)
+  c = collect(study, root)
+  figure_files = {}
+  for name in study.figures:
+    path = os.path.join(out_dir, f"{study.name}_{name}.png")
+    if figures.FIGURES[name](study, c, path):
+      figure_files[name] = path
+  with open(os.path.join(out_dir, f"{study.name}.md"), "w") as f:
+    f.write(markdown(study, c, figure_files))
+  write_csv(study, c, os.path.join(out_dir, f"{study.name}.csv"))
+  verdicts = {(row["claim"].text, row["setting"].name):
+              (row["verdict"], claim_line(row))
+              for row in _claims_rows(study, c)}
+  return {"verdicts": verdicts, "pending": c.pending, "total": c.total,
+          "wall_seconds": c.wall_seconds}

@@ -1,0 +1,263 @@
+"""Tests of experiments/: the protocol's arithmetic, the runner, a toy study."""
+
+import csv
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+from absl.testing import absltest
+
+from experiments import protocol
+from experiments import runner
+from experiments import study as study_lib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOY = os.path.join(ROOT, "tests", "toy_study.py")
+
+
+def _record(epoch, val, test, clean=None):
+  return {"epoch": epoch, "val_accuracy": val, "test_accuracy": test,
+          "val_clean_accuracy": clean, "epoch_seconds": 1.0}
+
+
+class RunScoresTest(absltest.TestCase):
+
+  def test_test_score_is_read_at_the_best_validation_epoch(self):
+    records = [_record(1, 0.5, 0.6, 0.9), _record(2, 0.7, 0.65, 0.6),
+               _record(3, 0.7, 0.9, 0.8), _record(4, 0.6, 0.95, 0.7)]
+    scores = protocol.run_scores(records)
+    self.assertEqual(scores["test_at_val"], 0.65)  # earliest of the ties
+    self.assertEqual(scores["test_at_clean_val"], 0.6)
+    self.assertEqual(scores["test_last"], 0.95)
+    self.assertEqual(scores["val_best"], 0.7)
+    self.assertEqual(scores["epochs"], 4)
+
+  def test_map_keys(self):
+    records = [{"epoch": 1, "val_map": 0.2, "test_map": 0.3},
+               {"epoch": 2, "val_map": 0.1, "test_map": 0.4}]
+    scores = protocol.run_scores(records, "map")
+    self.assertEqual((scores["test_at_val"], scores["test_last"]), (0.3, 0.4))
+    self.assertIsNone(scores["test_at_clean_val"])
+
+  def test_no_records_is_an_error(self):
+    with self.assertRaisesRegex(ValueError, "without records"):
+      protocol.run_scores([])
+
+
+class SelectTest(absltest.TestCase):
+
+  def test_best_mean_validation_wins(self):
+    point, score = protocol.select([({"lr": 0.1}, [0.8, 0.9]),
+                                    ({"lr": 0.3}, [0.95, 0.8]),
+                                    ({"lr": 0.03}, [0.7, 0.7])])
+    self.assertEqual(point, {"lr": 0.3})
+    self.assertAlmostEqual(score, 0.875)
+
+  def test_a_diverged_seed_sinks_its_point(self):
+    point, _ = protocol.select([({"lr": 1.0}, [0.99, None]),
+                                ({"lr": 0.1}, [0.5, 0.5])])
+    self.assertEqual(point, {"lr": 0.1})
+
+  def test_ties_go_to_the_first_point(self):
+    point, _ = protocol.select([({"lr": 0.1}, [0.5]), ({"lr": 0.3}, [0.5])])
+    self.assertEqual(point, {"lr": 0.1})
+
+  def test_nothing_finished_is_an_error(self):
+    with self.assertRaisesRegex(ValueError, "no grid point"):
+      protocol.select([({"lr": 0.1}, [None])])
+
+
+class PairedTest(absltest.TestCase):
+
+  def test_t_interval_by_hand(self):
+    # d = (1, 2, 3): mean 2, sd 1, t_{0.975, 2} = 4.302653.
+    p = protocol.paired_difference({0: 2.0, 1: 4.0, 2: 6.0, 9: 1.0},
+                                   {0: 1.0, 1: 2.0, 2: 3.0})
+    self.assertEqual(p.n, 3)
+    self.assertAlmostEqual(p.mean, 2.0)
+    self.assertAlmostEqual(p.std, 1.0)
+    half = 4.302653 / math.sqrt(3)
+    self.assertAlmostEqual(p.low, 2.0 - half, places=5)
+    self.assertAlmostEqual(p.high, 2.0 + half, places=5)
+    self.assertEqual(p.verdict(+1), "inconclusive")  # the interval spans 0
+
+  def test_verdicts(self):
+    up = protocol.paired_difference({s: 1.0 + 0.01 * s for s in range(5)},
+                                    {s: 0.5 for s in range(5)})
+    self.assertGreater(up.low, 0)
+    self.assertEqual(up.verdict(+1), "confirmed")
+    self.assertEqual(up.verdict(-1), "refuted")
+    one = protocol.paired_difference({0: 1.0}, {0: 0.0})
+    self.assertEqual(one.verdict(+1), "inconclusive")
+
+  def test_binomial_standard_error(self):
+    self.assertAlmostEqual(protocol.binomial_standard_error(0.9, 10000),
+                           0.003)
+
+
+class StudyTest(absltest.TestCase):
+
+  def _study(self, **changes):
+    kwargs = dict(name="s", title="t",
+                  settings=(study_lib.Setting("a", "mnist1d.py"),),
+                  methods=(study_lib.Method("ce", grid={"x": (1, 2)}),
+                           study_lib.Method("el", inherit_from="ce",
+                                            inherit_keys=("x",))),
+                  baseline="ce")
+    kwargs.update(changes)
+    return study_lib.Study(**kwargs)
+
+  def test_runs_expand_grid_and_seeds(self):
+    study = self._study()
+    tune = study_lib.tune_runs(study, "/r")
+    self.assertLen(tune, 4)  # 2 points x 2 tuning seeds; el is not tuned
+    self.assertEqual(tune[0].workdir, "/r/a/ce/tune/x=1/seed0")
+    self.assertEqual(tune[0].overrides, {"x": 1, "seed": 0})
+    final = study_lib.final_runs(study, "/r", {("a", "ce"): {"x": 2}})
+    self.assertLen(final, 20)
+    self.assertEqual({r.overrides["x"] for r in final}, {2})
+    self.assertIn("--config.x=2", final[-1].command("/c"))
+
+  def test_setting_method_overrides_win(self):
+    setting = study_lib.Setting("a", "f.py", {"k": 1, "j": 1},
+                                method_overrides={"ce": {"k": 2}})
+    method = study_lib.Method("ce", {"j": 3, "k": 0})
+    self.assertEqual(study_lib.run_overrides(setting, method, {"j": 4}, 7),
+                     {"k": 2, "j": 4, "seed": 7})
+
+  def test_bad_studies(self):
+    with self.assertRaisesRegex(ValueError, "baseline"):
+      self._study(baseline="nope")
+    with self.assertRaisesRegex(ValueError, "seeds must differ"):
+      self._study(tune_seeds=(0, 1), final_seeds=(1, 2))
+    with self.assertRaisesRegex(ValueError, "inherits"):
+      self._study(methods=(study_lib.Method("ce"),
+                           study_lib.Method("el", inherit_from="x")))
+    with self.assertRaisesRegex(ValueError, "repeat"):
+      self._study(methods=(study_lib.Method("ce"), study_lib.Method("ce")))
+    with self.assertRaisesRegex(ValueError, "unknown"):
+      self._study(claims=(study_lib.Claim("c", "p", "el", "gce"),))
+
+
+class RunnerTest(absltest.TestCase):
+
+  def _run(self, workdir):
+    return study_lib.Run("tune", "a", "ce", {}, 0, "mnist1d.py", {}, workdir)
+
+  def _fake_train(self, body):
+    path = os.path.join(tempfile.mkdtemp(), "fake.py")
+    with open(path, "w") as f:
+      f.write(body)
+    return path
+
+  def test_diverged_run_is_a_result(self):
+    workdir = tempfile.mkdtemp()
+    fake = self._fake_train(
+        "import sys\nprint('FloatingPointError: the training loss is nan')\n"
+        "sys.exit(1)\n")
+    run = self._run(workdir)
+    result = runner.execute(run, configs_dir="/c", metric="accuracy",
+                            python=self._launcher(fake))
+    self.assertEqual(result["status"], "diverged")
+    self.assertIsNone(result["scores"])
+    self.assertEqual(runner.read_result(run)["status"], "diverged")
+
+  def _launcher(self, script):
+    path = os.path.join(tempfile.mkdtemp(), "python")
+    with open(path, "w") as f:
+      f.write(f"#!/bin/sh\nexec {sys.executable} {script}\n")
+    os.chmod(path, 0o755)
+    return path
+
+  def test_failed_run_raises_with_its_log(self):
+    fake = self._fake_train("import sys\nprint('boom')\nsys.exit(3)\n")
+    run = self._run(tempfile.mkdtemp())
+    with self.assertRaisesRegex(runner.RunFailed, "exited with 3:\nboom"):
+      runner.execute(run, configs_dir="/c", metric="accuracy",
+                     python=self._launcher(fake))
+    self.assertIsNone(runner.read_result(run))
+
+  def test_progress_line(self):
+    now = [0.0]
+    stream = io.StringIO()
+    progress = runner.StudyProgress(10, 2, workers=2, stream=stream,
+                                    clock=lambda: now[0])
+    self.assertIn("ETA ?", progress.line())
+    now[0] = 30.0
+    progress.finished(30.0)
+    progress.finished(10.0, failed=True)
+    # 10 - 3 done - 1 failed = 6 left at 30 s each over 2 workers: 90 s.
+    self.assertEqual(stream.getvalue().splitlines()[-1],
+                     "runs 3/10  1 failed  elapsed 0m30s  ETA 1m30s")
+
+
+class ToyStudyTest(absltest.TestCase):
+  """The whole command on four runs of seconds: run, skip, resume, summary."""
+
+  def _experiments(self, root, out, *flags):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "experiments", f"--study={TOY}",
+         f"--root={root}", f"--out={out}", *flags],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+  def test_toy_study(self):
+    root, out = tempfile.mkdtemp(), tempfile.mkdtemp()
+    done = self._experiments(root, out, "--workers=2")
+    self.assertEqual(done.returncode, 0, done.stderr)
+    self.assertIn("toy tune: 2 runs, 0 finished before", done.stderr)
+    self.assertIn("runs 2/2", done.stderr)
+    with open(os.path.join(out, "toy.csv")) as f:
+      rows = list(csv.DictReader(f))
+    self.assertEqual([(r["method"], r["seed"]) for r in rows],
+                     [("ce", "1"), ("el_at_ce", "1")])
+    for row in rows:
+      self.assertBetween(float(row["test_at_val"]), 0.0, 1.0)
+    with open(os.path.join(out, "toy.md")) as f:
+      page = f.read()
+    self.assertIn("| EL beats CE | toy |", page)
+    self.assertNotIn("Incomplete", page)
+    self.assertTrue(os.path.exists(os.path.join(out, "toy_scores.png")))
+
+    # Selection is by validation: the selected rate is the better mean val.
+    tune = {}
+    for lr in ("0.05", "0.1"):
+      with open(os.path.join(root, "m1d_sym40", "ce", "tune",
+                             f"learning_rate={lr}", "seed0",
+                             runner.RESULT_FILE)) as f:
+        tune[float(lr)] = json.load(f)["scores"]["val_best"]
+    with open(os.path.join(root, "m1d_sym40", "el_at_ce", "final", "seed1",
+                           runner.RESULT_FILE)) as f:
+      inherited = json.load(f)["point"]
+    self.assertEqual(inherited["optimizer.learning_rate"],
+                     max(tune, key=lambda lr: (tune[lr], -lr)))
+
+    # A finished study runs nothing again; a run without its result resumes.
+    os.remove(os.path.join(root, "m1d_sym40", "ce", "final", "seed1",
+                           runner.RESULT_FILE))
+    again = self._experiments(root, out, "--phases=tune,final")
+    self.assertEqual(again.returncode, 0, again.stderr)
+    self.assertIn("toy tune: 2 runs, 2 finished before, 0 to run",
+                  again.stderr)
+    self.assertIn("toy final: 2 runs, 1 finished before, 1 to run",
+                  again.stderr)
+    with open(os.path.join(root, "m1d_sym40", "ce", "final", "seed1",
+                           runner.LOG_FILE)) as f:
+      self.assertIn("resuming after epoch 2", f.read())
+
+  def test_unknown_study(self):
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments", "--study=nope"], cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True,
+        text=True, timeout=120)
+    self.assertNotEqual(done.returncode, 0)
+    self.assertIn("error: --study=nope: no such study", done.stderr)
+    self.assertNotIn("Traceback", done.stderr)
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,33 @@
+"""A toy study for the runner's tests: four runs of seconds each.
+
+    python -m experiments --study=tests/toy_study.py --root=/tmp/toy --out=/tmp/toy_out
+"""
+
+from experiments import study as s
+
+_TINY = {
+    "num_epochs": 2, "batch_size": 64, "eval_batch_size": 200,
+    "dataset.train_size": 256, "dataset.val_size": 200,
+    "model.name": "mlp", "model.width": 32,
+}
+
+
+def get_study():
+  return s.Study(
+      name="toy",
+      title="Toy study",
+      settings=(s.Setting("m1d_sym40", "mnist1d.py:noise=0.4", _TINY,
+                          label="MNIST-1D, 40 % symmetric"),),
+      methods=(
+          s.Method("ce", {"loss.name": "cross_entropy"},
+                   grid={"optimizer.learning_rate": (0.05, 0.1)}),
+          s.Method("el_at_ce", {"loss.name": "encouraging"},
+                   inherit_from="ce",
+                   inherit_keys=("optimizer.learning_rate",)),
+      ),
+      baseline="ce",
+      claims=(s.Claim("EL beats CE", "toy", "el_at_ce", "ce"),),
+      tune_seeds=(0,),
+      final_seeds=(1,),
+      figures=("scores", "grad_by_confidence"),
+  )
