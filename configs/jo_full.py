@@ -17,9 +17,10 @@ protocol: PreAct ResNet-32, 200 epochs at 0.1 with relabelling from epoch
 momentum 0.9, weight decay 1e-4, 45k/5k split, crop and flip; needs
 tensorflow-datasets with a network once, and a GPU). ``noise``: the rate
 (default 0.4); ``noise_type``: ``symmetric`` (JO's convention, over all
-classes) or ``asymmetric`` (the dataset's class mapping). The official alpha
-and beta: 1.2/0.8 at symmetric >= 70 %, 0.8/0.4 (and lr 0.03) asymmetric,
-1.0/0.5 otherwise.
+classes) or ``asymmetric`` (the dataset's class mapping). The official
+hyperparameters: alpha 1.2, beta 0.8 and lr 0.08 at symmetric >= 70 %;
+alpha 0.8, beta 0.4 and lr 0.03 asymmetric; alpha 1.0, beta 0.5 and lr 0.1
+otherwise.
 """
 
 from configs import common
@@ -56,6 +57,7 @@ def get_config(arg=None):
   c.loss.alpha, c.loss.beta = 1.0, 0.5
   if arg.noise_type == "symmetric" and arg.noise >= 0.7:
     c.loss.alpha, c.loss.beta = 1.2, 0.8
+    c.optimizer.learning_rate = 0.08
   elif arg.noise_type == "asymmetric":
     c.loss.alpha, c.loss.beta = 0.8, 0.4
     c.optimizer.learning_rate = 0.03

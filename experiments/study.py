@@ -58,7 +58,8 @@ class Method:
   Attributes:
     name: short id (``el_le0.75``).
     overrides: dotted config keys fixed for this method.
-    grid: dotted config key -> values tried in the tune phase.
+    grid: dotted config key -> values tried in the tune phase (``None``:
+      leave the key at the config's default).
     label: what tables and figures call it.
     inherit_from: a final-only method that takes ``inherit_keys`` of this
       other method's selected point instead of being tuned itself (e.g. the
@@ -73,10 +74,27 @@ class Method:
   inherit_keys: tuple[str, ...] = ()
 
   def points(self) -> list[dict[str, Any]]:
-    """Every combination of the grid's values (one empty point if none)."""
+    """Every combination of the grid's values (one empty point if none).
+
+    A key naming several config keys, ``"loss.alpha,loss.beta"``, takes
+    tuples of values that move together (hyperparameters a paper tunes as
+    pairs).
+    """
     keys = list(self.grid)
-    return [dict(zip(keys, values))
-            for values in itertools.product(*(self.grid[k] for k in keys))]
+    points = []
+    for values in itertools.product(*(self.grid[k] for k in keys)):
+      point = {}
+      for key, value in zip(keys, values):
+        names = key.split(",")
+        if len(names) == 1:
+          point[key] = value
+        else:
+          if len(value) != len(names):
+            raise ValueError(f"method {self.name!r}: grid key {key!r} "
+                             f"takes {len(names)}-tuples, got {value!r}")
+          point.update(zip(names, value))
+      points.append(point)
+    return points
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,6 +206,30 @@ class Run:
     return args
 
 
+  def config_dict(self, configs_dir: str):
+    """The run's config, as ``python -m train`` would build it.
+
+    Raises:
+      KeyError: an override names a key the config does not have.
+    """
+    import importlib.util  # pylint: disable=g-import-not-at-top
+    file, _, arg = self.config.partition(":")
+    spec = importlib.util.spec_from_file_location(
+        "_config", os.path.join(configs_dir, file))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = module.get_config(arg or None)
+    for key, value in self.overrides.items():
+      target = config
+      *path, last = key.split(".")
+      for part in path:
+        target = target[part]
+      if last not in target:
+        raise KeyError(f"{self.config}: no config key {key!r}")
+      target[last] = value
+    return config
+
+
 def _flag_value(value: Any) -> str:
   if isinstance(value, (tuple, list)):
     return "(" + ",".join(str(v) for v in value) + ("," if len(value) == 1
@@ -213,7 +255,9 @@ def run_overrides(setting: Setting, method: Method, point: Overrides,
   out.update(setting.method_overrides.get(method.name, {}))
   out.update(point)
   out["seed"] = seed
-  return out
+  # None in a grid means "not set": the config's own default (a flag cannot
+  # say None), e.g. focal loss without alpha.
+  return {k: v for k, v in out.items() if v is not None}
 
 
 def tune_runs(study: Study, root: str) -> list[Run]:

@@ -261,3 +261,27 @@ class ToyStudyTest(absltest.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+class RealStudiesTest(absltest.TestCase):
+  """Every run of every study in configs/studies/ passes the config checks."""
+
+  def test_every_run_config_is_valid(self):
+    from experiments import __main__ as cli  # pylint: disable=g-import-not-at-top
+    from train import config_checks  # pylint: disable=g-import-not-at-top
+    names = sorted(f[:-3] for f in os.listdir(cli.STUDIES_DIR)
+                   if f.endswith(".py") and not f.startswith("_"))
+    self.assertContainsSubset({"el_clean", "noisy_labels", "multilabel"},
+                              names)
+    for name in names:
+      study = cli.load_study(name)
+      tune = study_lib.tune_runs(study, "/r")
+      firsts = {}
+      for run in tune:
+        firsts.setdefault((run.setting, run.method), run.point)
+      runs = tune + study_lib.final_runs(study, "/r", firsts)
+      for run in runs:
+        with self.subTest(study=name, workdir=run.workdir):
+          config = run.config_dict(cli.CONFIGS_DIR)
+          config_checks.check(config, num_devices=1)
+          self.assertEqual(config.seed, run.seed)
