@@ -1,0 +1,76 @@
+"""Tests of train/transition_estimate.py against data with a known T."""
+
+import numpy as np
+from absl.testing import absltest
+
+from train import noise
+from train.transition_estimate import estimate_transition_matrix
+
+
+def _noisy_posteriors(t, num, seed, anchors_per_class, spread=0.0):
+  """``p(noisy | x) = p(clean | x) T`` with ``anchors_per_class`` (nearly,
+  within ``spread``) one-hot clean posteriors per class and Dirichlet
+  posteriors (clearly less sure) for the other ``num`` inputs."""
+  rng = np.random.default_rng(seed)
+  c = t.shape[0]
+  clean = 0.6 * rng.dirichlet(np.full(c, 0.5), size=num) + 0.4 / c
+  anchors = np.repeat(np.eye(c), anchors_per_class, axis=0)
+  # A real network's anchors differ a little: mix in up to `spread`.
+  mix = rng.uniform(0, spread, size=(len(anchors), 1))
+  anchors = (1 - mix) * anchors + mix * rng.dirichlet(np.ones(c),
+                                                      size=len(anchors))
+  return np.concatenate([clean, anchors]) @ t
+
+
+class EstimateTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    rng = np.random.default_rng(0)
+    t = 0.6 * np.eye(5) + 0.4 * rng.dirichlet(np.ones(5), size=5)
+    self.t = t / t.sum(1, keepdims=True)
+
+  def test_argmax_recovers_t_from_perfect_anchors(self):
+    p = _noisy_posteriors(self.t, 500, 1, anchors_per_class=1)
+    np.testing.assert_allclose(
+        estimate_transition_matrix(p, percentile=None), self.t, atol=1e-12)
+
+  def test_percentile_filter_recovers_t_with_enough_anchors(self):
+    # 5 % of the data are near-anchors of each class: the 97th percentile
+    # of p_i still falls among them.
+    p = _noisy_posteriors(self.t, 500, 2, anchors_per_class=30, spread=0.01)
+    np.testing.assert_allclose(estimate_transition_matrix(p), self.t,
+                               atol=0.01)
+
+  def test_percentile_filter_skips_an_outlier(self):
+    # One input predicted as class 0 with certainty it should not have
+    # (an outlier) wins the argmax; the filter passes over it.
+    p = _noisy_posteriors(self.t, 500, 3, anchors_per_class=30, spread=0.01)
+    outlier = np.zeros(5)
+    outlier[0] = 1.0
+    p = np.concatenate([p, outlier[None]])
+    self.assertEqual(estimate_transition_matrix(p, percentile=None)[0, 0],
+                     1.0)
+    np.testing.assert_allclose(estimate_transition_matrix(p)[0], self.t[0],
+                               atol=0.01)
+
+  def test_noise_models_matrices(self):
+    for t in (noise.symmetric_transition(10, 0.4),
+              noise.pair_flip_transition(10, 0.45),
+              noise.asymmetric_transition(10, 0.4, "mnist")):
+      p = _noisy_posteriors(t, 200, 4, anchors_per_class=1)
+      est = estimate_transition_matrix(p, percentile=None)
+      np.testing.assert_allclose(est, t, atol=1e-12)
+      np.testing.assert_allclose(est.sum(1), 1.0)
+
+  def test_bad_input(self):
+    with self.assertRaisesRegex(ValueError, r"\[N, C\]"):
+      estimate_transition_matrix(np.ones(3))
+    with self.assertRaisesRegex(ValueError, "summing to 1"):
+      estimate_transition_matrix(np.ones((3, 3)))
+    with self.assertRaisesRegex(ValueError, "percentile"):
+      estimate_transition_matrix(np.eye(3), percentile=0)
+
+
+if __name__ == "__main__":
+  absltest.main()
