@@ -225,6 +225,24 @@ class FakeFashionMnistTest(absltest.TestCase):
     positives = data.train_y.sum(1)
     self.assertTrue(((positives >= 1) & (positives <= 4)).all())
 
+  def test_sparse_mosaics_hold_zero_or_one_item(self):
+    data = datasets.load("fashion_mnist_mosaic_sparse", data_dir=self.dir,
+                         num_train=400, num_test=40, val_size=0)
+    positives = data.train_y.sum(1)
+    self.assertEqual(set(positives.astype(int)), {0, 1})
+    # Half the mosaics are blank: about 5 % of the labels are positive.
+    self.assertBetween(data.train_y.mean(), 0.035, 0.065)
+    # The fake class-0 item is blank too: an image shows something exactly
+    # when its target holds another class.
+    for image, target in zip(data.train_x, data.train_y):
+      self.assertEqual(bool(image.any()), bool(target[1:].any()))
+
+  def test_mosaic_item_counts_are_checked(self):
+    x = np.zeros((3, 28, 28, 1), np.float32)
+    with self.assertRaisesRegex(ValueError, "min_items"):
+      mosaic.make_mosaics(x, np.zeros(3, int), 2, 10, seed=0, min_items=2,
+                          max_items=1)
+
   def test_mosaic_deterministic_by_seed(self):
     x = np.random.default_rng(0).random((30, 28, 28, 1), np.float32)
     y = np.arange(30) % 10

@@ -7,7 +7,8 @@ Names (``DATASETS``):
 * ``fashion_mnist``: the IDX files from ``data_dir``, ``$STEEP_FASHION_MNIST_DIR``
   or Debian's ``dataset-fashion-mnist``, else tensorflow-datasets;
 * ``digits``: scikit-learn's bundled 8x8 digits;
-* ``fashion_mnist_mosaic``: multi-label 2x2 mosaics of Fashion-MNIST items;
+* ``fashion_mnist_mosaic``: multi-label 2x2 mosaics of Fashion-MNIST items
+  (``_sparse``: 0 or 1 item each, about 5 % positive labels);
 * ``tfds:NAME``: any image-classification dataset of tensorflow-datasets.
 
 The validation set is a stratified split of the source's training set (a
@@ -20,6 +21,7 @@ batches carry it as ``index``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 from collections.abc import Callable, Mapping
 
@@ -114,6 +116,8 @@ _LOADERS: dict[str, Callable[..., local_data.Source]] = {
     "fashion_mnist": _fashion_mnist,
     "digits": local_data.load_digits,
     "fashion_mnist_mosaic": mosaic.load_fashion_mnist_mosaic,
+    "fashion_mnist_mosaic_sparse": functools.partial(
+        mosaic.load_fashion_mnist_mosaic, min_items=0, max_items=1),
 }
 DATASETS = (*_LOADERS, TFDS_PREFIX + "NAME")
 

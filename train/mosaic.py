@@ -7,6 +7,10 @@ image has 1 to 4 positive classes. It exists to exercise the sigmoid losses
 (asymmetric, sigmoid focal) on real images without a download. Training
 mosaics are built from Fashion-MNIST's training images, test mosaics from its
 test images, both deterministically from the seed.
+
+``fashion_mnist_mosaic_sparse`` holds 0 or 1 items per image (half of them
+blank), so that about 5 % of the labels are positive, as on MS-COCO (2.9
+of 80) rather than the 23 % of the dense mosaics.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ CELLS = 4
 
 
 def make_mosaics(images: np.ndarray, labels: np.ndarray, num_examples: int,
-                 num_classes: int, *,
-                 seed: int | tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+                 num_classes: int, *, seed: int | tuple[int, ...],
+                 min_items: int = 1, max_items: int = CELLS
+                 ) -> tuple[np.ndarray, np.ndarray]:
   """Builds ``num_examples`` 2x2 mosaics from ``images``.
 
   Args:
@@ -29,15 +34,20 @@ def make_mosaics(images: np.ndarray, labels: np.ndarray, num_examples: int,
     num_examples: mosaics to make.
     num_classes: length of the multi-hot target.
     seed: seed (or seed sequence) that makes the result deterministic.
+    min_items, max_items: each mosaic holds uniformly many items in this
+      range (0 to 4).
 
   Returns:
     ``(mosaics [num_examples, 2H, 2W, C], targets [num_examples,
     num_classes])``, the targets float32 multi-hot.
   """
+  if not 0 <= min_items <= max_items <= CELLS:
+    raise ValueError(f"mosaic items must satisfy 0 <= min_items <= max_items "
+                     f"<= {CELLS}, got {min_items}, {max_items}")
   rng = np.random.default_rng(seed)
   n, h, w, c = images.shape
   items = rng.integers(0, n, size=(num_examples, CELLS))
-  num_items = rng.integers(1, CELLS + 1, size=num_examples)
+  num_items = rng.integers(min_items, max_items + 1, size=num_examples)
   # Random ranks of the cells per mosaic; the `num_items` lowest are filled.
   ranks = rng.random((num_examples, CELLS)).argsort(1).argsort(1)
   filled = ranks < num_items[:, None]
@@ -55,7 +65,8 @@ def make_mosaics(images: np.ndarray, labels: np.ndarray, num_examples: int,
 
 def load_fashion_mnist_mosaic(*, data_dir: str | None = None,
                               num_train: int = 12000, num_test: int = 2000,
-                              mosaic_seed: int = 0) -> local_data.Source:
+                              mosaic_seed: int = 0, min_items: int = 1,
+                              max_items: int = CELLS) -> local_data.Source:
   """Fashion-MNIST mosaics from the local IDX files.
 
   Args:
@@ -64,6 +75,7 @@ def load_fashion_mnist_mosaic(*, data_dir: str | None = None,
     num_test: test mosaics.
     mosaic_seed: seed of the mosaics themselves, fixed by default so that the
       dataset does not change with the run's seed.
+    min_items, max_items: items per mosaic (see ``make_mosaics``).
 
   Raises:
     FileNotFoundError: the IDX files are not there.
@@ -74,10 +86,11 @@ def load_fashion_mnist_mosaic(*, data_dir: str | None = None,
         local_data.missing_fashion_mnist_message(data_dir))
   items = local_data.load_fashion_mnist_idx(paths)
   num_classes = len(items.class_names)
+  counts = dict(min_items=min_items, max_items=max_items)
   train_x, train_y = make_mosaics(items.train_x, items.train_y, num_train,
-                                  num_classes, seed=(mosaic_seed, 0))
+                                  num_classes, seed=(mosaic_seed, 0), **counts)
   test_x, test_y = make_mosaics(items.test_x, items.test_y, num_test,
-                                num_classes, seed=(mosaic_seed, 1))
+                                num_classes, seed=(mosaic_seed, 1), **counts)
   return local_data.Source(
       train_x=train_x, train_y=train_y, test_x=test_x, test_y=test_y,
       class_names=items.class_names, multi_label=True, crop_padding=4,
