@@ -67,6 +67,12 @@ def _selected(study, root):
           }, missing
 
 
+def _waves(runs):
+  """Runs that others depend on first (forward correction's estimate)."""
+  return ([r for r in runs if r.transition_source is None],
+          [r for r in runs if r.transition_source is not None])
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments {argv[1:]}")
@@ -80,31 +86,36 @@ def main(argv):
     sys.exit(f"error: {e}")
   root = _ROOT.value or os.path.join("workdirs", "studies", study.name)
   root = os.path.abspath(root)
-  tune = study_lib.tune_runs(study, root)
+  common = dict(workers=_WORKERS.value, configs_dir=CONFIGS_DIR,
+                metric=study.metric)
   if _DRY_RUN.value:
+    tune = study_lib.tune_runs(study, root, _selected(study, root)[0])
     done = sum(runner.read_result(r) is not None for r in tune)
-    print(f"{study.name}: {len(tune)} tune runs ({done} finished), then "
-          f"{len(study.settings) * len(study.methods) * len(study.final_seeds)}"
-          f" final runs; root {root}")
+    print(f"{study.name}: {study_lib.count_runs(study)} runs, of which "
+          f"{len(tune)} tune runs are ready ({done} finished); root {root}")
     for r in tune[:5]:
       print("  python " + " ".join(r.command(CONFIGS_DIR)))
     return
   failures = []
   if "tune" in _PHASES.value:
-    failures += runner.run_all(tune, workers=_WORKERS.value,
-                               configs_dir=CONFIGS_DIR, metric=study.metric,
-                               label=f"{study.name} tune: ")
+    # Independent methods, then those that wait for another's selection.
+    for wave in ("", " (dependent methods)"):
+      tune = study_lib.tune_runs(study, root, _selected(study, root)[0])
+      todo = [r for r in tune if (r.transition_source is None) == (not wave)]
+      if todo:
+        failures += runner.run_all(todo, label=f"{study.name} tune{wave}: ",
+                                   **common)
   if "final" in _PHASES.value:
     selected, missing = _selected(study, root)
     if missing:
       print(f"{study.name}: final phase waits for tuning of {missing}",
             file=sys.stderr)
     else:
-      finals = study_lib.final_runs(study, root, selected)
-      failures += runner.run_all(finals, workers=_WORKERS.value,
-                                 configs_dir=CONFIGS_DIR,
-                                 metric=study.metric,
-                                 label=f"{study.name} final: ")
+      for wave, runs in zip(("", " (dependent methods)"), _waves(
+          study_lib.final_runs(study, root, selected))):
+        if runs:
+          failures += runner.run_all(runs, label=f"{study.name} final{wave}: ",
+                                     **common)
   if "summarize" in _PHASES.value:
     out = summary.write(study, root, _OUT.value)
     print(f"{study.name}: {out['total'] - out['pending']}/{out['total']} runs "

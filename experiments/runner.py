@@ -20,9 +20,12 @@ import threading
 import time
 from typing import Any, Callable, Sequence, TextIO
 
+import numpy as np
+
 from experiments import protocol
 from experiments import study as study_lib
 from train import reporting
+from train import transition_estimate
 
 RESULT_FILE = "result.json"
 LOG_FILE = "train.log"
@@ -54,6 +57,25 @@ def _test_size(log: str) -> int | None:
   return int(match.group(1)) if match else None
 
 
+def estimate_transition(run: study_lib.Run) -> None:
+  """Writes the run's estimated transition matrix, from its source's run.
+
+  Raises:
+    RunFailed: the source run has not saved its training-set predictions.
+  """
+  path = os.path.join(run.workdir, study_lib.TRANSITION_FILE)
+  if os.path.exists(path):
+    return
+  source = os.path.join(run.transition_source, study_lib.PROBABILITIES_FILE)
+  if not os.path.exists(source):
+    raise RunFailed(f"{run.workdir}: its transition matrix is estimated from "
+                    f"{source}, which does not exist (has that run finished?)")
+  t = transition_estimate.estimate_transition_matrix(np.load(source))
+  os.makedirs(run.workdir, exist_ok=True)
+  np.save(path + ".tmp.npy", t)
+  os.replace(path + ".tmp.npy", path)
+
+
 def execute(run: study_lib.Run, *, configs_dir: str, metric: str,
             python: str = sys.executable) -> dict[str, Any]:
   """Runs (or resumes) one run to its end and writes its ``result.json``.
@@ -66,6 +88,8 @@ def execute(run: study_lib.Run, *, configs_dir: str, metric: str,
     RunFailed: the process failed otherwise (its log is in the workdir).
   """
   os.makedirs(run.workdir, exist_ok=True)
+  if run.transition_source is not None:
+    estimate_transition(run)
   log_path = os.path.join(run.workdir, LOG_FILE)
   start = time.perf_counter()
   env = dict(os.environ)

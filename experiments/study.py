@@ -65,6 +65,11 @@ class Method:
       other method's selected point instead of being tuned itself (e.g. the
       Encouraging Loss trained with cross entropy's selected learning rate).
     inherit_keys: the keys taken from ``inherit_from``'s selection.
+    transition_from: forward correction with an estimated transition
+      matrix: each run's ``T`` is estimated (``train.transition_estimate``)
+      from the predictions on the training set of this other method's run
+      with the same seed at its selected point, so this method's runs wait
+      for that method's selection and runs.
   """
   name: str
   overrides: Overrides = dataclasses.field(default_factory=dict)
@@ -72,6 +77,7 @@ class Method:
   label: str = ""
   inherit_from: str | None = None
   inherit_keys: tuple[str, ...] = ()
+  transition_from: str | None = None
 
   def points(self) -> list[dict[str, Any]]:
     """Every combination of the grid's values (one empty point if none).
@@ -166,6 +172,14 @@ class Study:
             f"study {self.name!r}: method {m.name!r} inherits from "
             f"{m.inherit_from!r}, which must be another method, and then "
             f"has no grid of its own")
+    for m in self.methods:
+      source = m.transition_from
+      if source is not None and (source not in names or self.method(
+          source).transition_from is not None):
+        raise ValueError(
+            f"study {self.name!r}: method {m.name!r} estimates its transition "
+            f"matrix from {source!r}, which must be another method that does "
+            f"not estimate one itself")
     for c in self.claims:
       unknown = ({c.method, c.baseline} - set(names)) | (
           set(c.settings) - set(settings))
@@ -197,6 +211,9 @@ class Run:
   config: str
   overrides: Mapping[str, Any]  # everything set on the command line
   workdir: str
+  # The run whose saved training-set predictions estimate this run's
+  # transition matrix (``Method.transition_from``), or None.
+  transition_source: str | None = None
 
   def command(self, configs_dir: str) -> list[str]:
     args = ["-m", "train", f"--config={os.path.join(configs_dir, self.config)}",
@@ -260,21 +277,61 @@ def run_overrides(setting: Setting, method: Method, point: Overrides,
   return {k: v for k, v in out.items() if v is not None}
 
 
-def tune_runs(study: Study, root: str) -> list[Run]:
-  """The tune phase: every grid point of every tuned method, tuning seeds."""
+TRANSITION_FILE = "transition_matrix.npy"
+PROBABILITIES_FILE = "probabilities_train.npy"
+
+
+def _run(study: Study, phase, s: Setting, m: Method, point, seed, workdir,
+         source: str | None) -> Run:
+  overrides = run_overrides(s, m, point, seed)
+  if any(other.transition_from == m.name for other in study.methods):
+    overrides["save_train_probabilities"] = True
+  if m.transition_from is not None:
+    overrides["loss.transition_matrix"] = os.path.join(workdir,
+                                                       TRANSITION_FILE)
+  return Run(phase, s.name, m.name, point, seed, s.config, overrides,
+             workdir, source)
+
+
+def _tune_dir(root, setting, method, point, seed):
+  return os.path.join(root, setting, method, "tune", point_name(point),
+                      f"seed{seed}")
+
+
+def tune_runs(study: Study, root: str,
+              selected: Mapping[tuple[str, str], Overrides] | None = None
+              ) -> list[Run]:
+  """The tune phase: every grid point of every tuned method, tuning seeds.
+
+  Args:
+    selected: the selections known so far; a method that estimates its
+      transition matrix from another's runs (``Method.transition_from``) has
+      tune runs only once that method is selected in the setting.
+  """
   runs = []
   for s in study.settings:
     for m in study.methods:
       if m.inherit_from is not None:
         continue
+      source = m.transition_from
+      if source is not None and (s.name, source) not in (selected or {}):
+        continue
       for point in m.points():
         for seed in study.tune_seeds:
-          runs.append(Run(
-              "tune", s.name, m.name, point, seed, s.config,
-              run_overrides(s, m, point, seed),
-              os.path.join(root, s.name, m.name, "tune", point_name(point),
-                           f"seed{seed}")))
+          source_dir = None if source is None else _tune_dir(
+              root, s.name, source, selected[(s.name, source)], seed)
+          runs.append(_run(study, "tune", s, m, point, seed,
+                           _tune_dir(root, s.name, m.name, point, seed),
+                           source_dir))
   return runs
+
+
+def count_runs(study: Study) -> int:
+  """Tune and final runs of the whole study."""
+  tune = sum(len(m.points()) for m in study.methods
+             if m.inherit_from is None) * len(study.tune_seeds)
+  final = len(study.methods) * len(study.final_seeds)
+  return len(study.settings) * (tune + final)
 
 
 def final_runs(study: Study, root: str,
@@ -294,8 +351,12 @@ def final_runs(study: Study, root: str,
       else:
         point = selected[(s.name, m.name)]
       for seed in study.final_seeds:
-        runs.append(Run(
-            "final", s.name, m.name, point, seed, s.config,
-            run_overrides(s, m, point, seed),
-            os.path.join(root, s.name, m.name, "final", f"seed{seed}")))
+        source_dir = None if m.transition_from is None else _final_dir(
+            root, s.name, m.transition_from, seed)
+        runs.append(_run(study, "final", s, m, point, seed,
+                         _final_dir(root, s.name, m.name, seed), source_dir))
   return runs
+
+
+def _final_dir(root, setting, method, seed):
+  return os.path.join(root, setting, method, "final", f"seed{seed}")

@@ -48,53 +48,51 @@ class Collected:
   wall_seconds: float = 0.0
 
 
-def select_all(study: study_lib.Study, root: str, collected: Collected):
-  """Fills ``collected.tune`` and ``.selected`` from the tune runs."""
-  by_pair: dict[tuple[str, str], dict[str, list]] = {}
-  for run in study_lib.tune_runs(study, root):
+def _tune_results(study, root, known):
+  """(tune, selected, finished runs, their wall seconds) given ``known``."""
+  by_pair: dict[tuple[str, str], dict] = {}
+  incomplete, done, seconds = set(), 0, 0.0
+  for run in study_lib.tune_runs(study, root, known):
+    pair = (run.setting, run.method)
+    points = by_pair.setdefault(pair, {})
     result = runner.read_result(run)
-    collected.total += 1
     if result is None:
-      collected.pending += 1
-      by_pair.setdefault((run.setting, run.method), {})["incomplete"] = True
+      incomplete.add(pair)
       continue
-    collected.wall_seconds += result["wall_seconds"]
+    done += 1
+    seconds += result["wall_seconds"]
     scores = result["scores"]
-    points = by_pair.setdefault((run.setting, run.method), {})
-    key = study_lib.point_name(run.point)
-    points.setdefault(key, (run.point, []))[1].append(
-        None if scores is None else scores["val_best"])
-  for pair, points in by_pair.items():
-    incomplete = points.pop("incomplete", False)
-    collected.tune[pair] = list(points.values())
-    if not incomplete:
-      collected.selected[pair] = protocol.select(points.values())
+    points.setdefault(study_lib.point_name(run.point), (run.point, []))[
+        1].append(None if scores is None else scores["val_best"])
+  tune = {pair: list(points.values()) for pair, points in by_pair.items()}
+  selected = {pair: protocol.select(points) for pair, points in tune.items()
+              if pair not in incomplete}
+  return tune, selected, done, seconds
 
 
 def collect(study: study_lib.Study, root: str) -> Collected:
   """Reads the study's results (see ``Collected``)."""
-  c = Collected()
-  select_all(study, root, c)
+  c = Collected(total=study_lib.count_runs(study))
+  known = {}
+  # Two passes: a method whose runs need another's selection
+  # (``Method.transition_from``) has tune runs once that one is selected.
+  for _ in range(2):
+    c.tune, c.selected, done, c.wall_seconds = _tune_results(study, root,
+                                                             known)
+    known = {pair: point for pair, (point, _) in c.selected.items()}
+  c.pending = c.total - done
   tuned = {(s.name, m.name) for s in study.settings for m in study.methods
            if m.inherit_from is None}
-  if tuned <= set(c.selected):
-    points = {pair: point for pair, (point, _) in c.selected.items()}
-    finals = study_lib.final_runs(study, root, points)
-  else:
-    finals = None
-  n_final = len(study.settings) * len(study.methods) * len(study.final_seeds)
-  c.total += n_final
-  if finals is None:
-    c.pending += n_final
+  if not tuned <= set(c.selected):
     return c
-  for run in finals:
+  for run in study_lib.final_runs(study, root, known):
     result = runner.read_result(run)
     pair = (run.setting, run.method)
     c.final.setdefault(pair, {})
     c.final_workdirs.setdefault(pair, {})
     if result is None:
-      c.pending += 1
       continue
+    c.pending -= 1
     c.wall_seconds += result["wall_seconds"]
     if result["scores"] is not None:
       c.final[pair][run.seed] = result["scores"]

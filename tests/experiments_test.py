@@ -122,6 +122,30 @@ class StudyTest(absltest.TestCase):
     self.assertEqual({r.overrides["x"] for r in final}, {2})
     self.assertIn("--config.x=2", final[-1].command("/c"))
 
+  def test_estimated_transition_waits_for_its_source(self):
+    study = self._study(methods=(
+        study_lib.Method("ce", grid={"x": (1, 2)}),
+        study_lib.Method("fc", grid={"y": (3,)}, transition_from="ce")))
+    self.assertEqual({r.method for r in study_lib.tune_runs(study, "/r")},
+                     {"ce"})
+    tune = study_lib.tune_runs(study, "/r", {("a", "ce"): {"x": 2}})
+    fc = [r for r in tune if r.method == "fc"]
+    self.assertLen(fc, 2)
+    self.assertEqual(fc[0].transition_source, "/r/a/ce/tune/x=2/seed0")
+    self.assertEqual(fc[0].overrides["loss.transition_matrix"],
+                     "/r/a/fc/tune/y=3/seed0/transition_matrix.npy")
+    # The source's runs save the predictions the estimate needs.
+    self.assertTrue(all(r.overrides["save_train_probabilities"]
+                        for r in tune if r.method == "ce"))
+    final = study_lib.final_runs(study, "/r", {("a", "ce"): {"x": 2},
+                                               ("a", "fc"): {"y": 3}})
+    self.assertEqual([r.transition_source for r in final
+                      if r.method == "fc"][:1], ["/r/a/ce/final/seed100"])
+    self.assertEqual(study_lib.count_runs(study), 3 * 2 + 2 * 10)
+    with self.assertRaisesRegex(ValueError, "estimates its transition"):
+      self._study(methods=(study_lib.Method("ce"),
+                           study_lib.Method("fc", transition_from="fc")))
+
   def test_setting_method_overrides_win(self):
     setting = study_lib.Setting("a", "f.py", {"k": 1, "j": 1},
                                 method_overrides={"ce": {"k": 2}})
@@ -180,6 +204,25 @@ class RunnerTest(absltest.TestCase):
       runner.execute(run, configs_dir="/c", metric="accuracy",
                      python=self._launcher(fake))
     self.assertIsNone(runner.read_result(run))
+
+  def test_transition_matrix_estimated_from_the_source_run(self):
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    source, workdir = tempfile.mkdtemp(), tempfile.mkdtemp()
+    run = study_lib.Run("tune", "a", "fc", {}, 0, "mnist1d.py", {}, workdir,
+                        transition_source=source)
+    with self.assertRaisesRegex(runner.RunFailed, "does not exist"):
+      runner.estimate_transition(run)
+    t = np.array([[0.8, 0.2], [0.3, 0.7]])
+    # 50 near-anchors of each class (clean posteriors within 1 % of one-hot)
+    # among 200 unsure inputs: the 97th-percentile anchors give T to 1 %.
+    delta = np.linspace(0, 0.01, 50)[:, None]
+    clean = np.concatenate([(1 - delta) * np.eye(2)[i] + delta / 2
+                            for i in range(2)] + [np.full((200, 2), 0.5)])
+    np.save(os.path.join(source, study_lib.PROBABILITIES_FILE), clean @ t)
+    runner.estimate_transition(run)
+    np.testing.assert_allclose(
+        np.load(os.path.join(workdir, study_lib.TRANSITION_FILE)), t,
+        atol=0.01)
 
   def test_progress_line(self):
     now = [0.0]
