@@ -33,6 +33,9 @@ _WORKERS = flags.DEFINE_integer("workers", 1, "Runs trained at once.",
                                 lower_bound=1)
 _PHASES = flags.DEFINE_list("phases", ["tune", "final", "summarize"],
                             "Which of tune, final, summarize to do.")
+_REPLICAS = flags.DEFINE_integer(
+    "replicas", 1, "Train up to this many consecutive seeds of a grid point "
+    "as one program (config.replicas); 1: each seed alone.", lower_bound=1)
 _OUT = flags.DEFINE_string("out", "docs/results",
                            "Where the summary and figures go.")
 _DRY_RUN = flags.DEFINE_bool("dry_run", False,
@@ -87,7 +90,7 @@ def main(argv):
   root = _ROOT.value or os.path.join("workdirs", "studies", study.name)
   root = os.path.abspath(root)
   common = dict(workers=_WORKERS.value, configs_dir=CONFIGS_DIR,
-                metric=study.metric)
+                metric=study.metric, replicas=_REPLICAS.value)
   if _DRY_RUN.value:
     tune = study_lib.tune_runs(study, root, _selected(study, root)[0])
     done = sum(runner.read_result(r) is not None for r in tune)

@@ -11,6 +11,7 @@ by the same command. N workers run N processes at once.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import json
 import os
 import re
@@ -76,17 +77,86 @@ def estimate_transition(run: study_lib.Run) -> None:
   os.replace(path + ".tmp.npy", path)
 
 
-def execute(run: study_lib.Run, *, configs_dir: str, metric: str,
-            python: str = sys.executable) -> dict[str, Any]:
-  """Runs (or resumes) one run to its end and writes its ``result.json``.
+# Per-record lists that are one value per bin or class, not per replica.
+_NESTED = ("grad_by_confidence", "grad_bin_count")
 
-  A run whose loss diverges (``train`` stops with FloatingPointError) is a
-  result too: ``status`` is ``diverged`` and it has no scores, so selection
-  passes over its grid point.
+
+def replica_records(records: Sequence[dict], replica: int,
+                    replicas: int) -> list[dict]:
+  """Replica ``replica``'s view of a replicated run's records.
+
+  ``train`` with ``replicas = R > 1`` writes each per-replica metric as a
+  list of R values (and each per-bin list as R lists); shared values
+  (epoch, learning rate) stay scalars.
+  """
+  if replicas == 1:
+    return list(records)
+  out = []
+  for record in records:
+    view = {}
+    for key, value in record.items():
+      if key in _NESTED or key.endswith("_per_class"):
+        nested = isinstance(value, list) and value and isinstance(
+            value[0], list)
+        view[key] = value[replica] if nested else value
+      elif isinstance(value, list) and len(value) == replicas:
+        view[key] = value[replica]
+      else:
+        view[key] = value
+    out.append(view)
+  return out
+
+
+def replica_groups(runs: Sequence[study_lib.Run], most: int
+                   ) -> list[list[study_lib.Run]]:
+  """Runs that differ only by consecutive seeds, at most ``most`` a group.
+
+  A group trains as one program (``config.replicas``), replica r with seed
+  ``first + r``. Runs whose transition matrix is estimated per seed stay
+  alone.
+  """
+  groups: list[list[study_lib.Run]] = []
+  for run in runs:
+    last = groups[-1] if groups else None
+    if (last and most > 1 and len(last) < most
+        and run.transition_source is None
+        and last[0].transition_source is None
+        and (run.phase, run.setting, run.method, dict(run.point)) ==
+        (last[0].phase, last[0].setting, last[0].method, dict(last[0].point))
+        and run.seed == last[-1].seed + 1):
+      last.append(run)
+    else:
+      groups.append([run])
+  return groups
+
+
+def _group_run(group: Sequence[study_lib.Run]) -> study_lib.Run:
+  """The one ``train`` run that trains ``group``'s seeds as replicas."""
+  first = group[0]
+  if len(group) == 1:
+    return first
+  workdir = os.path.join(os.path.dirname(first.workdir),
+                         f"seeds{first.seed}-{group[-1].seed}")
+  return dataclasses.replace(first, workdir=workdir, overrides={
+      **first.overrides, "replicas": len(group)})
+
+
+def execute(group: Sequence[study_lib.Run] | study_lib.Run, *,
+            configs_dir: str, metric: str,
+            python: str = sys.executable) -> list[dict[str, Any]]:
+  """Runs (or resumes) a run, or a group of seeds as replicas, to its end.
+
+  Each member's ``result.json`` goes to its own workdir (with its records
+  as ``metrics.jsonl`` when it trained as a replica). A run whose loss
+  diverges (``train`` stops with FloatingPointError) is a result too:
+  ``status`` is ``diverged`` and it has no scores, so selection passes over
+  its grid point; in a group, every replica shares that fate.
 
   Raises:
     RunFailed: the process failed otherwise (its log is in the workdir).
   """
+  group = [group] if isinstance(group, study_lib.Run) else list(group)
+  run = _group_run(group)
   os.makedirs(run.workdir, exist_ok=True)
   if run.transition_source is not None:
     estimate_transition(run)
@@ -102,21 +172,34 @@ def execute(run: study_lib.Run, *, configs_dir: str, metric: str,
                            stdin=subprocess.DEVNULL, env=env)
   with open(log_path) as f:
     text = f.read()
-  result = {"phase": run.phase, "setting": run.setting, "method": run.method,
-            "point": dict(run.point), "seed": run.seed,
-            "overrides": dict(run.overrides),
-            "wall_seconds": time.perf_counter() - start}
-  if code != 0:
-    if "FloatingPointError" not in text:
-      tail = "\n".join(text.strip().splitlines()[-5:])
-      raise RunFailed(f"{run.workdir}: train exited with {code}:\n{tail}")
-    result.update(status="diverged", scores=None)
-  else:
-    records = reporting.read_records(run.workdir)
-    result.update(status="done", test_size=_test_size(text),
-                  scores=protocol.run_scores(records, metric))
-  _write_json(os.path.join(run.workdir, RESULT_FILE), result)
-  return result
+  if code != 0 and "FloatingPointError" not in text:
+    tail = "\n".join(text.strip().splitlines()[-5:])
+    raise RunFailed(f"{run.workdir}: train exited with {code}:\n{tail}")
+  seconds = (time.perf_counter() - start) / len(group)
+  records = reporting.read_records(run.workdir) if code == 0 else []
+  results = []
+  for replica, member in enumerate(group):
+    result = {"phase": member.phase, "setting": member.setting,
+              "method": member.method, "point": dict(member.point),
+              "seed": member.seed, "overrides": dict(member.overrides),
+              "wall_seconds": seconds}
+    if len(group) > 1:
+      result["trained_as"] = {"workdir": run.workdir, "replica": replica,
+                              "replicas": len(group)}
+    if code != 0:
+      result.update(status="diverged", scores=None)
+    else:
+      mine = replica_records(records, replica, len(group))
+      if member.workdir != run.workdir:
+        os.makedirs(member.workdir, exist_ok=True)
+        with open(os.path.join(member.workdir, reporting.METRICS_FILE),
+                  "w") as f:
+          f.writelines(json.dumps(r) + "\n" for r in mine)
+      result.update(status="done", test_size=_test_size(text),
+                    scores=protocol.run_scores(mine, metric))
+    _write_json(os.path.join(member.workdir, RESULT_FILE), result)
+    results.append(result)
+  return results
 
 
 class StudyProgress:
@@ -164,9 +247,13 @@ class StudyProgress:
 
 
 def run_all(runs: Sequence[study_lib.Run], *, workers: int, configs_dir: str,
-            metric: str, label: str = "",
+            metric: str, label: str = "", replicas: int = 1,
             stream: TextIO = sys.stderr) -> list[str]:
-  """Runs every unfinished run, ``workers`` at a time.
+  """Runs every unfinished run, ``workers`` processes at a time.
+
+  Args:
+    replicas: train up to this many consecutive seeds of one grid point as
+      one program (``config.replicas``); 1 trains each seed alone.
 
   Returns:
     The failure messages (empty when every run finished).
@@ -174,21 +261,26 @@ def run_all(runs: Sequence[study_lib.Run], *, workers: int, configs_dir: str,
   todo = [r for r in runs if read_result(r) is None]
   progress = StudyProgress(len(runs), len(runs) - len(todo), workers,
                            stream=stream)
+  groups = replica_groups(todo, replicas)
   stream.write(f"{label}{len(runs)} runs, {len(runs) - len(todo)} finished "
-               f"before, {len(todo)} to run with {workers} worker(s)\n")
+               f"before, {len(todo)} to run as {len(groups)} program(s) with "
+               f"{workers} worker(s)\n")
   stream.flush()
   failures = []
 
-  def one(run):
+  def one(group):
     start = time.perf_counter()
     try:
-      execute(run, configs_dir=configs_dir, metric=metric)
+      execute(group, configs_dir=configs_dir, metric=metric)
     except RunFailed as e:
       failures.append(str(e))
-      progress.finished(time.perf_counter() - start, failed=True)
+      for _ in group:
+        progress.finished(0.0, failed=True)
       return
-    progress.finished(time.perf_counter() - start)
+    seconds = (time.perf_counter() - start) / len(group)
+    for _ in group:
+      progress.finished(seconds)
 
   with concurrent.futures.ThreadPoolExecutor(max(1, workers)) as pool:
-    list(pool.map(one, todo))
+    list(pool.map(one, groups))
   return failures

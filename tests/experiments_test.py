@@ -14,6 +14,7 @@ from absl.testing import absltest
 from experiments import protocol
 from experiments import runner
 from experiments import study as study_lib
+from train import reporting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOY = os.path.join(ROOT, "tests", "toy_study.py")
@@ -184,7 +185,7 @@ class RunnerTest(absltest.TestCase):
         "import sys\nprint('FloatingPointError: the training loss is nan')\n"
         "sys.exit(1)\n")
     run = self._run(workdir)
-    result = runner.execute(run, configs_dir="/c", metric="accuracy",
+    (result,) = runner.execute(run, configs_dir="/c", metric="accuracy",
                             python=self._launcher(fake))
     self.assertEqual(result["status"], "diverged")
     self.assertIsNone(result["scores"])
@@ -193,7 +194,7 @@ class RunnerTest(absltest.TestCase):
   def _launcher(self, script):
     path = os.path.join(tempfile.mkdtemp(), "python")
     with open(path, "w") as f:
-      f.write(f"#!/bin/sh\nexec {sys.executable} {script}\n")
+      f.write(f"#!/bin/sh\nexec {sys.executable} {script} \"$@\"\n")
     os.chmod(path, 0o755)
     return path
 
@@ -223,6 +224,55 @@ class RunnerTest(absltest.TestCase):
     np.testing.assert_allclose(
         np.load(os.path.join(workdir, study_lib.TRANSITION_FILE)), t,
         atol=0.01)
+
+  def test_replica_records(self):
+    records = [{"epoch": 1, "learning_rate": 0.1, "val_accuracy": [0.5, 0.6],
+                "grad_by_confidence": [[1.0, None], [2.0, 3.0]],
+                "grad_bin_count": [[1, 0], [1, 1]]}]
+    (mine,) = runner.replica_records(records, 1, 2)
+    self.assertEqual(mine, {"epoch": 1, "learning_rate": 0.1,
+                            "val_accuracy": 0.6,
+                            "grad_by_confidence": [2.0, 3.0],
+                            "grad_bin_count": [1, 1]})
+    self.assertEqual(runner.replica_records(records, 0, 1), records)
+
+  def test_replica_groups(self):
+    def run(seed, method="ce", point=None):
+      return study_lib.Run("final", "a", method, point or {}, seed, "f.py",
+                           {"seed": seed}, f"/r/{method}/seed{seed}")
+    runs = [run(0), run(1), run(2), run(4), run(5, "el"), run(6, "el")]
+    seeds = [[r.seed for r in g] for g in runner.replica_groups(runs, 2)]
+    self.assertEqual(seeds, [[0, 1], [2], [4], [5, 6]])
+    self.assertLen(runner.replica_groups(runs, 1), 6)
+
+  def test_group_trains_as_replicas_and_splits_results(self):
+    # A fake train: writes two epochs of two replicas' records.
+    fake = self._fake_train(
+        "import json, os, sys\n"
+        "args = dict(a[2:].split('=', 1) for a in sys.argv[1:] "
+        "if a.startswith('--'))\n"
+        "assert args['config.replicas'] == '2', args\n"
+        "assert args['config.seed'] == '7', args\n"
+        "w = args['workdir']\n"
+        "print('mnist1d: train 10, val 5, test 20; noise none')\n"
+        "with open(os.path.join(w, 'metrics.jsonl'), 'w') as f:\n"
+        "  for e, (v, t) in enumerate([([.5, .9], [.4, .8]),\n"
+        "                               ([.6, .7], [.3, .2])]):\n"
+        "    f.write(json.dumps({'epoch': e + 1, 'val_accuracy': v,\n"
+        "                        'test_accuracy': t}) + '\\n')\n")
+    root = tempfile.mkdtemp()
+    group = [study_lib.Run("final", "a", "ce", {}, seed, "f.py",
+                           {"seed": seed}, os.path.join(root, f"seed{seed}"))
+             for seed in (7, 8)]
+    results = runner.execute(group, configs_dir="/c", metric="accuracy",
+                             python=self._launcher(fake))
+    self.assertEqual([r["scores"]["test_at_val"] for r in results],
+                     [0.3, 0.8])
+    self.assertEqual([r["scores"]["test_last"] for r in results], [0.3, 0.2])
+    self.assertEqual(results[1]["trained_as"]["workdir"],
+                     os.path.join(root, "seeds7-8"))
+    self.assertEqual(runner.read_result(group[1])["test_size"], 20)
+    self.assertLen(reporting.read_records(group[0].workdir), 2)
 
   def test_progress_line(self):
     now = [0.0]
