@@ -28,6 +28,21 @@ def _interval(values) -> tuple[float, float]:
   return float(v.mean()), float(half)
 
 
+def _test_interval(c, setting: str, method: str) -> tuple[float, float]:
+  """Test score at best validation (%) over a method's final seeds."""
+  runs = c.final.get((setting, method), {})
+  return _interval([100 * r["test_at_val"] for r in runs.values()
+                    if r.get("test_at_val") is not None])
+
+
+def _save(fig, path, legend_ax=None) -> None:
+  if legend_ax is not None:
+    legend_ax.legend(fontsize=7)
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
+
+
 def _colours(study):
   cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
   return {m.name: cycle[i % len(cycle)] for i, m in enumerate(study.methods)}
@@ -55,9 +70,7 @@ def scores(study, c, path) -> bool:
   colour = _colours(study)
   for ax, s in zip(axes, study.settings):
     for i, m in enumerate(study.methods):
-      runs = c.final.get((s.name, m.name), {})
-      mean, half = _interval([100 * r["test_at_val"] for r in runs.values()
-                              if r.get("test_at_val") is not None])
+      mean, half = _test_interval(c, s.name, m.name)
       if math.isfinite(mean):
         ax.errorbar(mean, i, xerr=half, fmt="o", color=colour[m.name],
                     capsize=3)
@@ -69,9 +82,7 @@ def scores(study, c, path) -> bool:
     ax.grid(axis="x", alpha=0.3)
   fig.suptitle(f"{study.title}: mean and 95 % CI over "
                f"{len(study.final_seeds)} seeds", fontsize=11)
-  fig.tight_layout()
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  _save(fig, path)
   return True
 
 
@@ -85,9 +96,7 @@ def versus_log_end(study, c, path) -> bool:
   for s in study.settings:
     xs, means, halves = [], [], []
     for m in sorted(methods, key=lambda m: m.overrides["loss.log_end"]):
-      runs = c.final.get((s.name, m.name), {})
-      mean, half = _interval([100 * r["test_at_val"] for r in runs.values()
-                              if r.get("test_at_val") is not None])
+      mean, half = _test_interval(c, s.name, m.name)
       if math.isfinite(mean):
         xs.append(m.overrides["loss.log_end"])
         means.append(mean)
@@ -97,18 +106,14 @@ def versus_log_end(study, c, path) -> bool:
     line, = ax.plot(xs, means, "o-", label=s.label or s.name)
     ax.fill_between(xs, np.subtract(means, halves), np.add(means, halves),
                     color=line.get_color(), alpha=0.2)
-    base = c.final.get((s.name, study.baseline), {})
-    mean, _ = _interval([100 * r["test_at_val"] for r in base.values()])
+    mean, _ = _test_interval(c, s.name, study.baseline)
     if math.isfinite(mean):
       ax.axhline(mean, color=line.get_color(), ls=":", lw=1)
   ax.set_xlabel("log_end (conservative bonus; 1 = plain bonus)")
   ax.set_ylabel(_metric_label(study))
   ax.set_title(f"Encouraging Loss vs log_end (dotted: {study.baseline})",
                fontsize=10)
-  ax.legend(fontsize=8)
-  fig.tight_layout()
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  _save(fig, path, ax)
   return True
 
 
@@ -137,10 +142,7 @@ def grad_by_confidence(study, c, path) -> bool:
     ax.set_xlabel("probability of the training label (bin centre)")
     ax.set_ylabel("mean |dL/dz| at the last epoch")
     ax.set_title(s.label or s.name, fontsize=10)
-  axes[0].legend(fontsize=7)
-  fig.tight_layout()
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  _save(fig, path, axes[0])
   return True
 
 
@@ -157,9 +159,7 @@ def versus_noise(study, c, path) -> bool:
     for m in study.methods:
       xs, means, halves = [], [], []
       for s in settings:
-        runs = c.final.get((s.name, m.name), {})
-        mean, half = _interval([100 * r["test_at_val"] for r in runs.values()
-                                if r.get("test_at_val") is not None])
+        mean, half = _test_interval(c, s.name, m.name)
         if math.isfinite(mean):
           xs.append(100 * s.x)
           means.append(mean)
@@ -172,10 +172,7 @@ def versus_noise(study, c, path) -> bool:
     ax.set_xlabel("noise rate (%)")
     ax.set_ylabel(_metric_label(study) + " at best noisy-val epoch")
     ax.set_title(group, fontsize=10)
-  axes[0].legend(fontsize=7)
-  fig.tight_layout()
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  _save(fig, path, axes[0])
   return True
 
 
@@ -204,10 +201,9 @@ def recovery(study, c, path) -> bool:
     ax.set_ylabel("label recovery (%)")
     ax.set_title(s.label or s.name, fontsize=10)
   if drawn:
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-  plt.close(fig)
+    _save(fig, path, axes[0])
+  else:
+    plt.close(fig)
   return drawn
 
 

@@ -378,3 +378,69 @@ class RealStudiesTest(absltest.TestCase):
           config = run.config_dict(cli.CONFIGS_DIR)
           config_checks.check(config, num_devices=1)
           self.assertEqual(config.seed, run.seed)
+
+
+class SummaryTest(absltest.TestCase):
+  """The summary page, CSV and every figure from fabricated results."""
+
+  def test_summary_from_results(self):
+    from experiments import summary  # pylint: disable=g-import-not-at-top
+    settings = tuple(
+        study_lib.Setting(f"sym{r}", "mnist1d.py", label=f"{r} %",
+                          x=r / 100, group="symmetric") for r in (20, 40))
+    methods = (
+        study_lib.Method("ce", grid={"optimizer.learning_rate": (0.1, 0.3)}),
+        study_lib.Method("el", {"loss.name": "encouraging",
+                                "loss.log_end": 0.75},
+                         grid={"optimizer.learning_rate": (0.1,)}),
+        study_lib.Method("jo", {"loss.name": "joint_optimization"},
+                         grid={"optimizer.learning_rate": (0.1,)}))
+    study = study_lib.Study(
+        name="fab", title="Fabricated", settings=settings, methods=methods,
+        baseline="ce", claims=(study_lib.Claim("EL beats CE", "p", "el",
+                                               "ce"),),
+        tune_seeds=(0,), final_seeds=(1, 2, 3),
+        figures=("scores", "log_end", "grad_by_confidence", "noise",
+                 "recovery"))
+    root, out = tempfile.mkdtemp(), tempfile.mkdtemp()
+    # EL is better than CE by 2 points +- 0.1 on every seed; the 0.3 rate
+    # of CE wins validation.
+    for run in study_lib.tune_runs(study, root):
+      val = 0.9 if run.point["optimizer.learning_rate"] == 0.3 else 0.8
+      self._result(run, val, val)
+    selected = {(s.name, m.name): {"optimizer.learning_rate":
+                                   0.3 if m.name == "ce" else 0.1}
+                for s in settings for m in methods}
+    partial = summary.collect(study, root)
+    self.assertEqual(partial.pending, 18)
+    self.assertEqual(partial.selected[("sym20", "ce")][0], selected[
+        ("sym20", "ce")])
+    for run in study_lib.final_runs(study, root, selected):
+      test = 0.8 + (0.02 + 0.001 * run.seed if run.method == "el" else 0)
+      self._result(run, test, test, recovery=run.method == "jo")
+    out_info = summary.write(study, root, out)
+    self.assertEqual(out_info["pending"], 0)
+    verdict, interval = out_info["verdicts"][("EL beats CE", "sym20")]
+    self.assertEqual(verdict, "confirmed")
+    self.assertEqual(interval, "+2.20 [+1.95, +2.45]")
+    for name in study.figures:
+      self.assertTrue(os.path.exists(os.path.join(out, f"fab_{name}.png")),
+                      name)
+    with open(os.path.join(out, "fab.md")) as f:
+      page = f.read()
+    self.assertIn("| ce | learning_rate 0.3 | 90.00 | 3 | 80.00 ± 0.00 |",
+                  page)
+    with open(os.path.join(out, "fab.csv")) as f:
+      self.assertLen(list(csv.DictReader(f)), 18)
+
+  def _result(self, run, val, test, recovery=False):
+    os.makedirs(run.workdir, exist_ok=True)
+    records = [{"epoch": e, "val_accuracy": val - 0.01 * (2 - e),
+                "test_accuracy": test - 0.01 * (2 - e),
+                "recovery_accuracy": 0.6 + 0.1 * e if recovery else 0.6,
+                "grad_by_confidence": [0.5, None, 0.1]} for e in (1, 2)]
+    with open(os.path.join(run.workdir, reporting.METRICS_FILE), "w") as f:
+      f.writelines(json.dumps(r) + "\n" for r in records)
+    with open(os.path.join(run.workdir, runner.RESULT_FILE), "w") as f:
+      json.dump({"status": "done", "wall_seconds": 1.0, "test_size": 100,
+                 "scores": protocol.run_scores(records)}, f)
