@@ -48,10 +48,10 @@ def _colours(study):
   return {m.name: cycle[i % len(cycle)] for i, m in enumerate(study.methods)}
 
 
-def _panels(n: int):
+def _panels(n: int, height: float = 3.6):
   cols = min(n, 3)
   rows = math.ceil(n / cols)
-  fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows),
+  fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, height * rows),
                            squeeze=False)
   for ax in axes.flat[n:]:
     ax.set_visible(False)
@@ -66,7 +66,9 @@ def scores(study, c, path) -> bool:
   """Test score at best validation, per method and setting, with CIs."""
   if not any(c.final.values()):
     return False
-  fig, axes = _panels(len(study.settings))
+  # A row of the y axis per method: room for each label.
+  fig, axes = _panels(len(study.settings),
+                      height=max(3.6, 1.2 + 0.28 * len(study.methods)))
   colour = _colours(study)
   for ax, s in zip(axes, study.settings):
     for i, m in enumerate(study.methods):
