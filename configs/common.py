@@ -94,6 +94,9 @@ def base_config() -> config_dict.ConfigDict:
 
   c.dataset = config_dict.ConfigDict(dict(
       name="mnist1d", data_dir=config_dict.placeholder(_STR), val_size=0.1,
+      # Seed of the validation split (and train_size subsample); None:
+      # config.seed. Replicas share the split.
+      split_seed=config_dict.placeholder(_INT),
       train_size=config_dict.placeholder(_INT),
       crop_padding=config_dict.placeholder(_INT),
       flip=config_dict.placeholder(_BOOL),
@@ -110,7 +113,11 @@ def base_config() -> config_dict.ConfigDict:
       name="none", rate=0.0, include_true_class=True, exact=True,
       mapping=config_dict.placeholder(_STR), drop_rate=0.0, add_rate=0.0,
       human_key=config_dict.placeholder(_STR),
-      seed=config_dict.placeholder(_INT)))  # None: config.seed
+      seed=config_dict.placeholder(_INT),  # None: config.seed
+      # The validation labels get the same noise (an independent draw), so
+      # model selection sees the labels a practitioner has; the clean ones
+      # are measured too (val_clean_accuracy).
+      validation=True))
 
   c.model = config_dict.ConfigDict(dict(
       name="cnn1d", width=config_dict.placeholder(_INT)))

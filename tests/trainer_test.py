@@ -126,6 +126,33 @@ class TrainerTest(parameterized.TestCase):
     self.assertBetween(record["test_map"], 0.0, 1.0)
     self.assertEqual(sum(record["grad_bin_count"]), 256 * 10)
 
+  def test_validation_labels_carry_the_noise(self):
+    config = tiny_config(**{"noise.rate": 0.5})
+    data, train, val = trainer.load_data(config)
+    np.testing.assert_array_equal(val.clean_labels, data.val_y)
+    self.assertBetween(np.mean(val.labels != val.clean_labels), 0.35, 0.55)
+    # Independent of the training draw, which the flag leaves unchanged.
+    config.noise.validation = False
+    _, train_again, clean_val = trainer.load_data(config)
+    np.testing.assert_array_equal(train.labels, train_again.labels)
+    np.testing.assert_array_equal(clean_val.labels, data.val_y)
+    config.noise.validation = True
+    config.noise.seed = 7
+    _, _, other = trainer.load_data(config)
+    self.assertFalse(np.array_equal(other.labels, val.labels))
+
+  def test_validation_accuracy_on_noisy_and_clean_labels(self):
+    _, noisy, _ = _run(tiny_config(**{"noise.rate": 0.8, "num_epochs": 1}))
+    _, clean, _ = _run(tiny_config(**{"noise.rate": 0.8, "num_epochs": 1,
+                                      "noise.validation": False}))
+    # Same training: the clean accuracy is the other run's val accuracy.
+    self.assertEqual(noisy[0]["val_clean_accuracy"],
+                     clean[0]["val_accuracy"])
+    self.assertEqual(clean[0]["val_clean_accuracy"],
+                     clean[0]["val_accuracy"])
+    self.assertNotEqual(noisy[0]["val_accuracy"],
+                        noisy[0]["val_clean_accuracy"])
+
   def test_summary_table(self):
     summary, _, workdir = _run(tiny_config())
     table = reporting.summary_table(summary, "title")

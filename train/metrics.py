@@ -140,6 +140,21 @@ def mean_average_precision(scores, targets, weights) -> jax.Array:
       has_positive.sum(), 1)
 
 
+def agreement_metrics(logits, labels, weights, multi_label: bool
+                      ) -> dict[str, jax.Array]:
+  """Accuracy (and mAP for multi-label) of a split's logits; jit-able.
+
+  What ``evaluation_metrics`` measures of a second label set (the clean
+  validation labels), without calibration or likelihood.
+  """
+  agree = predictions_agree(logits, labels, multi_label)
+  out = {"accuracy": jnp.sum(agree * weights) / jnp.maximum(weights.sum(),
+                                                            1.0)}
+  if multi_label:
+    out["map"] = mean_average_precision(logits, labels, weights)
+  return out
+
+
 def evaluation_metrics(logits, labels, weights, multi_label: bool
                        ) -> dict[str, jax.Array]:
   """Accuracy, ECE, NLL (and mAP for multi-label) of a split; jit-able.
@@ -152,7 +167,7 @@ def evaluation_metrics(logits, labels, weights, multi_label: bool
   """
   total = jnp.maximum(weights.sum(), 1.0)
   agree = predictions_agree(logits, labels, multi_label)
-  out = {"accuracy": jnp.sum(agree * weights) / total}
+  out = agreement_metrics(logits, labels, weights, multi_label)
   if multi_label:
     probs = jax.nn.sigmoid(logits)
     confidence = jnp.maximum(probs, 1 - probs)
@@ -162,7 +177,6 @@ def evaluation_metrics(logits, labels, weights, multi_label: bool
                                             entry_weights)
     nll = -(labels * jax.nn.log_sigmoid(logits)
             + (1 - labels) * jax.nn.log_sigmoid(-logits)).sum(-1)
-    out["map"] = mean_average_precision(logits, labels, weights)
   else:
     log_p = jax.nn.log_softmax(logits)
     confidence = jnp.exp(log_p.max(axis=-1))

@@ -144,23 +144,32 @@ def make_train_step(cfg: StepConfig, state: TrainState,
 
 def make_evaluate(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,
                   multi_label: bool):
-  """``evaluate(params, model_state, x, y, order, mask) -> metrics``, jitted.
+  """``evaluate(params, model_state, x, labels, order, mask) -> metrics``.
 
-  ``order``/``mask`` are ``pipeline.eval_indices``, split along ``B``; the
-  logits of every batch are stacked and the split's metrics computed at once.
+  Jitted. ``labels`` maps a prefix to a label set: ``''`` gets every metric
+  of ``metrics.evaluation_metrics``, any other prefix (``'clean_'``) only
+  those of ``metrics.agreement_metrics``. ``order``/``mask`` are
+  ``pipeline.eval_indices``, split along ``B``; the logits of every batch are
+  stacked and the split's metrics computed at once.
   """
 
-  def evaluate(params, model_state, x, y, order, mask):
+  def evaluate(params, model_state, x, labels, order, mask):
     def logits_of(_, indices):
       logits, _ = classifier.apply(params, model_state,
                                    jnp.take(x, indices, axis=0), train=False)
       return None, logits
 
     _, logits = jax.lax.scan(logits_of, None, order)
-    labels = jnp.take(y, order.reshape(-1), axis=0)
-    return metrics.evaluation_metrics(
-        logits.reshape(-1, logits.shape[-1]), labels,
-        mask.reshape(-1).astype(jnp.float32), multi_label)
+    logits = logits.reshape(-1, logits.shape[-1]).astype(jnp.float32)
+    weights = mask.reshape(-1).astype(jnp.float32)
+    out = {}
+    for prefix, y in labels.items():
+      y = jnp.take(y, order.reshape(-1), axis=0)
+      measure = (metrics.evaluation_metrics if not prefix
+                 else metrics.agreement_metrics)
+      out.update({prefix + k: v for k, v in
+                  measure(logits, y, weights, multi_label).items()})
+    return out
 
   split = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
   return jax.jit(evaluate, in_shardings=(None, None, None, None, split, split))

@@ -34,13 +34,21 @@ from train import stages
 from train import steps
 
 ConfigError = config_checks.ConfigError
+# The validation noise's seed is (noise seed, this).
+VALIDATION_NOISE_STREAM = 1
 
 
 # ---------------------------------------------------------------------------
 # Data.
 # ---------------------------------------------------------------------------
-def load_data(config) -> tuple[datasets.Dataset, noise.NoisyLabels]:
-  """The dataset and its noisy training labels, as the config says."""
+def load_data(config) -> tuple[datasets.Dataset, noise.NoisyLabels,
+                              noise.NoisyLabels]:
+  """The dataset, its noisy training labels and its validation labels.
+
+  With ``config.noise.validation`` the validation labels get the training
+  noise model too, drawn from the noise seed in a stream of its own
+  (independent of the training draw); else they are the clean ones.
+  """
   d = config.dataset
   options = {k: d[k] for k in ("num_samples", "num_train", "num_test",
                                "mosaic_seed", "download") if d[k] is not None}
@@ -50,33 +58,44 @@ def load_data(config) -> tuple[datasets.Dataset, noise.NoisyLabels]:
     val_size = int(val_size)
   try:
     data = datasets.load(d.name, data_dir=d.data_dir, val_size=val_size,
-                         seed=config.seed, train_size=d.train_size,
+                         seed=config.seed if d.split_seed is None
+                         else d.split_seed, train_size=d.train_size,
                          crop_padding=d.crop_padding, flip=d.flip, **options)
   except ValueError as e:
     raise ConfigError(f"config.dataset: {e}") from None
   n = config.noise
-  human = None
-  if n.name == "human":
-    if n.human_key not in data.train_noisy_labels:
-      raise ConfigError(
-          f"config.noise.human_key = {n.human_key!r}: dataset {d.name!r} "
-          f"has human label sets {sorted(data.train_noisy_labels)}")
-    human = data.train_noisy_labels[n.human_key]
+  if n.name == "human" and n.human_key not in data.train_noisy_labels:
+    raise ConfigError(
+        f"config.noise.human_key = {n.human_key!r}: dataset {d.name!r} "
+        f"has human label sets {sorted(data.train_noisy_labels)}")
   if (n.name == "multilabel") != data.multi_label:
     raise ConfigError(
         f"config.noise.name = {n.name!r}: dataset {d.name!r} is "
         f"{'multi' if data.multi_label else 'single'}-label; "
         f"{'only multilabel' if data.multi_label else 'multilabel'} noise "
         f"{'fits' if data.multi_label else 'does not fit'} it")
-  try:
-    noisy = noise.apply_noise(
-        data.train_y, data.num_classes, name=n.name, rate=n.rate,
-        seed=config.seed if n.seed is None else n.seed, exact=n.exact,
-        include_true_class=n.include_true_class, mapping=n.mapping,
-        drop_rate=n.drop_rate, add_rate=n.add_rate, noisy_labels=human)
-  except ValueError as e:
-    raise ConfigError(f"config.noise: {e}") from None
-  return data, noisy
+  seed = config.seed if n.seed is None else n.seed
+
+  def noisy(labels, human, seed):
+    try:
+      return noise.apply_noise(
+          labels, data.num_classes, name=n.name, rate=n.rate, seed=seed,
+          exact=n.exact, include_true_class=n.include_true_class,
+          mapping=n.mapping, drop_rate=n.drop_rate, add_rate=n.add_rate,
+          noisy_labels=None if human is None else human[n.human_key])
+    except ValueError as e:
+      raise ConfigError(f"config.noise: {e}") from None
+
+  human = n.name == "human"
+  train = noisy(data.train_y, data.train_noisy_labels if human else None, seed)
+  if n.validation and n.name != "none" and len(data.val_y):
+    # A stream of its own: the training draw is the same with or without it.
+    val = noisy(data.val_y, data.val_noisy_labels if human else None,
+                (seed, VALIDATION_NOISE_STREAM))
+  else:
+    val = noise.NoisyLabels(labels=data.val_y, clean_labels=data.val_y,
+                            noise_rate=0.0, transition_matrix=None)
+  return data, train, val
 
 
 def _check_data(config, data: datasets.Dataset) -> None:
@@ -105,7 +124,7 @@ class _Run:
     self.config = config
     self.workdir = workdir
     self.mesh = pipeline.make_mesh()
-    data, noisy = load_data(config)
+    data, noisy, val_noisy = load_data(config)
     _check_data(config, data)
     self.data, self.noisy = data, noisy
     self.steps_per_epoch = data.num_train // config.batch_size
@@ -135,13 +154,18 @@ class _Run:
         {"image": data.train_x, "label": noisy.labels,
          "clean_label": noisy.clean_labels}, mesh)
     self.eval_sets = {}
-    for split, x, y in (("val", data.val_x, data.val_y),
-                        ("test", data.test_x, data.test_y)):
+    # Validation is measured against the labels a practitioner has (noisy
+    # with noise.validation) and against the clean ones; test is clean.
+    for split, x, labels in (
+        ("val", data.val_x, {"": val_noisy.labels,
+                             "clean_": val_noisy.clean_labels}),
+        ("test", data.test_x, {"": data.test_y})):
       if len(x):
         order, mask = pipeline.eval_indices(len(x), config.eval_batch_size)
         sharding = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
         self.eval_sets[split] = (
-            *pipeline.put_replicated({"x": x, "y": y}, mesh).values(),
+            jax.device_put(x, pipeline.replicated(mesh)),
+            pipeline.put_replicated(labels, mesh),
             jax.device_put(order, sharding), jax.device_put(mask, sharding))
     rows = label_state_lib.padded_size(data.num_train, mesh)
 
