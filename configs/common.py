@@ -141,6 +141,12 @@ def base_config() -> config_dict.ConfigDict:
       epochs=0, loss="cross_entropy", learning_rate=0.2,
       schedule="piecewise", boundaries=(40, 80), seed_offset=1))
 
+  # The host fetches the training sums (progress line, finiteness check)
+  # every `log_every_steps` steps and at each epoch's end (0: only there),
+  # and dispatches `steps_per_dispatch` steps per call: more than 1 helps
+  # models whose step is shorter than the host's dispatch.
+  c.log_every_steps = 0
+  c.steps_per_dispatch = 1
   c.checkpoint_every_epochs = 1
   c.keep_checkpoints = 2
   c.grad_bins = 10

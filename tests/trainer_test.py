@@ -78,6 +78,19 @@ class TrainerTest(parameterized.TestCase):
     _, other, _ = _run(tiny_config(**{"seed": 1, "loss.name": "jo"}))
     self.assertNotEqual(first[-1]["train_loss"], other[-1]["train_loss"])
 
+  def test_steps_per_dispatch_and_fetches_change_nothing(self):
+    overrides = {"loss.name": "jo", "label_state.mode": "soft",
+                 "label_state.begin": 1}
+    _, plain, _ = _run(tiny_config(**overrides))
+    # 4 steps an epoch: a call of 3 and a call of 1; a fetch every 2 steps.
+    _, batched, _ = _run(tiny_config(**overrides, steps_per_dispatch=3,
+                                     log_every_steps=2))
+    for a, b in zip(without_timings(plain), without_timings(batched)):
+      for key in a:
+        np.testing.assert_allclose(np.asarray(a[key], float),
+                                   np.asarray(b[key], float), rtol=1e-4,
+                                   atol=1e-5, err_msg=key)
+
   def test_relabelling_changes_labels_from_begin_on(self):
     config = tiny_config(**{"loss.name": "jo", "label_state.mode": "hard",
                             "label_state.begin": 2, "num_epochs": 3})

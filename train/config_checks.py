@@ -107,8 +107,13 @@ def check(config: config_dict.ConfigDict, *, num_devices: int) -> None:
     ConfigError: naming the first bad key.
   """
   for key in ("num_epochs", "batch_size", "eval_batch_size",
-              "checkpoint_every_epochs", "keep_checkpoints", "grad_bins"):
+              "checkpoint_every_epochs", "keep_checkpoints", "grad_bins",
+              "steps_per_dispatch"):
     _positive_int(config, key)
+  _require(isinstance(config.log_every_steps, int)
+           and config.log_every_steps >= 0, "log_every_steps",
+           config.log_every_steps, "must be a non-negative integer (0: once "
+           "per epoch)")
   for key in ("batch_size", "eval_batch_size"):
     _require(config[key] % num_devices == 0, key, config[key],
              f"must be a multiple of the {num_devices} devices, so that "

@@ -40,7 +40,7 @@ def _bin_sums(values, confidence, weights, num_bins):
 def zeros_like_sums(num_bins: int) -> dict[str, jax.Array]:
   """The accumulator of ``training_sums`` before an epoch's first step."""
   scalars = ("loss", "examples", "correct_noisy", "correct_clean",
-             "noisy_examples", "memorised")
+             "noisy_examples", "memorised", "nonfinite_steps")
   sums = {k: jnp.zeros((), jnp.float32) for k in scalars}
   sums["grad_sum"] = jnp.zeros((num_bins,), jnp.float32)
   sums["grad_count"] = jnp.zeros((num_bins,), jnp.float32)
@@ -65,8 +65,9 @@ def training_sums(*, loss, logits, logit_grad, probs, targets, noisy_labels,
 
   Args:
     loss: the batch loss (a mean over the batch).
-    logits, logit_grad, probs, targets: ``[B, C]``: logits, ``dL/dz`` of the
-      batch loss, probabilities (softmax or sigmoid) and current targets.
+    logits, logit_grad, probs: ``[B, C]``: logits, ``dL/dz`` of the batch
+      loss, probabilities (softmax or sigmoid).
+    targets: the current targets, ``[B, C]``, or integer labels ``[B]``.
     noisy_labels, clean_labels: the given and the true labels of the batch.
     multi_label: static.
     num_bins: confidence bins of the gradient magnitude, static.
@@ -82,14 +83,19 @@ def training_sums(*, loss, logits, logit_grad, probs, targets, noisy_labels,
     confidence = targets * probs + (1 - targets) * (1 - probs)
     magnitude = jnp.abs(logit_grad) * batch
   else:
-    confidence = jnp.sum(targets * probs, axis=-1)
+    if jnp.issubdtype(targets.dtype, jnp.integer):
+      confidence = jnp.take_along_axis(probs, targets[:, None], axis=-1)[:, 0]
+    else:
+      confidence = jnp.sum(targets * probs, axis=-1)
     magnitude = jnp.linalg.norm(logit_grad, axis=-1) * batch
   grad_sum, grad_count = _bin_sums(magnitude, confidence,
                                    jnp.ones_like(magnitude), num_bins)
   return {"loss": loss * batch, "examples": jnp.float32(batch),
           "correct_noisy": noisy.sum(), "correct_clean": clean.sum(),
           "noisy_examples": changed.sum(), "memorised": (noisy * changed).sum(),
-          "grad_sum": grad_sum, "grad_count": grad_count}
+          "grad_sum": grad_sum, "grad_count": grad_count,
+          # The host checks finiteness only when it fetches the sums.
+          "nonfinite_steps": 1.0 - jnp.isfinite(loss).astype(jnp.float32)}
 
 
 def training_epoch_metrics(sums: Mapping[str, np.ndarray]) -> dict:

@@ -106,8 +106,8 @@ class Progress:
     rate = (time.perf_counter() - self.start) / done
     return rate * (self.total - self.done)
 
-  def step(self, epoch: int, loss: float) -> None:
-    self.done += 1
+  def step(self, epoch: int, loss: float, steps: int = 1) -> None:
+    self.done += steps
     now = time.perf_counter()
     # At most ten redraws a second: a small model runs thousands of steps.
     if not self.live or (now - self._drawn < 0.1

@@ -49,6 +49,9 @@ class StepConfig:
     multi_label: whether targets are multi-hot.
     record: whether the step writes probabilities into the label history.
     grad_bins: bins of the gradient-by-confidence metric.
+    integer_labels: train on the batch's integer labels, not the label
+      state's rows (single-label data whose labels are never updated).
+    num_classes: ``C``, for a sigmoid loss's one-hot of integer labels.
   """
 
   classifier: models.Classifier
@@ -62,6 +65,8 @@ class StepConfig:
   multi_label: bool = False
   record: bool = True
   grad_bins: int = 10
+  integer_labels: bool = False
+  num_classes: int = 0
 
 
 def init_state(classifier: models.Classifier,
@@ -86,13 +91,30 @@ def probabilities(logits: jax.Array, family: str) -> jax.Array:
 def make_train_step(cfg: StepConfig, state: TrainState,
                     label_state: label_state_lib.LabelState,
                     data: Mapping[str, jax.Array]):
-  """``step(state, label_state, sums, data, order, epoch, i)``, jitted.
+  """``steps(state, label_state, sums, data, order, epoch, first[, count])``.
 
-  ``order`` is the epoch's ``[num_batches, B]`` indices (split along ``B``),
-  ``i`` the batch of the epoch; returns ``(state, label_state, sums, loss)``.
-  The arguments' values are only used for their shardings' structure.
+  Jitted: runs batches ``first, ..., first + count - 1`` of the epoch
+  (``order`` is the epoch's ``[num_batches, B]`` indices, split along ``B``)
+  and returns ``(state, label_state, sums)``; ``count`` is static, and more
+  than one step per call (a ``fori_loop``) saves the host's dispatch for
+  models whose step is shorter than it. Nothing per step comes back to the
+  host: the losses are summed in ``sums`` (with the count of non-finite
+  ones), which the caller fetches when it wants. The arguments' values are
+  only used for their shardings' structure.
+
+  With ``cfg.integer_labels`` the loss gets the batch's integer labels (the
+  losses' fast paths; a sigmoid loss their one-hot) instead of rows gathered
+  from the label state: right whenever the label state never relabels.
   """
   mesh = cfg.mesh
+
+  def targets_of(label_state, batch, indices):
+    if not cfg.integer_labels:
+      return label_state_lib.gather(label_state.labels, indices, mesh)
+    if cfg.family == "sigmoid":
+      return jax.nn.one_hot(batch["label"], cfg.num_classes,
+                            dtype=jnp.float32)
+    return batch["label"]
 
   def step(state, label_state, sums, data, order, epoch, i):
     indices = order[i]
@@ -100,7 +122,7 @@ def make_train_step(cfg: StepConfig, state: TrainState,
         jax.random.wrap_key_data(state["rng"]), epoch), i)
     batch = pipeline.train_batch(data, indices, key,
                                  crop_padding=cfg.crop_padding, flip=cfg.flip)
-    targets = label_state_lib.gather(label_state.labels, indices, mesh)
+    targets = targets_of(label_state, batch, indices)
     hparams = {k: v(state["step"]) for k, v in cfg.hparam_schedules.items()}
 
     def forward(params):
@@ -126,7 +148,15 @@ def make_train_step(cfg: StepConfig, state: TrainState,
     state = {"step": state["step"] + 1, "params": params,
              "model_state": model_state, "opt_state": opt_state,
              "rng": state["rng"]}
-    return state, label_state, sums, loss
+    return state, label_state, sums
+
+  def steps(state, label_state, sums, data, order, epoch, first, count=1):
+    carry = (state, label_state, sums)
+    if count == 1:
+      return step(*carry, data, order, epoch, first)
+    return jax.lax.fori_loop(
+        first, first + count,
+        lambda i, carry: step(*carry, data, order, epoch, i), carry)
 
   state_sh = replicate(state, mesh)
   label_sh = label_state_lib.shardings(mesh)
@@ -135,11 +165,11 @@ def make_train_step(cfg: StepConfig, state: TrainState,
   order_sh = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
   scalar = pipeline.replicated(mesh)
   del label_state
-  return jax.jit(step,
+  return jax.jit(steps,
                  in_shardings=(state_sh, label_sh, sums_sh, data_sh,
                                order_sh, scalar, scalar),
-                 out_shardings=(state_sh, label_sh, sums_sh, scalar),
-                 donate_argnums=(0, 1, 2))
+                 out_shardings=(state_sh, label_sh, sums_sh),
+                 static_argnums=(7,), donate_argnums=(0, 1, 2))
 
 
 def make_evaluate(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,

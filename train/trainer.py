@@ -207,7 +207,11 @@ class _Run:
         optimizer=stage.optimizer, hparam_schedules=stage.hparam_schedules,
         mesh=self.mesh, crop_padding=self.data.crop_padding,
         flip=self.data.flip, multi_label=self.data.multi_label,
-        record=stage.label_update != "none", grad_bins=self.config.grad_bins)
+        record=stage.label_update != "none", grad_bins=self.config.grad_bins,
+        # Labels that never change need no label state: the losses' integer
+        # fast paths (stage 2 too, when stage 1 never relabelled).
+        integer_labels=(ls.mode == "none" and not self.data.multi_label),
+        num_classes=self.data.num_classes)
     self.train_step = steps.make_train_step(cfg, state, label_state,
                                             self.train_data)
     self.update_labels = steps.make_label_update(
@@ -231,15 +235,22 @@ class _Run:
     order = jax.device_put(order, NamedSharding(
         self.mesh, P(None, pipeline.DATA_AXIS)))
     sums = self.zero_sums()
-    previous = None
-    for i in range(self.steps_per_epoch):
-      state, label_state, sums, loss = self.train_step(
-          state, label_state, sums, self.train_data, order, epoch, i)
-      # The loss of the step before: the device never waits for the host.
-      if previous is not None:
-        self._check_finite(previous, epoch, i - 1, progress)
-      previous = loss
-    self._check_finite(previous, epoch, self.steps_per_epoch - 1, progress)
+    # The host dispatches and never waits, but every `log_every_steps` (and
+    # at the epoch's end) for the sums: the loss for the progress line and
+    # the count of non-finite losses.
+    per_call, every = config.steps_per_dispatch, config.log_every_steps
+    done = reported = 0
+    while done < self.steps_per_epoch:
+      count = min(per_call, self.steps_per_epoch - done)
+      state, label_state, sums = self.train_step(
+          state, label_state, sums, self.train_data, order, epoch, done,
+          count)
+      done += count
+      if done == self.steps_per_epoch or (every and
+                                          done - reported >= every):
+        fetched = jax.device_get(sums)
+        self._check_finite(fetched, epoch, done, reported, progress)
+        reported = done
     update_start = time.perf_counter()
     label_state, label_metrics = self.update_labels(
         label_state, self.clean_rows, self.noisy_rows, epoch)
@@ -251,7 +262,7 @@ class _Run:
                   int(state["step"]) - 1))}
     for name, value in stage.hparam_schedules.items():
       record[name] = float(value(int(state["step"]) - 1))
-    record.update(metrics.training_epoch_metrics(jax.device_get(sums)))
+    record.update(metrics.training_epoch_metrics(fetched))
     record.update({k: float(v) for k, v in
                    jax.device_get(label_metrics).items()})
     for split, arrays in self.eval_sets.items():
@@ -263,14 +274,14 @@ class _Run:
     return state, label_state, record
 
   @staticmethod
-  def _check_finite(loss, epoch, step, progress):
-    value = float(loss)
-    if not np.isfinite(value):
+  def _check_finite(sums, epoch, done, reported, progress):
+    if sums["nonfinite_steps"]:
       raise FloatingPointError(
-          f"the training loss is {value} at epoch {epoch + 1}, step "
-          f"{step + 1}: lower the learning rate or check the loss's "
-          f"hyperparameters")
-    progress.step(epoch, value)
+          f"the training loss is not finite at {int(sums['nonfinite_steps'])}"
+          f" step(s) of epoch {epoch + 1} (steps 1-{done}): lower the "
+          f"learning rate or check the loss's hyperparameters")
+    progress.step(epoch, float(sums["loss"] / sums["examples"]),
+                  steps=done - reported)
 
 
 def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
