@@ -88,6 +88,10 @@ def base_config() -> config_dict.ConfigDict:
   """All keys with their defaults (MNIST-1D, no noise, cross entropy)."""
   c = config_dict.ConfigDict()
   c.seed = 0
+  # Seeds trained as one program: replica r uses seed + r (initialisation,
+  # data order, augmentation, its noise draw unless
+  # noise.shared_across_replicas); the validation split is shared.
+  c.replicas = 1
   c.num_epochs = 30
   c.batch_size = 128
   c.eval_batch_size = 500
@@ -117,7 +121,10 @@ def base_config() -> config_dict.ConfigDict:
       # The validation labels get the same noise (an independent draw), so
       # model selection sees the labels a practitioner has; the clean ones
       # are measured too (val_clean_accuracy).
-      validation=True))
+      validation=True,
+      # One noise draw for every replica (that of seed `noise.seed or seed`)
+      # instead of seed + r for replica r.
+      shared_across_replicas=False))
 
   c.model = config_dict.ConfigDict(dict(
       name="cnn1d", width=config_dict.placeholder(_INT)))
@@ -147,7 +154,10 @@ def base_config() -> config_dict.ConfigDict:
   # models whose step is shorter than the host's dispatch.
   c.log_every_steps = 0
   c.steps_per_dispatch = 1
+  # A checkpoint every `checkpoint_every_epochs` epochs, but not sooner than
+  # `checkpoint_min_seconds` after the previous one, and after the last.
   c.checkpoint_every_epochs = 1
+  c.checkpoint_min_seconds = 10.0
   c.keep_checkpoints = 2
   c.grad_bins = 10
   c.tensorboard = True

@@ -30,6 +30,7 @@ OPTIMIZERS = ("sgd", "adam", "adamw")
 CONFIG_FILE = "config.json"
 # Keys a resumed run may change: they do not alter the epochs already run.
 RESUMABLE_CHANGES = ("num_epochs", "checkpoint_every_epochs",
+                     "checkpoint_min_seconds", "log_every_steps",
                      "keep_checkpoints", "tensorboard", "progress")
 
 
@@ -108,7 +109,7 @@ def check(config: config_dict.ConfigDict, *, num_devices: int) -> None:
   """
   for key in ("num_epochs", "batch_size", "eval_batch_size",
               "checkpoint_every_epochs", "keep_checkpoints", "grad_bins",
-              "steps_per_dispatch"):
+              "steps_per_dispatch", "replicas"):
     _positive_int(config, key)
   _require(isinstance(config.log_every_steps, int)
            and config.log_every_steps >= 0, "log_every_steps",

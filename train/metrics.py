@@ -18,11 +18,14 @@ a sigmoid loss on single-label data bins examples by ``sigmoid(z_y)``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from train import label_state as label_state_lib
 
 ECE_BINS = 15
 
@@ -115,6 +118,21 @@ def training_epoch_metrics(sums: Mapping[str, np.ndarray]) -> dict:
       "grad_by_confidence": [None if np.isnan(g) else float(g) for g in grad],
       "grad_bin_count": [int(c) for c in counts],
   }
+
+
+def label_metrics(labels, clean, noisy, *, num_examples: int,
+                  multi_label: bool) -> dict[str, jax.Array]:
+  """How far the label state is from the clean and the given labels.
+
+  ``recovery_accuracy``: the share of hard labels that are clean;
+  ``labels_changed``: the share that differ from the given (noisy) ones.
+  ``clean`` and ``noisy`` are padded like ``labels``; jit-able.
+  """
+  agree = functools.partial(label_state_lib.recovery_accuracy, labels,
+                            num_examples=num_examples,
+                            multi_label=multi_label)
+  return {"recovery_accuracy": agree(clean),
+          "labels_changed": 1.0 - agree(noisy)}
 
 
 def expected_calibration_error(confidence, correct, weights,

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import jax
@@ -36,20 +37,28 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 DATA_AXIS = "data"
+REPLICA_AXIS = "replica"
 Batch = dict[str, jax.Array]
 
 
-def make_mesh(devices: Iterable[jax.Device] | None = None) -> jax.sharding.Mesh:
-  """A 1-D mesh over ``devices`` (default: all) with the axis ``'data'``.
+def make_mesh(devices: Iterable[jax.Device] | None = None, *,
+              replicas: int = 1) -> jax.sharding.Mesh:
+  """A mesh over ``devices`` (default: all): ``('replica', 'data')``.
 
-  The axis type is ``Auto`` rather than JAX 0.10's default ``Explicit``: the
-  batch's sharding then follows from the sharded indices by propagation and
-  is stated once, at the jitted step's ``in_shardings``/``out_shardings``,
+  Seed replicas (``config.replicas``) spread over ``gcd(replicas, devices)``
+  rows of the mesh; each replica's batch is split over the row's devices
+  along ``'data'``. Without replicas the mesh is ``1 x devices``: the
+  replica axis is there, of size 1, and every array is replicated along it.
+
+  The axis types are ``Auto`` rather than JAX 0.10's default ``Explicit``:
+  the batch's sharding then follows from the sharded indices by propagation
+  and is stated once, at the jitted step's ``in_shardings``/``out_shardings``,
   instead of an ``out_sharding=`` at every gather and every op on the batch.
   """
   devices = list(jax.devices() if devices is None else devices)
-  return jax.make_mesh((len(devices),), (DATA_AXIS,),
-                       axis_types=(jax.sharding.AxisType.Auto,),
+  rows = math.gcd(replicas, len(devices))
+  return jax.make_mesh((rows, len(devices) // rows), (REPLICA_AXIS, DATA_AXIS),
+                       axis_types=(jax.sharding.AxisType.Auto,) * 2,
                        devices=devices)
 
 

@@ -17,6 +17,7 @@ gradient-by-confidence metric costs no second backward pass.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -52,6 +53,9 @@ class StepConfig:
     integer_labels: train on the batch's integer labels, not the label
       state's rows (single-label data whose labels are never updated).
     num_classes: ``C``, for a sigmoid loss's one-hot of integer labels.
+    replicas: every argument but the data's images, ``epoch`` and ``first``
+      has a leading replica axis (``config.replicas`` seeds as one program):
+      the step is ``vmap``ped over it, the axis split along ``'replica'``.
   """
 
   classifier: models.Classifier
@@ -67,6 +71,7 @@ class StepConfig:
   grad_bins: int = 10
   integer_labels: bool = False
   num_classes: int = 0
+  replicas: bool = False
 
 
 def init_state(classifier: models.Classifier,
@@ -78,9 +83,43 @@ def init_state(classifier: models.Classifier,
           "rng": jax.random.key_data(jax.random.key(seed))}
 
 
-def replicate(tree, mesh: jax.sharding.Mesh):
-  sharding = pipeline.replicated(mesh)
+def replicate(tree, mesh: jax.sharding.Mesh, *, replicas: bool = False):
+  """Every leaf on every device (split by replica with ``replicas``)."""
+  sharding = (NamedSharding(mesh, P(pipeline.REPLICA_AXIS)) if replicas
+              else pipeline.replicated(mesh))
   return jax.tree.map(lambda _: sharding, tree)
+
+
+# The training data's arrays with one version per replica (noise draws);
+# the inputs and the clean labels are shared.
+PER_REPLICA_DATA = ("label",)
+
+
+def data_axes(data: Mapping[str, Any]) -> dict[str, int | None]:
+  """``vmap`` axes of the training data: 0 for per-replica arrays."""
+  return {k: 0 if k in PER_REPLICA_DATA else None for k in data}
+
+
+def over_replicas(fn, in_axes, enabled: bool):
+  """``fn`` vmapped over a leading replica axis split along ``'replica'``."""
+  if not enabled:
+    return fn
+  return jax.vmap(fn, in_axes=in_axes, spmd_axis_name=pipeline.REPLICA_AXIS)
+
+
+def data_shardings(data: Mapping[str, Any], mesh: jax.sharding.Mesh, *,
+                   replicas: bool = False) -> dict[str, NamedSharding]:
+  """The training data on every device; per-replica arrays split by replica."""
+  split = NamedSharding(mesh, P(pipeline.REPLICA_AXIS))
+  return {k: split if replicas and k in PER_REPLICA_DATA
+          else pipeline.replicated(mesh) for k in data}
+
+
+def order_sharding(mesh: jax.sharding.Mesh, *, replicas: bool = False
+                   ) -> NamedSharding:
+  """An epoch's ``[(R,) num_batches, B]`` indices: ``B`` along ``'data'``."""
+  lead = (pipeline.REPLICA_AXIS,) if replicas else ()
+  return NamedSharding(mesh, P(*lead, None, pipeline.DATA_AXIS))
 
 
 def probabilities(logits: jax.Array, family: str) -> jax.Array:
@@ -150,6 +189,9 @@ def make_train_step(cfg: StepConfig, state: TrainState,
              "rng": state["rng"]}
     return state, label_state, sums
 
+  step = over_replicas(step, (0, 0, 0, data_axes(data), 0, None, None),
+                       cfg.replicas)
+
   def steps(state, label_state, sums, data, order, epoch, first, count=1):
     carry = (state, label_state, sums)
     if count == 1:
@@ -158,11 +200,12 @@ def make_train_step(cfg: StepConfig, state: TrainState,
         first, first + count,
         lambda i, carry: step(*carry, data, order, epoch, i), carry)
 
-  state_sh = replicate(state, mesh)
-  label_sh = label_state_lib.shardings(mesh)
-  sums_sh = replicate(metrics.zeros_like_sums(cfg.grad_bins), mesh)
-  data_sh = replicate(data, mesh)
-  order_sh = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
+  state_sh = replicate(state, mesh, replicas=cfg.replicas)
+  label_sh = label_state_lib.shardings(mesh, replicas=cfg.replicas)
+  sums_sh = replicate(metrics.zeros_like_sums(cfg.grad_bins), mesh,
+                      replicas=cfg.replicas)
+  data_sh = data_shardings(data, mesh, replicas=cfg.replicas)
+  order_sh = order_sharding(mesh, replicas=cfg.replicas)
   scalar = pipeline.replicated(mesh)
   del label_state
   return jax.jit(steps,
@@ -173,14 +216,15 @@ def make_train_step(cfg: StepConfig, state: TrainState,
 
 
 def make_evaluate(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,
-                  multi_label: bool):
+                  multi_label: bool, replicas: bool = False):
   """``evaluate(params, model_state, x, labels, order, mask) -> metrics``.
 
   Jitted. ``labels`` maps a prefix to a label set: ``''`` gets every metric
   of ``metrics.evaluation_metrics``, any other prefix (``'clean_'``) only
   those of ``metrics.agreement_metrics``. ``order``/``mask`` are
   ``pipeline.eval_indices``, split along ``B``; the logits of every batch are
-  stacked and the split's metrics computed at once.
+  stacked and the split's metrics computed at once. With ``replicas`` the
+  parameters and the label sets have a leading replica axis.
   """
 
   def evaluate(params, model_state, x, labels, order, mask):
@@ -201,33 +245,34 @@ def make_evaluate(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,
                   measure(logits, y, weights, multi_label).items()})
     return out
 
+  evaluate = over_replicas(evaluate, (0, 0, None, 0, None, None), replicas)
   split = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
   return jax.jit(evaluate, in_shardings=(None, None, None, None, split, split))
 
 
 def make_label_update(mesh: jax.sharding.Mesh, *, begin: int, mode: str,
-                      multi_label: bool, num_examples: int):
-  """``update(label_state, clean, epoch) -> (label_state, metrics)``, jitted.
+                      multi_label: bool, replicas: bool = False):
+  """``update(label_state, epoch) -> label_state`` (``label_state.update``).
 
-  Relabels (``label_state.update``) and measures the result: recovery
-  accuracy and the share of hard labels that differ from the noisy ones.
-  ``clean`` and ``noisy`` are the padded labels, split like the state.
+  Jitted once per stage, the state donated and kept split along ``'data'``.
   """
+  sharding = label_state_lib.shardings(mesh, replicas=replicas)
+  update = over_replicas(
+      functools.partial(label_state_lib.update, begin=begin, mode=mode,
+                        multi_label=multi_label), (0, None), replicas)
+  return jax.jit(update, in_shardings=(sharding, pipeline.replicated(mesh)),
+                 out_shardings=sharding, donate_argnums=(0,))
 
-  def update(state, clean, noisy, epoch):
-    state = label_state_lib.update(state, epoch, begin=begin, mode=mode,
-                                   multi_label=multi_label)
-    measured = {
-        "recovery_accuracy": label_state_lib.recovery_accuracy(
-            state.labels, clean, num_examples, multi_label),
-        "labels_changed": 1.0 - label_state_lib.recovery_accuracy(
-            state.labels, noisy, num_examples, multi_label),
-    }
-    return state, measured
 
-  sharding = label_state_lib.shardings(mesh)
-  rows = sharding.labels if multi_label else NamedSharding(
-      mesh, P(pipeline.DATA_AXIS))
-  scalar = pipeline.replicated(mesh)
-  return jax.jit(update, in_shardings=(sharding, rows, rows, scalar),
-                 out_shardings=(sharding, scalar), donate_argnums=(0,))
+def make_label_metrics(mesh: jax.sharding.Mesh, *, multi_label: bool,
+                       num_examples: int, replicas: bool = False):
+  """``measure(labels, clean, noisy) -> metrics.label_metrics``, jitted."""
+  rows = label_state_lib.shardings(mesh, replicas=replicas).labels
+  lead = (pipeline.REPLICA_AXIS,) if replicas else ()
+  padded = rows if multi_label else NamedSharding(
+      mesh, P(*lead, pipeline.DATA_AXIS))
+  measure = over_replicas(
+      functools.partial(metrics.label_metrics, num_examples=num_examples,
+                        multi_label=multi_label), 0, replicas)
+  return jax.jit(measure, in_shardings=(rows, padded, padded),
+                 out_shardings=pipeline.replicated(mesh))
