@@ -29,6 +29,8 @@ import optax
 from absl import app
 from absl import flags
 from flax import nnx
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from train import datasets
 from train import pipeline
@@ -81,7 +83,8 @@ def measure(name: str, batch_size: int, steps: int) -> dict[str, float]:
   augment = dict(crop_padding=data.crop_padding, flip=data.flip)
 
   def indices(i):
-    return pipeline.shard_indices(order[i % len(order)], mesh)
+    return jax.device_put(order[i % len(order)], NamedSharding(
+        mesh, P(pipeline.DATA_AXIS)))
 
   make_batch = jax.jit(lambda d, i, r: pipeline.train_batch(d, i, r,
                                                             **augment))

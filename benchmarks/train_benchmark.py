@@ -24,7 +24,10 @@ Models run on random data of their usual input: ``mlp``/``cnn``
 
 from __future__ import annotations
 
+import contextlib
+import io
 import statistics
+import tempfile
 import time
 
 import jax
@@ -32,16 +35,21 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from absl import app
+from absl import logging
 from absl import flags
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from configs import fashion_mnist as fashion_mnist_config
+from configs import mnist1d as mnist1d_config
 from train import label_state
 from train import loss_registry
 from train import metrics
 from train import models
 from train import pipeline
+from train import reporting
 from train import steps
+from train import trainer
 
 _MODELS = flags.DEFINE_list(
     "models", ["mlp", "cnn1d", "cnn", "preact_resnet32", "resnet18"],
@@ -51,6 +59,17 @@ _STEPS = flags.DEFINE_integer("steps", 20, "Steps per timing.")
 _REPEATS = flags.DEFINE_integer("repeats", 5, "Timings per measure (median).")
 _LABEL_EXAMPLES = flags.DEFINE_integer("label_examples", 60000,
                                        "N of the label-update measure.")
+_MEASURE = flags.DEFINE_list("measure", ["loop", "steps"],
+                             "loop: the real loop against the bare step; "
+                             "steps: step times, label update.")
+_LOOP_MODELS = flags.DEFINE_list("loop_models", ["cnn1d", "cnn"],
+                                 "Models of the real-loop measure.")
+_ROUNDS = flags.DEFINE_integer("rounds", 3, "Rounds of the loop measure.")
+_EPOCHS = flags.DEFINE_integer("epochs", 3,
+                               "Timed epochs per run of the loop measure.")
+_CNN_TRAIN = flags.DEFINE_integer("cnn_train_size", 5120,
+                                  "Fashion-MNIST training examples of the "
+                                  "2-D CNN's loop measure.")
 
 INPUTS = {"mlp": ((28, 28, 1), 0, False), "cnn": ((28, 28, 1), 4, True),
           "cnn1d": ((40, 1), 0, False),
@@ -173,19 +192,137 @@ def measure_label_update(num_examples: int, history: int = 10) -> float:
   clean = jax.device_put(np.pad(labels, (0, rows - num_examples)),
                          NamedSharding(mesh, P(pipeline.DATA_AXIS)))
   update = steps.make_label_update(mesh, begin=0, mode="soft",
-                                   multi_label=False,
-                                   num_examples=num_examples)
+                                   multi_label=False)
+  measure = steps.make_label_metrics(mesh, multi_label=False,
+                                     num_examples=num_examples)
   box = {"labels": ls}
 
   def run(i):
-    box["labels"], measured = update(box["labels"], clean, clean, i)
-    return measured
+    box["labels"] = update(box["labels"], i)
+    return measure(box["labels"].labels, clean, clean)
 
   return _median_seconds(run, 5, _REPEATS.value)
 
 
+# ---------------------------------------------------------------------------
+# The real loop: whole epochs of `python -m train` against the bare step.
+# ---------------------------------------------------------------------------
+def loop_config(model: str, loss: str, epochs: int):
+  """A run of ``epochs`` epochs of ``model`` as the configs train it."""
+  if model == "cnn1d":
+    c = mnist1d_config.get_config(f"loss={loss},noise=0.4")
+  else:
+    c = fashion_mnist_config.get_config(f"loss={loss},noise=0.4")
+    # An epoch of seconds, not a minute, on 2 cores; the test split stays
+    # whole, so evaluation weighs more here than on the full data.
+    c.dataset.train_size = _CNN_TRAIN.value
+    c.dataset.val_size = 1000
+  c.num_epochs = epochs
+  c.label_state.begin = 1
+  c.tensorboard = False
+  c.progress = False
+  return c
+
+
+def real_loop_rate(config, extra_epochs: int) -> float:
+  """Training examples/s of epochs 2.. of ``train_and_evaluate(config)``.
+
+  Timed from the first epoch's record to the last's, so each epoch counts
+  whole: steps, label update, evaluation, record and checkpoint.
+  """
+  stamps = []
+  write = reporting.MetricWriter.write
+
+  def timed_write(self, record):
+    write(self, record)
+    stamps.append(time.perf_counter())
+
+  reporting.MetricWriter.write = timed_write
+  try:
+    with tempfile.TemporaryDirectory() as workdir, \
+        contextlib.redirect_stdout(io.StringIO()):
+      trainer.train_and_evaluate(config, workdir)
+  finally:
+    reporting.MetricWriter.write = write
+  examples = config.batch_size * (
+      _num_train(config) // config.batch_size) * extra_epochs
+  return examples / (stamps[-1] - stamps[0])
+
+
+_TRAIN_SIZES = {}
+
+
+def _num_train(config) -> int:
+  return _TRAIN_SIZES[config.model.name]
+
+
+def bare_step_rate(config, num_steps: int) -> float:
+  """Examples/s of the bare CE step on the run's model, data size and shape."""
+  data, _, _ = trainer.load_data(config)
+  _TRAIN_SIZES[config.model.name] = data.num_train
+  mesh = pipeline.make_mesh()
+  labels = data.train_y
+  train = pipeline.put_replicated({"image": data.train_x, "label": labels,
+                                   "clean_label": labels}, mesh)
+  batch = config.batch_size
+  order = jax.device_put(
+      pipeline.epoch_indices(0, 0, data.num_train, batch),
+      NamedSharding(mesh, P(None, pipeline.DATA_AXIS)))
+  width = {} if config.model.width is None else {"width": config.model.width}
+  classifier = models.Classifier.split(models.create(
+      config.model.name, data.input_shape, data.num_classes, seed=0,
+      **width))
+  optimizer = optax.sgd(0.1, momentum=0.9)
+  state = jax.device_put(steps.init_state(classifier, optimizer, 0),
+                         pipeline.replicated(mesh))
+  step = plain_ce_step(classifier, optimizer, mesh,
+                       (data.crop_padding, data.flip))
+  nb = data.num_train // batch
+  box = {"state": state}
+
+  def run(i):
+    box["state"], loss = step(box["state"], train, order, i % nb)
+    return loss
+
+  seconds = _median_seconds(run, num_steps, 1)
+  return batch / seconds
+
+
+def measure_loop(models_: list[str], rounds: int, epochs: int) -> None:
+  """Real loop (CE and JO) against the bare step, interleaved per round."""
+  print(f"\nreal loop: examples/s over {epochs} whole epochs of "
+        f"train_and_evaluate (after a first epoch), against the bare CE "
+        f"step over as many steps; median of {rounds} interleaved rounds")
+  header = (f"{'model':<10}{'bare step':>11}{'loop CE':>10}{'ratio':>8}"
+            f"{'loop JO':>10}{'ratio':>8}")
+  print(header)
+  print("-" * len(header))
+  for model in models_:
+    rates = {"bare": [], "ce": [], "jo": []}
+    for _ in range(rounds):
+      ce = loop_config(model, "ce", epochs + 1)
+      if model not in _TRAIN_SIZES:
+        bare_step_rate(ce, 5)  # warm-up and data size
+      steps_per_epoch = _TRAIN_SIZES[model] // ce.batch_size
+      rates["bare"].append(bare_step_rate(ce, epochs * steps_per_epoch))
+      rates["ce"].append(real_loop_rate(ce, epochs))
+      rates["jo"].append(real_loop_rate(loop_config(model, "jo", epochs + 1),
+                                        epochs))
+    ratio = {k: statistics.median(np.divide(rates[k], rates["bare"]))
+             for k in ("ce", "jo")}
+    med = {k: statistics.median(v) for k, v in rates.items()}
+    print(f"{model:<10}{med['bare']:>11.0f}{med['ce']:>10.0f}"
+          f"{ratio['ce']:>8.3f}{med['jo']:>10.0f}{ratio['jo']:>8.3f}",
+          flush=True)
+
+
 def main(argv):
   del argv
+  logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
+  if "loop" in _MEASURE.value:
+    measure_loop(_LOOP_MODELS.value, _ROUNDS.value, _EPOCHS.value)
+  if "steps" not in _MEASURE.value:
+    return
   batch, num_steps, repeats = _BATCH.value, _STEPS.value, _REPEATS.value
   print(f"devices: {jax.device_count()} x {jax.devices()[0].platform}; "
         f"batch {batch}; median of {repeats} x {num_steps} steps")

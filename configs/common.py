@@ -88,12 +88,19 @@ def base_config() -> config_dict.ConfigDict:
   """All keys with their defaults (MNIST-1D, no noise, cross entropy)."""
   c = config_dict.ConfigDict()
   c.seed = 0
+  # Seeds trained as one program: replica r uses seed + r (initialisation,
+  # data order, augmentation, its noise draw unless
+  # noise.shared_across_replicas); the validation split is shared.
+  c.replicas = 1
   c.num_epochs = 30
   c.batch_size = 128
   c.eval_batch_size = 500
 
   c.dataset = config_dict.ConfigDict(dict(
       name="mnist1d", data_dir=config_dict.placeholder(_STR), val_size=0.1,
+      # Seed of the validation split (and train_size subsample); None:
+      # config.seed. Replicas share the split.
+      split_seed=config_dict.placeholder(_INT),
       train_size=config_dict.placeholder(_INT),
       crop_padding=config_dict.placeholder(_INT),
       flip=config_dict.placeholder(_BOOL),
@@ -110,7 +117,14 @@ def base_config() -> config_dict.ConfigDict:
       name="none", rate=0.0, include_true_class=True, exact=True,
       mapping=config_dict.placeholder(_STR), drop_rate=0.0, add_rate=0.0,
       human_key=config_dict.placeholder(_STR),
-      seed=config_dict.placeholder(_INT)))  # None: config.seed
+      seed=config_dict.placeholder(_INT),  # None: config.seed
+      # The validation labels get the same noise (an independent draw), so
+      # model selection sees the labels a practitioner has; the clean ones
+      # are measured too (val_clean_accuracy).
+      validation=True,
+      # One noise draw for every replica (that of seed `noise.seed or seed`)
+      # instead of seed + r for replica r.
+      shared_across_replicas=False))
 
   c.model = config_dict.ConfigDict(dict(
       name="cnn1d", width=config_dict.placeholder(_INT)))
@@ -134,7 +148,16 @@ def base_config() -> config_dict.ConfigDict:
       epochs=0, loss="cross_entropy", learning_rate=0.2,
       schedule="piecewise", boundaries=(40, 80), seed_offset=1))
 
+  # The host fetches the training sums (progress line, finiteness check)
+  # every `log_every_steps` steps and at each epoch's end (0: only there),
+  # and dispatches `steps_per_dispatch` steps per call: more than 1 helps
+  # models whose step is shorter than the host's dispatch.
+  c.log_every_steps = 0
+  c.steps_per_dispatch = 1
+  # A checkpoint every `checkpoint_every_epochs` epochs, but not sooner than
+  # `checkpoint_min_seconds` after the previous one, and after the last.
   c.checkpoint_every_epochs = 1
+  c.checkpoint_min_seconds = 10.0
   c.keep_checkpoints = 2
   c.grad_bins = 10
   c.tensorboard = True

@@ -8,9 +8,13 @@ import jax
 import numpy as np
 from absl.testing import absltest
 from absl.testing import parameterized
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from train import label_state
 from train import pipeline
+
+AXIS = pipeline.DATA_AXIS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -69,7 +73,7 @@ def compare_with_reference(mode="soft", multi_label=False, num_examples=37,
     # Epoch order drops the remainder, so some rows go unwritten.
     for batch in pipeline.epoch_indices(epoch, epoch, num_examples,
                                         batch_size):
-      indices = pipeline.shard_indices(batch, mesh)
+      indices = jax.device_put(batch, NamedSharding(mesh, P(AXIS)))
       gathered = np.asarray(gather(state.labels, indices))
       # Exactly the state's rows, whichever device holds them.
       np.testing.assert_array_equal(gathered, np.asarray(state.labels)[batch])
@@ -78,7 +82,7 @@ def compare_with_reference(mode="soft", multi_label=False, num_examples=37,
       probs = rng.dirichlet(np.ones(num_classes), batch_size).astype(
           np.float32)
       state = record(state, indices, jax.device_put(
-          probs, pipeline.batch_sharding(mesh, 2)))
+          probs, NamedSharding(mesh, P(AXIS, None))))
       reference.record(batch, probs)
     state = update(state, epoch)
     reference.update(epoch, begin, mode)

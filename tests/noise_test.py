@@ -29,8 +29,8 @@ class SymmetricNoiseTest(parameterized.TestCase):
   @parameterized.product(rate=[0.0, 0.2, 0.4, 0.8], include_true_class=[
       True, False])
   def test_exact_rate_and_matrix(self, rate, include_true_class):
-    result = noise.symmetric_noise(LABELS, C, rate, seed=3,
-                                   include_true_class=include_true_class)
+    result = noise.apply_noise(LABELS, C, name="symmetric", rate=rate, seed=3,
+                               include_true_class=include_true_class)
     # JO/DivideMix convention flips r(C-1)/C of the labels; SCE's flips r.
     flip_rate = rate * (C - 1) / C if include_true_class else rate
     self.assertAlmostEqual(result.noise_rate, flip_rate, places=12)
@@ -42,8 +42,8 @@ class SymmetricNoiseTest(parameterized.TestCase):
 
   def test_rounding_keeps_each_row_within_one_example(self):
     labels = np.repeat(np.arange(C, dtype=np.int32), 97)
-    result = noise.symmetric_noise(labels, C, 0.37, seed=0,
-                                   include_true_class=False)
+    result = noise.apply_noise(labels, C, name="symmetric", rate=0.37, seed=0,
+                               include_true_class=False)
     counts = result.transition_matrix * 97
     np.testing.assert_allclose(counts, np.round(counts), atol=1e-9)
     expected = _symmetric_expected(0.37, False) * 97
@@ -51,25 +51,28 @@ class SymmetricNoiseTest(parameterized.TestCase):
     self.assertEqual(counts.sum(), labels.size)
 
   def test_independent_draws_are_binomial_around_the_rate(self):
-    result = noise.symmetric_noise(LABELS, C, 0.4, seed=1, exact=False,
-                                   include_true_class=False)
+    result = noise.apply_noise(LABELS, C, name="symmetric", rate=0.4, seed=1,
+                               exact=False, include_true_class=False)
     sigma = np.sqrt(0.4 * 0.6 / LABELS.size)
     self.assertLess(abs(result.noise_rate - 0.4), 4 * sigma)
-    exact = noise.symmetric_noise(LABELS, C, 0.4, seed=1,
-                                  include_true_class=False)
+    exact = noise.apply_noise(LABELS, C, name="symmetric", rate=0.4, seed=1,
+                              include_true_class=False)
     self.assertFalse(np.array_equal(result.labels, exact.labels))
 
   @parameterized.parameters(True, False)
   def test_deterministic_by_seed(self, exact):
-    first = noise.symmetric_noise(LABELS, C, 0.5, seed=7, exact=exact)
-    again = noise.symmetric_noise(LABELS, C, 0.5, seed=7, exact=exact)
-    other = noise.symmetric_noise(LABELS, C, 0.5, seed=8, exact=exact)
+    first = noise.apply_noise(LABELS, C, name="symmetric", rate=0.5, seed=7,
+                              exact=exact)
+    again = noise.apply_noise(LABELS, C, name="symmetric", rate=0.5, seed=7,
+                              exact=exact)
+    other = noise.apply_noise(LABELS, C, name="symmetric", rate=0.5, seed=8,
+                              exact=exact)
     np.testing.assert_array_equal(first.labels, again.labels)
     self.assertFalse(np.array_equal(first.labels, other.labels))
 
   def test_input_is_not_modified(self):
     labels = LABELS.copy()
-    noise.symmetric_noise(labels, C, 0.5, seed=0)
+    noise.apply_noise(labels, C, name="symmetric", rate=0.5, seed=0)
     np.testing.assert_array_equal(labels, LABELS)
 
 
@@ -78,7 +81,8 @@ class AsymmetricNoiseTest(parameterized.TestCase):
   @parameterized.parameters("cifar10", "mnist", "fashion_mnist")
   def test_named_mapping_applied_as_stated(self, name):
     mapping = dict(noise.NAMED_MAPPINGS[name][1])
-    result = noise.asymmetric_noise(LABELS, C, 0.4, mapping=name, seed=0)
+    result = noise.apply_noise(LABELS, C, name="asymmetric", rate=0.4,
+                               mapping=name, seed=0)
     for source in range(C):
       row = result.transition_matrix[source]
       if source in mapping:
@@ -108,8 +112,8 @@ class AsymmetricNoiseTest(parameterized.TestCase):
 
   def test_cifar100_every_class_moves_inside_its_block(self):
     labels = np.repeat(np.arange(100, dtype=np.int32), 20)
-    result = noise.asymmetric_noise(labels, 100, 0.25, mapping="cifar100",
-                                    seed=0)
+    result = noise.apply_noise(labels, 100, name="asymmetric", rate=0.25,
+                               mapping="cifar100", seed=0)
     moved = result.is_noisy
     self.assertEqual(moved.sum(), 0.25 * labels.size)
     np.testing.assert_array_equal(result.labels[moved] // 5,
@@ -118,14 +122,14 @@ class AsymmetricNoiseTest(parameterized.TestCase):
                                   (labels[moved] + 1) % 5)
 
   def test_tfds_prefix_and_dict_mapping(self):
-    named = noise.asymmetric_noise(LABELS, C, 0.3, mapping="tfds:cifar10",
-                                   seed=2)
-    given = noise.asymmetric_noise(LABELS, C, 0.3, seed=2,
-                                   mapping={9: 1, 2: 0, 3: 5, 5: 3, 4: 7})
+    named = noise.apply_noise(LABELS, C, name="asymmetric", rate=0.3,
+                              mapping="tfds:cifar10", seed=2)
+    given = noise.apply_noise(LABELS, C, name="asymmetric", rate=0.3, seed=2,
+                              mapping={9: 1, 2: 0, 3: 5, 5: 3, 4: 7})
     np.testing.assert_array_equal(named.labels, given.labels)
 
   def test_pair_flip(self):
-    result = noise.pair_flip_noise(LABELS, C, 0.45, seed=0)
+    result = noise.apply_noise(LABELS, C, name="pair_flip", rate=0.45, seed=0)
     moved = result.is_noisy
     np.testing.assert_array_equal(result.labels[moved], (LABELS[moved] + 1) % C)
     self.assertAlmostEqual(result.noise_rate, 0.45, places=12)
@@ -172,18 +176,16 @@ class ApplyNoiseTest(parameterized.TestCase):
 
   @parameterized.named_parameters(
       ("symmetric", dict(name="symmetric", rate=0.3),
-       lambda: noise.symmetric_noise(LABELS, C, 0.3, seed=5)),
+       lambda: noise.symmetric_transition(C, 0.3)),
       ("asymmetric", dict(name="asymmetric", rate=0.3, mapping="mnist"),
-       lambda: noise.asymmetric_noise(LABELS, C, 0.3, mapping="mnist",
-                                      seed=5)),
+       lambda: noise.asymmetric_transition(C, 0.3, "mnist")),
       ("pair_flip", dict(name="pair_flip", rate=0.3),
-       lambda: noise.pair_flip_noise(LABELS, C, 0.3, seed=5)),
-      ("transition", dict(name="transition", transition_matrix=np.eye(C)),
-       lambda: noise.transition_noise(LABELS, np.eye(C), seed=5)),
+       lambda: noise.pair_flip_transition(C, 0.3)),
   )
   def test_dispatch(self, kwargs, direct):
     result = noise.apply_noise(LABELS, C, seed=5, **kwargs)
-    np.testing.assert_array_equal(result.labels, direct().labels)
+    np.testing.assert_array_equal(
+        result.labels, noise.transition_noise(LABELS, direct(), seed=5).labels)
 
   def test_none_and_human(self):
     self.assertEqual(noise.apply_noise(LABELS, C).noise_rate, 0.0)
@@ -206,10 +208,6 @@ class ApplyNoiseTest(parameterized.TestCase):
       ("mapping_self", dict(name="asymmetric", rate=0.2, mapping={3: 3}),
        "itself"),
       ("no_mapping", dict(name="asymmetric", rate=0.2), "needs a mapping"),
-      ("matrix_shape", dict(name="transition", transition_matrix=np.eye(3)),
-       "3x3"),
-      ("matrix_rows", dict(name="transition",
-                           transition_matrix=np.full((C, C), 0.2)), "sum to 1"),
       ("human_missing", dict(name="human"), "noisy_labels"),
   )
   def test_bad_input(self, kwargs, message):
@@ -217,9 +215,15 @@ class ApplyNoiseTest(parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, message):
       noise.apply_noise(labels, C, **kwargs)
 
+  def test_bad_transition_matrix(self):
+    with self.assertRaisesRegex(ValueError, "square"):
+      noise.transition_noise(LABELS, np.ones((C, 3)) / 3, seed=0)
+    with self.assertRaisesRegex(ValueError, "sum to 1"):
+      noise.transition_noise(LABELS, np.full((C, C), 0.2), seed=0)
+
   def test_labels_out_of_range(self):
     with self.assertRaisesRegex(ValueError, "labels must lie"):
-      noise.symmetric_noise(LABELS + 1, C, 0.1, seed=0)
+      noise.apply_noise(LABELS + 1, C, name="symmetric", rate=0.1, seed=0)
 
 
 @absltest.skipUnless(

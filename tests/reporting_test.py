@@ -48,19 +48,41 @@ class SummaryTest(absltest.TestCase):
 
   def test_best_and_last(self):
     records = [
-        _record(1, val_accuracy=0.5, test_accuracy=0.6, test_ece=0.2),
-        _record(2, val_accuracy=0.7, test_accuracy=0.65, test_ece=0.1),
-        _record(3, val_accuracy=0.6, test_accuracy=0.7, test_ece=0.3)]
+        _record(1, val_accuracy=0.5, val_clean_accuracy=0.9,
+                test_accuracy=0.6, test_ece=0.2),
+        _record(2, val_accuracy=0.7, val_clean_accuracy=0.5,
+                test_accuracy=0.65, test_ece=0.1),
+        _record(3, val_accuracy=0.7, val_clean_accuracy=0.6,
+                test_accuracy=0.8, test_ece=0.3),
+        _record(4, val_accuracy=0.6, val_clean_accuracy=0.6,
+                test_accuracy=0.7, test_ece=0.3)]
     s = reporting.summarise(records)
     self.assertEqual((s["test_accuracy_best"], s["test_accuracy_best_epoch"],
-                      s["test_accuracy_last"]), (0.7, 3, 0.7))
+                      s["test_accuracy_last"]), (0.8, 3, 0.7))
+    # Selected without test labels: the earliest of the tied best epochs.
     self.assertEqual(s["test_accuracy_at_best_val"], 0.65)
+    self.assertEqual(s["test_accuracy_at_best_val_clean"], 0.6)
+    self.assertIsNone(s["test_map_at_best_val"])
     # Calibration error: lower is better.
     self.assertEqual((s["test_ece_best"], s["test_ece_best_epoch"]), (0.1, 2))
     table = reporting.summary_table(s, "run")
-    self.assertIn("test accuracy at best val", table)
+    self.assertIn("test accuracy, at best val", table)
+    self.assertIn("test accuracy, at best clean val", table)
+    self.assertIn(" 65.00", table)
+    self.assertIn(" 60.00", table)
     self.assertIn(" 70.00", table)
+    # The best test accuracy over epochs selects on the test set: not shown.
+    self.assertNotIn(" 80.00", table)
     json.dumps(s)  # goes into the checkpoint's JSON
+
+  def test_multi_label_selects_by_map(self):
+    records = [_record(1, val_map=0.4, val_clean_map=0.6, test_map=0.5),
+               _record(2, val_map=0.5, val_clean_map=0.5, test_map=0.55),
+               _record(3, val_map=0.3, val_clean_map=0.3, test_map=0.45)]
+    s = reporting.summarise(records)
+    self.assertEqual((s["test_map_at_best_val"],
+                      s["test_map_at_best_val_clean"], s["test_map_last"]),
+                     (0.55, 0.5, 0.45))
 
   def test_progress_without_terminal_prints_a_line_per_epoch(self):
     stream = io.StringIO()

@@ -65,11 +65,11 @@ def run_steps(mesh, loss_name="joint_optimization", num_steps=3,
                          jax.sharding.NamedSharding(
                              mesh, jax.sharding.PartitionSpec(
                                  None, pipeline.DATA_AXIS)))
-  step_losses = []
+  step_losses, total = [], 0.0
   for i in range(num_steps):
-    state, labels, sums, loss_value = step(state, labels, sums, data, order,
-                                           0, i)
-    step_losses.append(float(loss_value))
+    state, labels, sums = step(state, labels, sums, data, order, 0, i)
+    step_losses.append(float(sums["loss"]) / B - total)
+    total += step_losses[-1]
   return state, labels, sums, step_losses, step
 
 
@@ -110,6 +110,65 @@ class TrainStepTest(absltest.TestCase):
     _, _, sums, _, _ = run_steps(mesh, "cross_entropy", num_steps=3)
     self.assertEqual(float(sums["grad_count"].sum()), 3 * B)
     self.assertEqual(float(sums["examples"]), 3 * B)
+
+
+class DispatchTest(absltest.TestCase):
+
+  def _setup(self, mesh, loss_name, integer_labels, label_rows=None):
+    rng = np.random.default_rng(0)
+    noisy = rng.integers(0, C, N).astype(np.int32)
+    data = pipeline.put_replicated(
+        {"image": rng.normal(size=(N, 6, 1)).astype(np.float32),
+         "label": noisy, "clean_label": noisy}, mesh)
+    classifier = models.Classifier.split(TinyBatchNormNet(nnx.Rngs(0)))
+    optimizer = optax.sgd(0.1, momentum=0.9)
+    state = steps.init_state(classifier, optimizer, seed=0)
+    labels = label_state.create(noisy if label_rows is None else label_rows,
+                                C, history=0, mesh=mesh)
+    cfg = steps.StepConfig(
+        classifier=classifier,
+        loss=loss_registry.build(loss_name, {}, num_classes=C),
+        family=loss_registry.spec(loss_name).family, optimizer=optimizer,
+        hparam_schedules={}, mesh=mesh, record=False,
+        integer_labels=integer_labels, num_classes=C)
+    step = steps.make_train_step(cfg, state, labels, data)
+    sums = metrics.zeros_like_sums(10)
+    order = jax.device_put(pipeline.epoch_indices(0, 0, N, B),
+                           jax.sharding.NamedSharding(
+                               mesh, jax.sharding.PartitionSpec(
+                                   None, pipeline.DATA_AXIS)))
+    return step, state, labels, sums, data, order
+
+  def test_steps_in_one_call_match_one_per_call(self):
+    mesh = pipeline.make_mesh()
+    step, state, labels, sums, data, order = self._setup(
+        mesh, "cross_entropy", False)
+    one = (state, labels, sums)
+    for i in range(3):
+      one = step(*one, data, order, 0, i)
+    step, state, labels, sums, data, order = self._setup(
+        mesh, "cross_entropy", False)
+    three = step(state, labels, sums, data, order, 0, 0, 3)
+    self.assertEqual(int(three[0]["step"]), 3)
+    for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(three)):
+      np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float),
+                                 rtol=1e-5, atol=1e-6)
+
+  def test_integer_labels_bypass_the_label_state(self):
+    mesh = pipeline.make_mesh()
+    for loss_name in ("cross_entropy", "joint_optimization",
+                      "sigmoid_binary_cross_entropy"):
+      results = []
+      # Wrong rows in the label state: only the integer path ignores them.
+      for integer, rows in ((False, None), (True, np.zeros(N, np.int32))):
+        step, state, labels, sums, data, order = self._setup(
+            mesh, loss_name, integer, rows)
+        results.append(step(state, labels, sums, data, order, 0, 0))
+      np.testing.assert_allclose(float(results[0][2]["loss"]),
+                                 float(results[1][2]["loss"]), rtol=1e-5,
+                                 err_msg=loss_name)
+      np.testing.assert_allclose(np.asarray(results[0][2]["grad_count"]),
+                                 np.asarray(results[1][2]["grad_count"]))
 
 
 class GradientBinsTest(absltest.TestCase):

@@ -78,6 +78,19 @@ class TrainerTest(parameterized.TestCase):
     _, other, _ = _run(tiny_config(**{"seed": 1, "loss.name": "jo"}))
     self.assertNotEqual(first[-1]["train_loss"], other[-1]["train_loss"])
 
+  def test_steps_per_dispatch_and_fetches_change_nothing(self):
+    overrides = {"loss.name": "jo", "label_state.mode": "soft",
+                 "label_state.begin": 1}
+    _, plain, _ = _run(tiny_config(**overrides))
+    # 4 steps an epoch: a call of 3 and a call of 1; a fetch every 2 steps.
+    _, batched, _ = _run(tiny_config(**overrides, steps_per_dispatch=3,
+                                     log_every_steps=2))
+    for a, b in zip(without_timings(plain), without_timings(batched)):
+      for key in a:
+        np.testing.assert_allclose(np.asarray(a[key], float),
+                                   np.asarray(b[key], float), rtol=1e-4,
+                                   atol=1e-5, err_msg=key)
+
   def test_relabelling_changes_labels_from_begin_on(self):
     config = tiny_config(**{"loss.name": "jo", "label_state.mode": "hard",
                             "label_state.begin": 2, "num_epochs": 3})
@@ -125,6 +138,33 @@ class TrainerTest(parameterized.TestCase):
     _, (record,), _ = _run(config)
     self.assertBetween(record["test_map"], 0.0, 1.0)
     self.assertEqual(sum(record["grad_bin_count"]), 256 * 10)
+
+  def test_validation_labels_carry_the_noise(self):
+    config = tiny_config(**{"noise.rate": 0.5})
+    data, train, val = trainer.load_data(config)
+    np.testing.assert_array_equal(val.clean_labels, data.val_y)
+    self.assertBetween(np.mean(val.labels != val.clean_labels), 0.35, 0.55)
+    # Independent of the training draw, which the flag leaves unchanged.
+    config.noise.validation = False
+    _, train_again, clean_val = trainer.load_data(config)
+    np.testing.assert_array_equal(train.labels, train_again.labels)
+    np.testing.assert_array_equal(clean_val.labels, data.val_y)
+    config.noise.validation = True
+    config.noise.seed = 7
+    _, _, other = trainer.load_data(config)
+    self.assertFalse(np.array_equal(other.labels, val.labels))
+
+  def test_validation_accuracy_on_noisy_and_clean_labels(self):
+    _, noisy, _ = _run(tiny_config(**{"noise.rate": 0.8, "num_epochs": 1}))
+    _, clean, _ = _run(tiny_config(**{"noise.rate": 0.8, "num_epochs": 1,
+                                      "noise.validation": False}))
+    # Same training: the clean accuracy is the other run's val accuracy.
+    self.assertEqual(noisy[0]["val_clean_accuracy"],
+                     clean[0]["val_accuracy"])
+    self.assertEqual(clean[0]["val_clean_accuracy"],
+                     clean[0]["val_accuracy"])
+    self.assertNotEqual(noisy[0]["val_accuracy"],
+                        noisy[0]["val_clean_accuracy"])
 
   def test_summary_table(self):
     summary, _, workdir = _run(tiny_config())

@@ -30,6 +30,7 @@ OPTIMIZERS = ("sgd", "adam", "adamw")
 CONFIG_FILE = "config.json"
 # Keys a resumed run may change: they do not alter the epochs already run.
 RESUMABLE_CHANGES = ("num_epochs", "checkpoint_every_epochs",
+                     "checkpoint_min_seconds", "log_every_steps",
                      "keep_checkpoints", "tensorboard", "progress")
 
 
@@ -107,8 +108,13 @@ def check(config: config_dict.ConfigDict, *, num_devices: int) -> None:
     ConfigError: naming the first bad key.
   """
   for key in ("num_epochs", "batch_size", "eval_batch_size",
-              "checkpoint_every_epochs", "keep_checkpoints", "grad_bins"):
+              "checkpoint_every_epochs", "keep_checkpoints", "grad_bins",
+              "steps_per_dispatch", "replicas"):
     _positive_int(config, key)
+  _require(isinstance(config.log_every_steps, int)
+           and config.log_every_steps >= 0, "log_every_steps",
+           config.log_every_steps, "must be a non-negative integer (0: once "
+           "per epoch)")
   for key in ("batch_size", "eval_batch_size"):
     _require(config[key] % num_devices == 0, key, config[key],
              f"must be a multiple of the {num_devices} devices, so that "

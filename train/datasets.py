@@ -55,6 +55,7 @@ class Dataset:
     train_noisy_labels: other label sets aligned with ``train_y`` (the human
       labels of ``tfds:cifar10_n``: ``worse_label``, ``aggre_label``...);
       empty for most datasets.
+    val_noisy_labels: the same label sets aligned with ``val_y``.
   """
 
   name: str
@@ -72,6 +73,8 @@ class Dataset:
   train_source_index: np.ndarray | None = None
   val_source_index: np.ndarray | None = None
   train_noisy_labels: Mapping[str, np.ndarray] = dataclasses.field(
+      default_factory=dict)
+  val_noisy_labels: Mapping[str, np.ndarray] = dataclasses.field(
       default_factory=dict)
 
   @property
@@ -236,4 +239,6 @@ def load(name: str, *, data_dir: str | None = None,
       flip=bool(source.flip if flip is None else flip),
       train_source_index=rest, val_source_index=val,
       train_noisy_labels={k: v[rest]
-                          for k, v in source.train_noisy_labels.items()})
+                          for k, v in source.train_noisy_labels.items()},
+      val_noisy_labels={k: v[val]
+                        for k, v in source.train_noisy_labels.items()})

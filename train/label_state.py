@@ -52,34 +52,45 @@ def padded_size(num_examples: int, mesh: jax.sharding.Mesh) -> int:
   return math.ceil(num_examples / devices) * devices
 
 
-def shardings(mesh: jax.sharding.Mesh) -> LabelState:
-  """Where each field lives: rows split along ``'data'``, ``slot`` replicated."""
-  return LabelState(labels=NamedSharding(mesh, P(AXIS, None)),
-                    history=NamedSharding(mesh, P(None, AXIS, None)),
-                    written=NamedSharding(mesh, P(None, AXIS)),
-                    slot=NamedSharding(mesh, P()))
+def shardings(mesh: jax.sharding.Mesh, *, replicas: bool = False
+              ) -> LabelState:
+  """Where each field lives: rows split along ``'data'``, ``slot`` replicated.
+
+  With ``replicas`` every field has a leading replica axis, split along the
+  mesh's ``'replica'`` axis.
+  """
+  lead = (pipeline.REPLICA_AXIS,) if replicas else ()
+  return LabelState(labels=NamedSharding(mesh, P(*lead, AXIS, None)),
+                    history=NamedSharding(mesh, P(*lead, None, AXIS, None)),
+                    written=NamedSharding(mesh, P(*lead, None, AXIS)),
+                    slot=NamedSharding(mesh, P(*lead)))
 
 
 def create(noisy_labels: np.ndarray, num_classes: int, *, history: int,
-           mesh: jax.sharding.Mesh) -> LabelState:
+           mesh: jax.sharding.Mesh, replicas: bool = False) -> LabelState:
   """The initial state: the noisy labels one-hot, an empty buffer.
 
   Args:
-    noisy_labels: int ``[N]`` labels, or float multi-hot ``[N, C]``.
+    noisy_labels: int ``[N]`` labels, or float multi-hot ``[N, C]``; with
+      ``replicas``, a leading axis ``[R, ...]``: one label set per replica.
     num_classes: ``C``.
     history: ``K``, epochs of probabilities kept (0: none).
-    mesh: the device mesh; the state is sharded along its ``'data'`` axis.
+    mesh: the device mesh; the state is sharded along its ``'data'`` axis
+      (and the replicas along ``'replica'``).
+    replicas: whether ``noisy_labels`` has a leading replica axis.
   """
   if history < 0:
     raise ValueError(f"history must be >= 0, got {history}")
-  num_rows = padded_size(len(noisy_labels), mesh)
-  pad = [(0, num_rows - len(noisy_labels))] + [(0, 0)] * (
-      noisy_labels.ndim - 1)
+  lead = 1 if replicas else 0
+  num_examples = noisy_labels.shape[lead]
+  num_rows = padded_size(num_examples, mesh)
+  pad = [(0, 0)] * lead + [(0, num_rows - num_examples)] + [(0, 0)] * (
+      noisy_labels.ndim - 1 - lead)
   # Only the int labels ([N], small) cross from the host; the one-hot rows
   # are made on the devices, already sharded.
-  rows = jax.device_put(np.pad(noisy_labels, pad),
-                        NamedSharding(mesh, P(AXIS, *[None] * (
-                            noisy_labels.ndim - 1))))
+  rows = jax.device_put(np.pad(noisy_labels, pad), NamedSharding(
+      mesh, P(*(pipeline.REPLICA_AXIS,) * lead, AXIS,
+              *[None] * (noisy_labels.ndim - 1 - lead))))
 
   def init(rows):
     labels = (rows.astype(jnp.float32) if rows.ndim == 2
@@ -90,7 +101,9 @@ def create(noisy_labels: np.ndarray, num_classes: int, *, history: int,
         written=jnp.zeros((history, num_rows), bool),
         slot=jnp.zeros((), jnp.int32))
 
-  return jax.jit(init, out_shardings=shardings(mesh))(rows)
+  if replicas:
+    init = jax.vmap(init)
+  return jax.jit(init, out_shardings=shardings(mesh, replicas=replicas))(rows)
 
 
 def gather(table: jax.Array, indices: jax.Array,

@@ -18,11 +18,14 @@ a sigmoid loss on single-label data bins examples by ``sigmoid(z_y)``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from train import label_state as label_state_lib
 
 ECE_BINS = 15
 
@@ -40,7 +43,7 @@ def _bin_sums(values, confidence, weights, num_bins):
 def zeros_like_sums(num_bins: int) -> dict[str, jax.Array]:
   """The accumulator of ``training_sums`` before an epoch's first step."""
   scalars = ("loss", "examples", "correct_noisy", "correct_clean",
-             "noisy_examples", "memorised")
+             "noisy_examples", "memorised", "nonfinite_steps")
   sums = {k: jnp.zeros((), jnp.float32) for k in scalars}
   sums["grad_sum"] = jnp.zeros((num_bins,), jnp.float32)
   sums["grad_count"] = jnp.zeros((num_bins,), jnp.float32)
@@ -65,8 +68,9 @@ def training_sums(*, loss, logits, logit_grad, probs, targets, noisy_labels,
 
   Args:
     loss: the batch loss (a mean over the batch).
-    logits, logit_grad, probs, targets: ``[B, C]``: logits, ``dL/dz`` of the
-      batch loss, probabilities (softmax or sigmoid) and current targets.
+    logits, logit_grad, probs: ``[B, C]``: logits, ``dL/dz`` of the batch
+      loss, probabilities (softmax or sigmoid).
+    targets: the current targets, ``[B, C]``, or integer labels ``[B]``.
     noisy_labels, clean_labels: the given and the true labels of the batch.
     multi_label: static.
     num_bins: confidence bins of the gradient magnitude, static.
@@ -82,14 +86,19 @@ def training_sums(*, loss, logits, logit_grad, probs, targets, noisy_labels,
     confidence = targets * probs + (1 - targets) * (1 - probs)
     magnitude = jnp.abs(logit_grad) * batch
   else:
-    confidence = jnp.sum(targets * probs, axis=-1)
+    if jnp.issubdtype(targets.dtype, jnp.integer):
+      confidence = jnp.take_along_axis(probs, targets[:, None], axis=-1)[:, 0]
+    else:
+      confidence = jnp.sum(targets * probs, axis=-1)
     magnitude = jnp.linalg.norm(logit_grad, axis=-1) * batch
   grad_sum, grad_count = _bin_sums(magnitude, confidence,
                                    jnp.ones_like(magnitude), num_bins)
   return {"loss": loss * batch, "examples": jnp.float32(batch),
           "correct_noisy": noisy.sum(), "correct_clean": clean.sum(),
           "noisy_examples": changed.sum(), "memorised": (noisy * changed).sum(),
-          "grad_sum": grad_sum, "grad_count": grad_count}
+          "grad_sum": grad_sum, "grad_count": grad_count,
+          # The host checks finiteness only when it fetches the sums.
+          "nonfinite_steps": 1.0 - jnp.isfinite(loss).astype(jnp.float32)}
 
 
 def training_epoch_metrics(sums: Mapping[str, np.ndarray]) -> dict:
@@ -109,6 +118,21 @@ def training_epoch_metrics(sums: Mapping[str, np.ndarray]) -> dict:
       "grad_by_confidence": [None if np.isnan(g) else float(g) for g in grad],
       "grad_bin_count": [int(c) for c in counts],
   }
+
+
+def label_metrics(labels, clean, noisy, *, num_examples: int,
+                  multi_label: bool) -> dict[str, jax.Array]:
+  """How far the label state is from the clean and the given labels.
+
+  ``recovery_accuracy``: the share of hard labels that are clean;
+  ``labels_changed``: the share that differ from the given (noisy) ones.
+  ``clean`` and ``noisy`` are padded like ``labels``; jit-able.
+  """
+  agree = functools.partial(label_state_lib.recovery_accuracy, labels,
+                            num_examples=num_examples,
+                            multi_label=multi_label)
+  return {"recovery_accuracy": agree(clean),
+          "labels_changed": 1.0 - agree(noisy)}
 
 
 def expected_calibration_error(confidence, correct, weights,
@@ -140,6 +164,21 @@ def mean_average_precision(scores, targets, weights) -> jax.Array:
       has_positive.sum(), 1)
 
 
+def agreement_metrics(logits, labels, weights, multi_label: bool
+                      ) -> dict[str, jax.Array]:
+  """Accuracy (and mAP for multi-label) of a split's logits; jit-able.
+
+  What ``evaluation_metrics`` measures of a second label set (the clean
+  validation labels), without calibration or likelihood.
+  """
+  agree = predictions_agree(logits, labels, multi_label)
+  out = {"accuracy": jnp.sum(agree * weights) / jnp.maximum(weights.sum(),
+                                                            1.0)}
+  if multi_label:
+    out["map"] = mean_average_precision(logits, labels, weights)
+  return out
+
+
 def evaluation_metrics(logits, labels, weights, multi_label: bool
                        ) -> dict[str, jax.Array]:
   """Accuracy, ECE, NLL (and mAP for multi-label) of a split; jit-able.
@@ -152,7 +191,7 @@ def evaluation_metrics(logits, labels, weights, multi_label: bool
   """
   total = jnp.maximum(weights.sum(), 1.0)
   agree = predictions_agree(logits, labels, multi_label)
-  out = {"accuracy": jnp.sum(agree * weights) / total}
+  out = agreement_metrics(logits, labels, weights, multi_label)
   if multi_label:
     probs = jax.nn.sigmoid(logits)
     confidence = jnp.maximum(probs, 1 - probs)
@@ -162,7 +201,6 @@ def evaluation_metrics(logits, labels, weights, multi_label: bool
                                             entry_weights)
     nll = -(labels * jax.nn.log_sigmoid(logits)
             + (1 - labels) * jax.nn.log_sigmoid(-logits)).sum(-1)
-    out["map"] = mean_average_precision(logits, labels, weights)
   else:
     log_p = jax.nn.log_softmax(logits)
     confidence = jnp.exp(log_p.max(axis=-1))

@@ -244,42 +244,6 @@ def transition_noise(labels, transition_matrix, *, seed: int,
   return from_noisy_labels(clean, noisy, num_classes)
 
 
-def symmetric_noise(labels, num_classes: int, rate: float, *, seed: int,
-                    include_true_class: bool = True,
-                    exact: bool = True) -> NoisyLabels:
-  """Symmetric noise; see ``symmetric_transition`` for the two conventions."""
-  return transition_noise(
-      labels, symmetric_transition(num_classes, rate,
-                                   include_true_class=include_true_class),
-      seed=seed, exact=exact)
-
-
-def asymmetric_noise(labels, num_classes: int, rate: float, *,
-                     mapping: str | Mapping[int, int], seed: int,
-                     exact: bool = True) -> NoisyLabels:
-  """Class-dependent noise: a fraction ``rate`` of each mapped class moves.
-
-  Args:
-    labels: clean labels, int ``[N]``.
-    num_classes: ``C``.
-    rate: fraction of each source class sent to its target, in [0, 1).
-    mapping: ``'cifar10' | 'cifar100' | 'mnist' | 'fashion_mnist'`` (a
-      ``'tfds:'`` prefix is ignored) or a dict ``{source: target}``.
-    seed: the noise's seed.
-    exact: exact counts per class (default) or independent draws.
-  """
-  return transition_noise(
-      labels, asymmetric_transition(num_classes, rate, mapping),
-      seed=seed, exact=exact)
-
-
-def pair_flip_noise(labels, num_classes: int, rate: float, *, seed: int,
-                    exact: bool = True) -> NoisyLabels:
-  """Pair flip: a fraction ``rate`` of class ``i`` becomes ``i+1 mod C``."""
-  return transition_noise(labels, pair_flip_transition(num_classes, rate),
-                          seed=seed, exact=exact)
-
-
 # ---------------------------------------------------------------------------
 # Multi-label noise.
 # ---------------------------------------------------------------------------
@@ -337,7 +301,7 @@ def multilabel_noise(targets, drop_rate: float, add_rate: float, *,
 # ---------------------------------------------------------------------------
 # Dispatcher by name.
 # ---------------------------------------------------------------------------
-NOISE_MODELS = ("none", "symmetric", "asymmetric", "pair_flip", "transition",
+NOISE_MODELS = ("none", "symmetric", "asymmetric", "pair_flip",
                 "multilabel", "human")
 
 
@@ -345,8 +309,8 @@ def apply_noise(labels, num_classes: int, *, name: str = "none",
                 rate: float = 0.0, seed: int = 0, exact: bool = True,
                 include_true_class: bool = True,
                 mapping: str | Mapping[int, int] | None = None,
-                transition_matrix=None, drop_rate: float = 0.0,
-                add_rate: float = 0.0, noisy_labels=None) -> NoisyLabels:
+                drop_rate: float = 0.0, add_rate: float = 0.0,
+                noisy_labels=None) -> NoisyLabels:
   """Applies the noise model ``name`` (one of ``NOISE_MODELS``).
 
   Args:
@@ -354,18 +318,18 @@ def apply_noise(labels, num_classes: int, *, name: str = "none",
     num_classes: ``C``.
     name: ``'none'``, ``'symmetric'`` (``rate``, ``include_true_class``),
       ``'asymmetric'`` (``rate``, ``mapping``), ``'pair_flip'`` (``rate``),
-      ``'transition'`` (``transition_matrix``), ``'multilabel'``
-      (``drop_rate``, ``add_rate``), ``'human'`` (``noisy_labels``, e.g. a
-      ``Dataset.train_noisy_labels`` entry of CIFAR-10N).
-    rate, seed, exact, include_true_class, mapping, transition_matrix,
-      drop_rate, add_rate, noisy_labels: as in the model functions.
+      ``'multilabel'`` (``drop_rate``, ``add_rate``), ``'human'``
+      (``noisy_labels``, e.g. a ``Dataset.train_noisy_labels`` entry of
+      CIFAR-10N). Any other matrix: ``transition_noise``.
+    rate, seed, exact, include_true_class, mapping, drop_rate, add_rate,
+      noisy_labels: as in the model functions.
 
   Returns:
     ``NoisyLabels``.
 
   Raises:
     ValueError: unknown model, a rate outside [0, 1), a missing argument, or
-      a mapping or matrix that does not fit ``num_classes``.
+      a mapping that does not fit ``num_classes``.
   """
   if name == "multilabel":
     return multilabel_noise(labels, drop_rate, add_rate, seed=seed,
@@ -386,10 +350,6 @@ def apply_noise(labels, num_classes: int, *, name: str = "none",
     matrix = asymmetric_transition(num_classes, rate, mapping)
   elif name == "pair_flip":
     matrix = pair_flip_transition(num_classes, rate)
-  elif name == "transition":
-    if transition_matrix is None:
-      raise ValueError("noise 'transition' needs transition_matrix")
-    matrix = _check_transition_matrix(transition_matrix, num_classes)
   else:
     raise ValueError(f"unknown noise model {name!r}; known: {NOISE_MODELS}")
   return transition_noise(labels, matrix, seed=seed, exact=exact)

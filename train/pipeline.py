@@ -5,29 +5,20 @@ Every dataset of ``datasets`` fits in device memory (CIFAR-10 in float32 is
 is an index gather inside the jitted step:
 
 * ``epoch_indices`` draws the order of an epoch on the host, deterministic by
-  ``(seed, epoch)``; ``shard_indices`` puts a batch of indices on the devices
-  sharded along the mesh's ``'data'`` axis;
+  ``(seed, epoch)``; the trainer puts a whole epoch's indices on the devices
+  at once, the batch axis split along the mesh's ``'data'`` axis;
 * ``gather_batch`` gathers inputs, labels and the per-example ``index`` (the
   row of the label state) inside jit; the gathered batch inherits the
   indices' sharding, so each device gathers only its own examples;
 * ``augment`` (pad-and-random-crop, horizontal flip) runs inside jit on the
   sharded batch; random bits are partitionable (``jax_threefry_partitionable``,
   on by default), so a batch is augmented identically on 1 or 8 devices.
-
-A dataset too large for device memory streams instead: the same
-``epoch_indices`` drive reads from the host, ``host_batches`` assembles each
-batch on the host (from numpy arrays in host memory, or a random-access
-``tfds.data_source`` / grain ``ArrayRecordDataSource`` on disk), puts it on
-the devices sharded along ``'data'`` a few batches ahead in a background
-thread, and ``augment`` still runs inside the jitted step. Only the order and
-the labels' index stay the same, so the label state works unchanged.
 """
 
 from __future__ import annotations
 
-import collections
-import concurrent.futures
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import math
+from collections.abc import Iterable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -36,30 +27,33 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 DATA_AXIS = "data"
+REPLICA_AXIS = "replica"
 Batch = dict[str, jax.Array]
 
 
-def make_mesh(devices: Iterable[jax.Device] | None = None) -> jax.sharding.Mesh:
-  """A 1-D mesh over ``devices`` (default: all) with the axis ``'data'``.
+def make_mesh(devices: Iterable[jax.Device] | None = None, *,
+              replicas: int = 1) -> jax.sharding.Mesh:
+  """A mesh over ``devices`` (default: all): ``('replica', 'data')``.
 
-  The axis type is ``Auto`` rather than JAX 0.10's default ``Explicit``: the
-  batch's sharding then follows from the sharded indices by propagation and
-  is stated once, at the jitted step's ``in_shardings``/``out_shardings``,
+  Seed replicas (``config.replicas``) spread over ``gcd(replicas, devices)``
+  rows of the mesh; each replica's batch is split over the row's devices
+  along ``'data'``. Without replicas the mesh is ``1 x devices``: the
+  replica axis is there, of size 1, and every array is replicated along it.
+
+  The axis types are ``Auto`` rather than JAX 0.10's default ``Explicit``:
+  the batch's sharding then follows from the sharded indices by propagation
+  and is stated once, at the jitted step's ``in_shardings``/``out_shardings``,
   instead of an ``out_sharding=`` at every gather and every op on the batch.
   """
   devices = list(jax.devices() if devices is None else devices)
-  return jax.make_mesh((len(devices),), (DATA_AXIS,),
-                       axis_types=(jax.sharding.AxisType.Auto,),
+  rows = math.gcd(replicas, len(devices))
+  return jax.make_mesh((rows, len(devices) // rows), (REPLICA_AXIS, DATA_AXIS),
+                       axis_types=(jax.sharding.AxisType.Auto,) * 2,
                        devices=devices)
 
 
 def replicated(mesh: jax.sharding.Mesh) -> NamedSharding:
   return NamedSharding(mesh, P())
-
-
-def batch_sharding(mesh: jax.sharding.Mesh, ndim: int = 1) -> NamedSharding:
-  """Sharding of an array whose leading axis is the batch."""
-  return NamedSharding(mesh, P(DATA_AXIS, *([None] * (ndim - 1))))
 
 
 def put_replicated(arrays: Mapping[str, np.ndarray],
@@ -104,12 +98,6 @@ def eval_indices(num_examples: int,
   indices = np.where(mask, flat, 0).astype(np.int32)
   return (indices.reshape(num_batches, batch_size),
           mask.reshape(num_batches, batch_size))
-
-
-def shard_indices(indices: np.ndarray, mesh: jax.sharding.Mesh) -> jax.Array:
-  """Puts ``[..., B]`` indices on the devices, ``B`` split along ``'data'``."""
-  spec = P(*([None] * (indices.ndim - 1)), DATA_AXIS)
-  return jax.device_put(indices, NamedSharding(mesh, spec))
 
 
 def gather_batch(data: Mapping[str, jax.Array], indices: jax.Array) -> Batch:
@@ -176,35 +164,3 @@ def train_batch(data: Mapping[str, jax.Array], indices: jax.Array,
                              flip=flip)
   return batch
 
-
-def host_batches(read: Callable[[np.ndarray], Mapping[str, np.ndarray]],
-                 indices: Iterable[np.ndarray], mesh: jax.sharding.Mesh, *,
-                 prefetch: int = 2) -> Iterator[Batch]:
-  """Streams batches assembled on the host, for data too big for devices.
-
-  Args:
-    read: maps int ``[B]`` indices to host arrays with leading axis ``B``,
-      e.g. ``lambda i: {'image': x[i], 'label': y[i]}`` or a stack of
-      ``tfds.data_source`` records.
-    indices: the batches' indices, e.g. the rows of ``epoch_indices``.
-    mesh: the batches are put sharded along its ``'data'`` axis.
-    prefetch: batches read and transferred ahead, in a background thread.
-
-  Yields:
-    Device batches as ``gather_batch`` makes them, ``'index'`` included.
-  """
-
-  def load(batch_indices: np.ndarray) -> Batch:
-    arrays = dict(read(batch_indices))
-    arrays["index"] = np.asarray(batch_indices, np.int32)
-    return {k: jax.device_put(v, batch_sharding(mesh, np.ndim(v)))
-            for k, v in arrays.items()}
-
-  with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-    pending = collections.deque()
-    for batch_indices in indices:
-      pending.append(pool.submit(load, batch_indices))
-      if len(pending) > prefetch:
-        yield pending.popleft().result()
-    while pending:
-      yield pending.popleft().result()

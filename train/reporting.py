@@ -106,8 +106,8 @@ class Progress:
     rate = (time.perf_counter() - self.start) / done
     return rate * (self.total - self.done)
 
-  def step(self, epoch: int, loss: float) -> None:
-    self.done += 1
+  def step(self, epoch: int, loss: float, steps: int = 1) -> None:
+    self.done += steps
     now = time.perf_counter()
     # At most ten redraws a second: a small model runs thousands of steps.
     if not self.live or (now - self._drawn < 0.1
@@ -159,59 +159,155 @@ def _best(records, key):
   return sign * value, -epoch
 
 
+def _at_best(records, select, report):
+  """``report`` at the epoch of best ``select`` (earliest of ties)."""
+  _, epoch = _best(records, select)
+  if epoch is None:
+    return None
+  return next(r.get(report) for r in records if r["epoch"] == epoch)
+
+
+def replica_mean(record: Mapping[str, Any]) -> dict[str, Any]:
+  """A record of ``R > 1`` replicas with each per-replica list averaged."""
+  if record.get("replicas", 1) == 1:
+    return dict(record)
+  out = {}
+  for key, value in record.items():
+    if isinstance(value, list):
+      numbers = [v for v in value if isinstance(v, (int, float))]
+      value = sum(numbers) / len(numbers) if numbers else None
+    out[key] = value
+  return out
+
+
+def _replica(record: Mapping[str, Any], r: int) -> dict[str, Any]:
+  """Replica ``r``'s values of a record (every list is per replica)."""
+  return {k: v[r] if isinstance(v, list) else v for k, v in record.items()}
+
+
+# Keys of a summary shared by every replica.
+_SHARED = ("epochs", "seconds")
+
+
 def summarise(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
   """Best and last of the main metrics over a run's records.
 
-  ``test_accuracy_best`` is the highest test accuracy of any epoch, as the
-  noisy-label papers report it; ``test_accuracy_at_best_val`` is the test
-  accuracy of the epoch with the best validation accuracy (model selection
-  without test labels).
+  The test results are model selections that use no test labels:
+  ``test_accuracy_at_best_val`` is the test accuracy at the epoch of the
+  best ``val_accuracy`` (validation labels as the practitioner has them,
+  noisy with ``noise.validation``), ``test_accuracy_at_best_val_clean`` at
+  the best ``val_clean_accuracy`` (an oracle with clean validation labels),
+  ``test_accuracy_last`` at the last epoch; the same three for ``test_map``
+  (selected by ``val_map`` and ``val_clean_map``). ``test_accuracy_best``,
+  the highest test accuracy of any epoch as some noisy-label papers report
+  it, selects on the test set and is kept out of the printed table.
+
+  With ``R > 1`` replicas (records with ``'replicas'``) every value but the
+  epochs and seconds is a list of ``R`` (each replica summarised on its
+  own), with ``KEY_mean`` and ``KEY_std`` (sample standard deviation) beside
+  each numeric one.
   """
   records = list(records)
   if not records:
     return {}
+  replicas = records[-1].get("replicas", 1)
+  if replicas == 1:
+    return _summarise(records)
+  each = [_summarise([_replica(r, i) for r in records])
+          for i in range(replicas)]
+  summary = {"replicas": replicas}
+  for key in each[0]:
+    values = [s[key] for s in each]
+    if key in _SHARED:
+      summary[key] = values[0]
+      continue
+    summary[key] = values
+    if all(isinstance(v, (int, float)) for v in values):
+      mean = sum(values) / replicas
+      summary[f"{key}_mean"] = mean
+      summary[f"{key}_std"] = math.sqrt(
+          sum((v - mean) ** 2 for v in values) / (replicas - 1))
+  return summary
+
+
+def _summarise(records: list[Mapping[str, Any]]) -> dict[str, Any]:
   last = records[-1]
   summary = {"epochs": last["epoch"]}
-  for key in ("val_accuracy", "test_accuracy", "recovery_accuracy",
-              "test_map", "val_map", "train_accuracy_clean",
-              "train_accuracy_noisy", "memorised", "test_ece"):
+  for key in ("val_accuracy", "val_clean_accuracy", "test_accuracy",
+              "recovery_accuracy", "test_map", "val_map", "val_clean_map",
+              "train_accuracy_clean", "train_accuracy_noisy", "memorised",
+              "test_ece"):
     best, epoch = _best(records, key)
     summary[f"{key}_best"] = best
     summary[f"{key}_best_epoch"] = epoch
     summary[f"{key}_last"] = last.get(key)
-  _, best_val_epoch = _best(records, "val_accuracy")
-  if best_val_epoch is not None:
-    summary["test_accuracy_at_best_val"] = next(
-        r["test_accuracy"] for r in records if r["epoch"] == best_val_epoch)
+  for test, val in (("test_accuracy", "val_accuracy"), ("test_map",
+                                                         "val_map")):
+    summary[f"{test}_at_best_val"] = _at_best(records, val, test)
+    summary[f"{test}_at_best_val_clean"] = _at_best(
+        records, val.replace("val_", "val_clean_"), test)
   summary["seconds"] = sum(r.get("epoch_seconds", 0.0) for r in records)
   return summary
 
 
 def summary_table(summary: Mapping[str, Any], title: str) -> str:
-  """The table printed at the end of a run."""
-  def pct(value):
+  """The table printed at the end of a run.
+
+  Validation and training metrics show their best epoch and the last; test
+  metrics only at epochs chosen without test labels (best validation, best
+  clean validation, last). With replicas: mean ± std over them.
+  """
+  replicas = summary.get("replicas", 1)
+
+  def pct(key):
+    if replicas > 1:
+      if summary.get(f"{key}_mean") is None:
+        return "-"
+      return (f"{100 * summary[f'{key}_mean']:6.2f}"
+              f"±{100 * summary[f'{key}_std']:.2f}")
+    value = summary.get(key)
     return "-" if value is None else f"{100 * value:6.2f}"
 
+  def epoch(key):
+    return summary.get(key) or "-" if replicas == 1 else "-"
+
   rows = [("validation accuracy", "val_accuracy"),
-          ("test accuracy", "test_accuracy"),
-          ("test mAP", "test_map"),
+          ("validation accuracy, clean", "val_clean_accuracy"),
+          ("validation mAP", "val_map"),
+          ("validation mAP, clean", "val_clean_map"),
           ("label recovery accuracy", "recovery_accuracy"),
           ("train accuracy, noisy labels", "train_accuracy_noisy"),
           ("train accuracy, clean labels", "train_accuracy_clean"),
-          ("memorised noisy labels", "memorised"),
-          ("test ECE", "test_ece")]
-  lines = [title, f"{'metric (%)':<30}{'best':>8}{'epoch':>7}{'last':>8}"]
+          ("memorised noisy labels", "memorised")]
+  width = 13 if replicas > 1 else 8
+  lines = [title + (f" ({replicas} seeds: mean ± std)" if replicas > 1
+                    else ""),
+           f"{'metric (%)':<34}{'best':>{width}}{'epoch':>7}"
+           f"{'last':>{width}}"]
   lines.append("-" * len(lines[-1]))
+
+  def present(key):
+    value = summary.get(key)
+    return value is not None and (not isinstance(value, list) or any(
+        v is not None for v in value))
+
   for label, key in rows:
-    if summary.get(f"{key}_last") is None and summary.get(
-        f"{key}_best") is None:
+    if not present(f"{key}_last") and not present(f"{key}_best"):
       continue
-    lines.append(f"{label:<30}{pct(summary[f'{key}_best']):>8}"
-                 f"{summary[f'{key}_best_epoch'] or '-':>7}"
-                 f"{pct(summary[f'{key}_last']):>8}")
-  if summary.get("test_accuracy_at_best_val") is not None:
-    lines.append(f"{'test accuracy at best val':<30}"
-                 f"{pct(summary['test_accuracy_at_best_val']):>8}")
+    lines.append(f"{label:<34}{pct(f'{key}_best'):>{width}}"
+                 f"{epoch(f'{key}_best_epoch'):>7}"
+                 f"{pct(f'{key}_last'):>{width}}")
+  for label, key in (("test accuracy", "test_accuracy"),
+                     ("test mAP", "test_map")):
+    for how, suffix in (("at best val", "at_best_val"),
+                        ("at best clean val", "at_best_val_clean"),
+                        ("last epoch", "last")):
+      if present(f"{key}_{suffix}"):
+        lines.append(f"{label + ', ' + how:<34}"
+                     f"{pct(f'{key}_{suffix}'):>{width}}")
+  if present("test_ece_last"):
+    lines.append(f"{'test ECE, last epoch':<34}"
+                 f"{pct('test_ece_last'):>{width}}")
   lines.append(f"{summary['epochs']} epochs, "
                f"{format_duration(summary['seconds'])} of training")
   return "\n".join(lines)

@@ -17,6 +17,7 @@ gradient-by-confidence metric costs no second backward pass.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -49,6 +50,12 @@ class StepConfig:
     multi_label: whether targets are multi-hot.
     record: whether the step writes probabilities into the label history.
     grad_bins: bins of the gradient-by-confidence metric.
+    integer_labels: train on the batch's integer labels, not the label
+      state's rows (single-label data whose labels are never updated).
+    num_classes: ``C``, for a sigmoid loss's one-hot of integer labels.
+    replicas: every argument but the data's images, ``epoch`` and ``first``
+      has a leading replica axis (``config.replicas`` seeds as one program):
+      the step is ``vmap``ped over it, the axis split along ``'replica'``.
   """
 
   classifier: models.Classifier
@@ -62,6 +69,9 @@ class StepConfig:
   multi_label: bool = False
   record: bool = True
   grad_bins: int = 10
+  integer_labels: bool = False
+  num_classes: int = 0
+  replicas: bool = False
 
 
 def init_state(classifier: models.Classifier,
@@ -73,9 +83,59 @@ def init_state(classifier: models.Classifier,
           "rng": jax.random.key_data(jax.random.key(seed))}
 
 
-def replicate(tree, mesh: jax.sharding.Mesh):
-  sharding = pipeline.replicated(mesh)
+def replicate(tree, mesh: jax.sharding.Mesh, *, replicas: bool = False):
+  """Every leaf on every device (split by replica with ``replicas``)."""
+  sharding = (NamedSharding(mesh, P(pipeline.REPLICA_AXIS)) if replicas
+              else pipeline.replicated(mesh))
   return jax.tree.map(lambda _: sharding, tree)
+
+
+# The training data's arrays with one version per replica (noise draws);
+# the inputs and the clean labels are shared.
+PER_REPLICA_DATA = ("label",)
+
+
+def data_axes(data: Mapping[str, Any]) -> dict[str, int | None]:
+  """``vmap`` axes of the training data: 0 for per-replica arrays."""
+  return {k: 0 if k in PER_REPLICA_DATA else None for k in data}
+
+
+def over_replicas(fn, in_axes, enabled: bool):
+  """``fn`` vmapped over a leading replica axis split along ``'replica'``."""
+  if not enabled:
+    return fn
+  batched = jax.vmap(fn, in_axes=in_axes,
+                     spmd_axis_name=pipeline.REPLICA_AXIS)
+
+  def over(*args):
+    # One replica: its arrays indexed, not a vmap of size 1, which XLA:CPU
+    # runs measurably slower (other layouts for the batched convolutions).
+    if jax.tree.leaves(args[0])[0].shape[0] != 1:
+      return batched(*args)
+    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+    first = [jax.tree.map(lambda x: x[0], a) if ax == 0 else
+             a if ax is None else jax.tree.map(
+                 lambda x, d: x if d is None else x[0], a, ax,
+                 is_leaf=lambda x: x is None)
+             for a, ax in zip(args, axes)]
+    return jax.tree.map(lambda x: x[None], fn(*first))
+
+  return over
+
+
+def data_shardings(data: Mapping[str, Any], mesh: jax.sharding.Mesh, *,
+                   replicas: bool = False) -> dict[str, NamedSharding]:
+  """The training data on every device; per-replica arrays split by replica."""
+  split = NamedSharding(mesh, P(pipeline.REPLICA_AXIS))
+  return {k: split if replicas and k in PER_REPLICA_DATA
+          else pipeline.replicated(mesh) for k in data}
+
+
+def order_sharding(mesh: jax.sharding.Mesh, *, replicas: bool = False
+                   ) -> NamedSharding:
+  """An epoch's ``[(R,) num_batches, B]`` indices: ``B`` along ``'data'``."""
+  lead = (pipeline.REPLICA_AXIS,) if replicas else ()
+  return NamedSharding(mesh, P(*lead, None, pipeline.DATA_AXIS))
 
 
 def probabilities(logits: jax.Array, family: str) -> jax.Array:
@@ -86,13 +146,30 @@ def probabilities(logits: jax.Array, family: str) -> jax.Array:
 def make_train_step(cfg: StepConfig, state: TrainState,
                     label_state: label_state_lib.LabelState,
                     data: Mapping[str, jax.Array]):
-  """``step(state, label_state, sums, data, order, epoch, i)``, jitted.
+  """``steps(state, label_state, sums, data, order, epoch, first[, count])``.
 
-  ``order`` is the epoch's ``[num_batches, B]`` indices (split along ``B``),
-  ``i`` the batch of the epoch; returns ``(state, label_state, sums, loss)``.
-  The arguments' values are only used for their shardings' structure.
+  Jitted: runs batches ``first, ..., first + count - 1`` of the epoch
+  (``order`` is the epoch's ``[num_batches, B]`` indices, split along ``B``)
+  and returns ``(state, label_state, sums)``; ``count`` is static, and more
+  than one step per call (a ``fori_loop``) saves the host's dispatch for
+  models whose step is shorter than it. Nothing per step comes back to the
+  host: the losses are summed in ``sums`` (with the count of non-finite
+  ones), which the caller fetches when it wants. The arguments' values are
+  only used for their shardings' structure.
+
+  With ``cfg.integer_labels`` the loss gets the batch's integer labels (the
+  losses' fast paths; a sigmoid loss their one-hot) instead of rows gathered
+  from the label state: right whenever the label state never relabels.
   """
   mesh = cfg.mesh
+
+  def targets_of(label_state, batch, indices):
+    if not cfg.integer_labels:
+      return label_state_lib.gather(label_state.labels, indices, mesh)
+    if cfg.family == "sigmoid":
+      return jax.nn.one_hot(batch["label"], cfg.num_classes,
+                            dtype=jnp.float32)
+    return batch["label"]
 
   def step(state, label_state, sums, data, order, epoch, i):
     indices = order[i]
@@ -100,7 +177,7 @@ def make_train_step(cfg: StepConfig, state: TrainState,
         jax.random.wrap_key_data(state["rng"]), epoch), i)
     batch = pipeline.train_batch(data, indices, key,
                                  crop_padding=cfg.crop_padding, flip=cfg.flip)
-    targets = label_state_lib.gather(label_state.labels, indices, mesh)
+    targets = targets_of(label_state, batch, indices)
     hparams = {k: v(state["step"]) for k, v in cfg.hparam_schedules.items()}
 
     def forward(params):
@@ -126,69 +203,92 @@ def make_train_step(cfg: StepConfig, state: TrainState,
     state = {"step": state["step"] + 1, "params": params,
              "model_state": model_state, "opt_state": opt_state,
              "rng": state["rng"]}
-    return state, label_state, sums, loss
+    return state, label_state, sums
 
-  state_sh = replicate(state, mesh)
-  label_sh = label_state_lib.shardings(mesh)
-  sums_sh = replicate(metrics.zeros_like_sums(cfg.grad_bins), mesh)
-  data_sh = replicate(data, mesh)
-  order_sh = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
+  step = over_replicas(step, (0, 0, 0, data_axes(data), 0, None, None),
+                       cfg.replicas)
+
+  def steps(state, label_state, sums, data, order, epoch, first, count=1):
+    carry = (state, label_state, sums)
+    if count == 1:
+      return step(*carry, data, order, epoch, first)
+    return jax.lax.fori_loop(
+        first, first + count,
+        lambda i, carry: step(*carry, data, order, epoch, i), carry)
+
+  state_sh = replicate(state, mesh, replicas=cfg.replicas)
+  label_sh = label_state_lib.shardings(mesh, replicas=cfg.replicas)
+  sums_sh = replicate(metrics.zeros_like_sums(cfg.grad_bins), mesh,
+                      replicas=cfg.replicas)
+  data_sh = data_shardings(data, mesh, replicas=cfg.replicas)
+  order_sh = order_sharding(mesh, replicas=cfg.replicas)
   scalar = pipeline.replicated(mesh)
   del label_state
-  return jax.jit(step,
+  return jax.jit(steps,
                  in_shardings=(state_sh, label_sh, sums_sh, data_sh,
                                order_sh, scalar, scalar),
-                 out_shardings=(state_sh, label_sh, sums_sh, scalar),
-                 donate_argnums=(0, 1, 2))
+                 out_shardings=(state_sh, label_sh, sums_sh),
+                 static_argnums=(7,), donate_argnums=(0, 1, 2))
 
 
 def make_evaluate(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,
-                  multi_label: bool):
-  """``evaluate(params, model_state, x, y, order, mask) -> metrics``, jitted.
+                  multi_label: bool, replicas: bool = False):
+  """``evaluate(params, model_state, x, labels, order, mask) -> metrics``.
 
-  ``order``/``mask`` are ``pipeline.eval_indices``, split along ``B``; the
-  logits of every batch are stacked and the split's metrics computed at once.
+  Jitted. ``labels`` maps a prefix to a label set: ``''`` gets every metric
+  of ``metrics.evaluation_metrics``, any other prefix (``'clean_'``) only
+  those of ``metrics.agreement_metrics``. ``order``/``mask`` are
+  ``pipeline.eval_indices``, split along ``B``; the logits of every batch are
+  stacked and the split's metrics computed at once. With ``replicas`` the
+  parameters and the label sets have a leading replica axis.
   """
 
-  def evaluate(params, model_state, x, y, order, mask):
+  def evaluate(params, model_state, x, labels, order, mask):
     def logits_of(_, indices):
       logits, _ = classifier.apply(params, model_state,
                                    jnp.take(x, indices, axis=0), train=False)
       return None, logits
 
     _, logits = jax.lax.scan(logits_of, None, order)
-    labels = jnp.take(y, order.reshape(-1), axis=0)
-    return metrics.evaluation_metrics(
-        logits.reshape(-1, logits.shape[-1]), labels,
-        mask.reshape(-1).astype(jnp.float32), multi_label)
+    logits = logits.reshape(-1, logits.shape[-1]).astype(jnp.float32)
+    weights = mask.reshape(-1).astype(jnp.float32)
+    out = {}
+    for prefix, y in labels.items():
+      y = jnp.take(y, order.reshape(-1), axis=0)
+      measure = (metrics.evaluation_metrics if not prefix
+                 else metrics.agreement_metrics)
+      out.update({prefix + k: v for k, v in
+                  measure(logits, y, weights, multi_label).items()})
+    return out
 
+  evaluate = over_replicas(evaluate, (0, 0, None, 0, None, None), replicas)
   split = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
   return jax.jit(evaluate, in_shardings=(None, None, None, None, split, split))
 
 
 def make_label_update(mesh: jax.sharding.Mesh, *, begin: int, mode: str,
-                      multi_label: bool, num_examples: int):
-  """``update(label_state, clean, epoch) -> (label_state, metrics)``, jitted.
+                      multi_label: bool, replicas: bool = False):
+  """``update(label_state, epoch) -> label_state`` (``label_state.update``).
 
-  Relabels (``label_state.update``) and measures the result: recovery
-  accuracy and the share of hard labels that differ from the noisy ones.
-  ``clean`` and ``noisy`` are the padded labels, split like the state.
+  Jitted once per stage, the state donated and kept split along ``'data'``.
   """
+  sharding = label_state_lib.shardings(mesh, replicas=replicas)
+  update = over_replicas(
+      functools.partial(label_state_lib.update, begin=begin, mode=mode,
+                        multi_label=multi_label), (0, None), replicas)
+  return jax.jit(update, in_shardings=(sharding, pipeline.replicated(mesh)),
+                 out_shardings=sharding, donate_argnums=(0,))
 
-  def update(state, clean, noisy, epoch):
-    state = label_state_lib.update(state, epoch, begin=begin, mode=mode,
-                                   multi_label=multi_label)
-    measured = {
-        "recovery_accuracy": label_state_lib.recovery_accuracy(
-            state.labels, clean, num_examples, multi_label),
-        "labels_changed": 1.0 - label_state_lib.recovery_accuracy(
-            state.labels, noisy, num_examples, multi_label),
-    }
-    return state, measured
 
-  sharding = label_state_lib.shardings(mesh)
-  rows = sharding.labels if multi_label else NamedSharding(
-      mesh, P(pipeline.DATA_AXIS))
-  scalar = pipeline.replicated(mesh)
-  return jax.jit(update, in_shardings=(sharding, rows, rows, scalar),
-                 out_shardings=(sharding, scalar), donate_argnums=(0,))
+def make_label_metrics(mesh: jax.sharding.Mesh, *, multi_label: bool,
+                       num_examples: int, replicas: bool = False):
+  """``measure(labels, clean, noisy) -> metrics.label_metrics``, jitted."""
+  rows = label_state_lib.shardings(mesh, replicas=replicas).labels
+  lead = (pipeline.REPLICA_AXIS,) if replicas else ()
+  padded = rows if multi_label else NamedSharding(
+      mesh, P(*lead, pipeline.DATA_AXIS))
+  measure = over_replicas(
+      functools.partial(metrics.label_metrics, num_examples=num_examples,
+                        multi_label=multi_label), 0, replicas)
+  return jax.jit(measure, in_shardings=(rows, padded, padded),
+                 out_shardings=pipeline.replicated(mesh))

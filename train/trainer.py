@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -34,13 +35,24 @@ from train import stages
 from train import steps
 
 ConfigError = config_checks.ConfigError
+# The validation noise's seed is (noise seed, this).
+VALIDATION_NOISE_STREAM = 1
 
 
 # ---------------------------------------------------------------------------
 # Data.
 # ---------------------------------------------------------------------------
-def load_data(config) -> tuple[datasets.Dataset, noise.NoisyLabels]:
-  """The dataset and its noisy training labels, as the config says."""
+def load_data(config) -> tuple[datasets.Dataset, list[noise.NoisyLabels],
+                              list[noise.NoisyLabels]]:
+  """The dataset and, per replica, its noisy training and validation labels.
+
+  Replica ``r`` draws its noise with seed ``(noise.seed or seed) + r``, or
+  replica 0's with ``noise.shared_across_replicas``. With
+  ``config.noise.validation`` the validation labels get the training noise
+  model too, drawn from that seed in a stream of its own (independent of the
+  training draw); else they are the clean ones. The split itself is shared
+  (seed ``dataset.split_seed``, default ``seed``).
+  """
   d = config.dataset
   options = {k: d[k] for k in ("num_samples", "num_train", "num_test",
                                "mosaic_seed", "download") if d[k] is not None}
@@ -50,33 +62,52 @@ def load_data(config) -> tuple[datasets.Dataset, noise.NoisyLabels]:
     val_size = int(val_size)
   try:
     data = datasets.load(d.name, data_dir=d.data_dir, val_size=val_size,
-                         seed=config.seed, train_size=d.train_size,
+                         seed=config.seed if d.split_seed is None
+                         else d.split_seed, train_size=d.train_size,
                          crop_padding=d.crop_padding, flip=d.flip, **options)
   except ValueError as e:
     raise ConfigError(f"config.dataset: {e}") from None
   n = config.noise
-  human = None
-  if n.name == "human":
-    if n.human_key not in data.train_noisy_labels:
-      raise ConfigError(
-          f"config.noise.human_key = {n.human_key!r}: dataset {d.name!r} "
-          f"has human label sets {sorted(data.train_noisy_labels)}")
-    human = data.train_noisy_labels[n.human_key]
+  if n.name == "human" and n.human_key not in data.train_noisy_labels:
+    raise ConfigError(
+        f"config.noise.human_key = {n.human_key!r}: dataset {d.name!r} "
+        f"has human label sets {sorted(data.train_noisy_labels)}")
   if (n.name == "multilabel") != data.multi_label:
     raise ConfigError(
         f"config.noise.name = {n.name!r}: dataset {d.name!r} is "
         f"{'multi' if data.multi_label else 'single'}-label; "
         f"{'only multilabel' if data.multi_label else 'multilabel'} noise "
         f"{'fits' if data.multi_label else 'does not fit'} it")
-  try:
-    noisy = noise.apply_noise(
-        data.train_y, data.num_classes, name=n.name, rate=n.rate,
-        seed=config.seed if n.seed is None else n.seed, exact=n.exact,
-        include_true_class=n.include_true_class, mapping=n.mapping,
-        drop_rate=n.drop_rate, add_rate=n.add_rate, noisy_labels=human)
-  except ValueError as e:
-    raise ConfigError(f"config.noise: {e}") from None
-  return data, noisy
+
+  def noisy(labels, human, seed):
+    try:
+      return noise.apply_noise(
+          labels, data.num_classes, name=n.name, rate=n.rate, seed=seed,
+          exact=n.exact, include_true_class=n.include_true_class,
+          mapping=n.mapping, drop_rate=n.drop_rate, add_rate=n.add_rate,
+          noisy_labels=None if human is None else human[n.human_key])
+    except ValueError as e:
+      raise ConfigError(f"config.noise: {e}") from None
+
+  human = n.name == "human"
+  train, val = [], []
+  for r in range(config.replicas):
+    seed = (config.seed if n.seed is None else n.seed) + (
+        0 if n.shared_across_replicas else r)
+    if r and n.shared_across_replicas:
+      train.append(train[0])
+      val.append(val[0])
+      continue
+    train.append(noisy(data.train_y, data.train_noisy_labels if human
+                       else None, seed))
+    if n.validation and n.name != "none" and len(data.val_y):
+      # A stream of its own: the training draw is the same without it.
+      val.append(noisy(data.val_y, data.val_noisy_labels if human else None,
+                       (seed, VALIDATION_NOISE_STREAM)))
+    else:
+      val.append(noise.NoisyLabels(labels=data.val_y, clean_labels=data.val_y,
+                                   noise_rate=0.0, transition_matrix=None))
+  return data, train, val
 
 
 def _check_data(config, data: datasets.Dataset) -> None:
@@ -99,19 +130,25 @@ def _check_data(config, data: datasets.Dataset) -> None:
 # The run.
 # ---------------------------------------------------------------------------
 class _Run:
-  """Everything built once per run; one method per phase of an epoch."""
+  """Everything built once per run; one method per phase of an epoch.
+
+  Every array of the run has a leading replica axis (``config.replicas``
+  seeds trained as one program, ``R = 1`` without replicas), split along the
+  mesh's ``'replica'`` axis; the steps are ``vmap``ped over it.
+  """
 
   def __init__(self, config, workdir: str):
     self.config = config
     self.workdir = workdir
-    self.mesh = pipeline.make_mesh()
-    data, noisy = load_data(config)
+    self.replicas = config.replicas
+    self.mesh = pipeline.make_mesh(replicas=self.replicas)
+    data, noisy, val_noisy = load_data(config)
     _check_data(config, data)
     self.data, self.noisy = data, noisy
     self.steps_per_epoch = data.num_train // config.batch_size
     self.stages = stages.make_stages(
         config, steps_per_epoch=self.steps_per_epoch,
-        num_classes=data.num_classes, noisy=noisy)
+        num_classes=data.num_classes, noisy=noisy[0])
     self.total_epochs = self.stages[-1].last_epoch + 1
     model_options = ({"width": config.model.width}
                      if config.model.width is not None else {})
@@ -130,123 +167,174 @@ class _Run:
       except ValueError as e:
         raise ConfigError(str(e)) from None
 
-    mesh = self.mesh
-    self.train_data = pipeline.put_replicated(
-        {"image": data.train_x, "label": noisy.labels,
-         "clean_label": noisy.clean_labels}, mesh)
+    mesh, stack = self.mesh, np.stack
+    self.train_data = {"image": data.train_x,
+                       "label": stack([n.labels for n in noisy]),
+                       "clean_label": noisy[0].clean_labels}
+    self.train_data = jax.device_put(self.train_data, steps.data_shardings(
+        self.train_data, mesh, replicas=True))
     self.eval_sets = {}
-    for split, x, y in (("val", data.val_x, data.val_y),
-                        ("test", data.test_x, data.test_y)):
+    # Validation is measured against the labels a practitioner has (noisy
+    # with noise.validation) and against the clean ones; test is clean.
+    for split, x, labels in (
+        ("val", data.val_x, {"": stack([v.labels for v in val_noisy]),
+                             "clean_": stack([v.clean_labels
+                                              for v in val_noisy])}),
+        ("test", data.test_x, {"": stack([data.test_y] * self.replicas)})):
       if len(x):
         order, mask = pipeline.eval_indices(len(x), config.eval_batch_size)
         sharding = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
         self.eval_sets[split] = (
-            *pipeline.put_replicated({"x": x, "y": y}, mesh).values(),
+            jax.device_put(x, pipeline.replicated(mesh)),
+            jax.device_put(labels, NamedSharding(
+                mesh, P(pipeline.REPLICA_AXIS))),
             jax.device_put(order, sharding), jax.device_put(mask, sharding))
     rows = label_state_lib.padded_size(data.num_train, mesh)
 
     def padded(labels):
-      pad = [(0, rows - len(labels))] + [(0, 0)] * (labels.ndim - 1)
-      spec = P(pipeline.DATA_AXIS, *[None] * (labels.ndim - 1))
+      pad = [(0, 0), (0, rows - labels.shape[1])] + [(0, 0)] * (
+          labels.ndim - 2)
+      spec = P(pipeline.REPLICA_AXIS, pipeline.DATA_AXIS,
+               *[None] * (labels.ndim - 2))
       return jax.device_put(np.pad(labels, pad, constant_values=-1),
                             NamedSharding(mesh, spec))
 
-    self.clean_rows = padded(noisy.clean_labels)
-    self.noisy_rows = padded(noisy.labels)
-    self.evaluate = None
-    self._compiled_stage = None
+    self.clean_rows = padded(stack([n.clean_labels for n in noisy]))
+    self.noisy_rows = padded(stack([n.labels for n in noisy]))
 
   # -- state -----------------------------------------------------------------
-  def fresh_state(self, stage: stages.Stage) -> steps.TrainState:
-    classifier = models.Classifier.split(self._model(stage.seed))
-    self.classifier = classifier
-    state = steps.init_state(classifier, stage.optimizer, stage.seed)
-    return jax.device_put(state, steps.replicate(state, self.mesh))
+  def fresh_state(self, stage: stages.Stage
+                  ) -> tuple[models.Classifier, steps.TrainState]:
+    """The model's graph and a fresh train state (replica r: seed + r)."""
+    states = []
+    for r in range(self.replicas):
+      classifier = models.Classifier.split(self._model(stage.seed + r))
+      states.append(steps.init_state(classifier, stage.optimizer,
+                                     stage.seed + r))
+    state = jax.tree.map(lambda *leaves: np.stack(leaves), *states)
+    return classifier, jax.device_put(
+        state, steps.replicate(state, self.mesh, replicas=True))
 
   def fresh_label_state(self) -> label_state_lib.LabelState:
     history = (self.config.label_state.history
                if self.config.label_state.mode != "none" else 0)
-    return label_state_lib.create(self.noisy.labels, self.data.num_classes,
-                                  history=history, mesh=self.mesh)
+    return label_state_lib.create(
+        np.stack([n.labels for n in self.noisy]), self.data.num_classes,
+        history=history, mesh=self.mesh, replicas=True)
 
-  def compile_stage(self, stage: stages.Stage, state, label_state) -> None:
+  def compile_stage(self, stage: stages.Stage, classifier, state,
+                    label_state) -> None:
     """Builds the jitted step, label update and evaluation of ``stage``."""
-    if self._compiled_stage == stage.index:
-      return
     ls = self.config.label_state
+    multi_label = self.data.multi_label
     family = loss_registry.spec(stage.loss_name).family
     loss = loss_registry.build(stage.loss_name, stage.loss_hyperparameters,
                                num_classes=self.data.num_classes,
                                traced=tuple(stage.hparam_schedules))
     cfg = steps.StepConfig(
-        classifier=self.classifier, loss=loss, family=family,
+        classifier=classifier, loss=loss, family=family,
         optimizer=stage.optimizer, hparam_schedules=stage.hparam_schedules,
         mesh=self.mesh, crop_padding=self.data.crop_padding,
-        flip=self.data.flip, multi_label=self.data.multi_label,
-        record=stage.label_update != "none", grad_bins=self.config.grad_bins)
+        flip=self.data.flip, multi_label=multi_label,
+        record=stage.label_update != "none", grad_bins=self.config.grad_bins,
+        # Labels that never change need no label state: the losses' integer
+        # fast paths (stage 2 too, when stage 1 never relabelled).
+        integer_labels=(ls.mode == "none" and not multi_label),
+        num_classes=self.data.num_classes, replicas=True)
     self.train_step = steps.make_train_step(cfg, state, label_state,
                                             self.train_data)
-    self.update_labels = steps.make_label_update(
-        self.mesh, begin=ls.begin, mode=stage.label_update,
-        multi_label=self.data.multi_label, num_examples=self.data.num_train)
-    self.evaluate = steps.make_evaluate(self.classifier, self.mesh,
-                                        multi_label=self.data.multi_label)
-    replicated = pipeline.replicated(self.mesh)
+    self.update_labels = None if stage.label_update == "none" else (
+        steps.make_label_update(self.mesh, begin=ls.begin,
+                                mode=stage.label_update,
+                                multi_label=multi_label, replicas=True))
+    self.measure_labels = steps.make_label_metrics(
+        self.mesh, multi_label=multi_label,
+        num_examples=self.data.num_train, replicas=True)
+    # Labels that no update moves keep their metrics: measured once a stage.
+    self.label_metrics = self.measure_labels(
+        label_state.labels, self.clean_rows, self.noisy_rows)
+    self.evaluate = steps.make_evaluate(classifier, self.mesh,
+                                        multi_label=multi_label,
+                                        replicas=True)
     self.zero_sums = jax.jit(
-        lambda: metrics.zeros_like_sums(self.config.grad_bins),
-        out_shardings=replicated)
-    self._compiled_stage = stage.index
+        lambda: jax.tree.map(
+            lambda x: jnp.zeros((self.replicas,) + x.shape, x.dtype),
+            metrics.zeros_like_sums(self.config.grad_bins)),
+        out_shardings=NamedSharding(self.mesh, P(pipeline.REPLICA_AXIS)))
 
   # -- one epoch --------------------------------------------------------------
   def run_epoch(self, epoch: int, stage: stages.Stage, state, label_state,
                 progress: reporting.Progress):
     config = self.config
     start = time.perf_counter()
-    order = pipeline.epoch_indices(config.seed, epoch, self.data.num_train,
-                                   config.batch_size)
-    order = jax.device_put(order, NamedSharding(
-        self.mesh, P(None, pipeline.DATA_AXIS)))
+    order = np.stack([pipeline.epoch_indices(
+        config.seed + r, epoch, self.data.num_train, config.batch_size)
+                      for r in range(self.replicas)])
+    order = jax.device_put(order, steps.order_sharding(self.mesh,
+                                                       replicas=True))
     sums = self.zero_sums()
-    previous = None
-    for i in range(self.steps_per_epoch):
-      state, label_state, sums, loss = self.train_step(
-          state, label_state, sums, self.train_data, order, epoch, i)
-      # The loss of the step before: the device never waits for the host.
-      if previous is not None:
-        self._check_finite(previous, epoch, i - 1, progress)
-      previous = loss
-    self._check_finite(previous, epoch, self.steps_per_epoch - 1, progress)
+    # The host dispatches and never waits, but every `log_every_steps` (and
+    # at the epoch's end) for the sums: the loss for the progress line and
+    # the count of non-finite losses.
+    per_call, every = config.steps_per_dispatch, config.log_every_steps
+    done = reported = 0
+    while done < self.steps_per_epoch:
+      count = min(per_call, self.steps_per_epoch - done)
+      state, label_state, sums = self.train_step(
+          state, label_state, sums, self.train_data, order, epoch, done,
+          count)
+      done += count
+      if done == self.steps_per_epoch or (every and
+                                          done - reported >= every):
+        fetched = jax.device_get(sums)
+        self._check_finite(fetched, epoch, done, reported, progress)
+        reported = done
     update_start = time.perf_counter()
-    label_state, label_metrics = self.update_labels(
-        label_state, self.clean_rows, self.noisy_rows, epoch)
-    jax.block_until_ready(label_state)
+    if self.update_labels is not None:
+      label_state = self.update_labels(label_state, epoch)
+      jax.block_until_ready(label_state)
+      self.label_metrics = self.measure_labels(
+          label_state.labels, self.clean_rows, self.noisy_rows)
     update_seconds = time.perf_counter() - update_start
+    evaluated = {split: self.evaluate(state["params"], state["model_state"],
+                                      *arrays)
+                 for split, arrays in self.eval_sets.items()}
+    # One transfer for everything the record needs.
+    labels, evaluated, step = jax.device_get(
+        (self.label_metrics, evaluated, state["step"][0]))
 
+    per_replica = []
+    for r in range(self.replicas):
+      values = metrics.training_epoch_metrics(
+          jax.tree.map(lambda x, r=r: x[r], fetched))
+      values.update({k: float(v[r]) for k, v in labels.items()})
+      for split, measured in evaluated.items():
+        values.update({f"{split}_{k}": float(v[r])
+                       for k, v in measured.items()})
+      per_replica.append(values)
     record = {"epoch": epoch + 1, "stage": stage.index + 1,
-              "learning_rate": float(stage.learning_rate(
-                  int(state["step"]) - 1))}
+              "learning_rate": float(stage.learning_rate(step - 1))}
     for name, value in stage.hparam_schedules.items():
-      record[name] = float(value(int(state["step"]) - 1))
-    record.update(metrics.training_epoch_metrics(jax.device_get(sums)))
-    record.update({k: float(v) for k, v in
-                   jax.device_get(label_metrics).items()})
-    for split, arrays in self.eval_sets.items():
-      measured = jax.device_get(self.evaluate(
-          state["params"], state["model_state"], *arrays))
-      record.update({f"{split}_{k}": float(v) for k, v in measured.items()})
+      record[name] = float(value(step - 1))
+    if self.replicas == 1:
+      record.update(per_replica[0])
+    else:
+      record["replicas"] = self.replicas
+      record.update({k: [v[k] for v in per_replica] for k in per_replica[0]})
     record["label_update_seconds"] = update_seconds
     record["epoch_seconds"] = time.perf_counter() - start
     return state, label_state, record
 
   @staticmethod
-  def _check_finite(loss, epoch, step, progress):
-    value = float(loss)
-    if not np.isfinite(value):
+  def _check_finite(sums, epoch, done, reported, progress):
+    if sums["nonfinite_steps"].any():
       raise FloatingPointError(
-          f"the training loss is {value} at epoch {epoch + 1}, step "
-          f"{step + 1}: lower the learning rate or check the loss's "
-          f"hyperparameters")
-    progress.step(epoch, value)
+          f"the training loss is not finite at "
+          f"{int(sums['nonfinite_steps'].max())} step(s) of epoch "
+          f"{epoch + 1} (steps 1-{done}): lower the learning rate or check "
+          f"the loss's hyperparameters")
+    progress.step(epoch, float(sums["loss"].sum() / sums["examples"].sum()),
+                  steps=done - reported)
 
 
 def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
@@ -279,7 +367,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
 
   # ----- State -----------------------------------------------------------------
   stage = stages.stage_of(run.stages, max(resume_epoch - 1, 0))
-  state = run.fresh_state(stage)
+  classifier, state = run.fresh_state(stage)
   label_state = run.fresh_label_state()
   if resume_epoch:
     try:
@@ -296,7 +384,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   records = reporting.read_records(workdir)
   if main_process:
     print(f"{run.data.summary()}; noise {config.noise.name} "
-          f"(realised rate {run.noisy.noise_rate:.1%}); "
+          f"(realised rate {run.noisy[0].noise_rate:.1%}); "
           f"{jax.device_count()} device(s); "
           f"{'resuming after epoch ' + str(resume_epoch) if resume_epoch else 'new run'}"
           f" in {workdir}", flush=True)
@@ -304,19 +392,27 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   # ----- Epochs ------------------------------------------------------------------
   last = run.total_epochs if stop_after_epochs is None else min(
       run.total_epochs, stop_after_epochs)
+  last_save = time.perf_counter()
   try:
     for epoch in range(resume_epoch, last):
       stage = stages.stage_of(run.stages, epoch)
       if epoch == stage.first_epoch and epoch > 0:
-        state = run.fresh_state(stage)
-      run.compile_stage(stage, state, label_state)
+        classifier, state = run.fresh_state(stage)
+      if epoch == stage.first_epoch or epoch == resume_epoch:
+        run.compile_stage(stage, classifier, state, label_state)
       state, label_state, record = run.run_epoch(epoch, stage, state,
                                                  label_state, progress)
       records.append(record)
       writer.write(record)
-      progress.epoch_done(reporting.epoch_line(record))
+      progress.epoch_done(reporting.epoch_line(
+          reporting.replica_mean(record)))
       done = epoch + 1
-      if done % config.checkpoint_every_epochs == 0 or done == last:
+      # A save costs tens of milliseconds however small the model: epochs
+      # of a fraction of a second are not each saved.
+      due = (done % config.checkpoint_every_epochs == 0 and
+             time.perf_counter() - last_save >= config.checkpoint_min_seconds)
+      if due or done == last:
+        last_save = time.perf_counter()
         store.save(done, state, label_state, {
             "summary": reporting.summarise(records),
             "saved_with": checkpoints.Checkpoints.describe(label_state)})
@@ -333,7 +429,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
 
 def _title(config, run: _Run) -> str:
   noise_text = (f"{config.noise.name} noise {config.noise.rate:.0%} "
-                f"(realised {run.noisy.noise_rate:.1%})"
+                f"(realised {run.noisy[0].noise_rate:.1%})"
                 if config.noise.name != "none" else "clean labels")
   parts = " + ".join(f"{s.loss_name} x{s.num_epochs}" for s in run.stages)
   return (f"\nSummary: {config.dataset.name}, {noise_text}, "

@@ -1,0 +1,120 @@
+"""Seed replicas (config.replicas): R seeds trained as one program."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from absl.testing import absltest
+
+from tests.tiny import tiny_config
+from train import reporting
+from train import trainer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TIMINGS = ("epoch_seconds", "label_update_seconds")
+SEED = 3
+
+
+def _run(config, **kwargs):
+  workdir = tempfile.mkdtemp()
+  summary = trainer.train_and_evaluate(config, workdir, **kwargs)
+  return summary, reporting.read_records(workdir), workdir
+
+
+def replica_config(**overrides):
+  """JO with relabelling from epoch 1 (the label state moves), 1 epoch."""
+  return tiny_config(**{"seed": SEED, "num_epochs": 1, "loss.name": "jo",
+                        "label_state.mode": "soft", "label_state.begin": 1,
+                        "model.name": "cnn1d", **overrides})
+
+
+def assert_close(test, single, replicated, err=""):
+  for key, value in single.items():
+    if key in TIMINGS:
+      continue
+    np.testing.assert_allclose(np.asarray(value, float),
+                               np.asarray(replicated[key], float),
+                               rtol=2e-4, atol=2e-5, err_msg=err + key)
+
+
+class ReplicasTest(absltest.TestCase):
+
+  def test_replica_r_is_the_single_run_of_seed_plus_r(self):
+    _, records, _ = _run(replica_config(replicas=3))
+    (record,) = records
+    self.assertEqual(record["replicas"], 3)
+    self.assertLen(record["train_loss"], 3)
+    self.assertLen(record["grad_by_confidence"], 3)
+    for r in (0, 2):
+      _, (single,), _ = _run(replica_config(**{
+          "seed": SEED + r, "dataset.split_seed": SEED,
+          "noise.seed": SEED + r}))
+      assert_close(self, single, reporting._replica(record, r),  # pylint: disable=protected-access
+                   f"replica {r}: ")
+    # The replicas differ: their own seeds, data order and noise.
+    self.assertNotEqual(record["train_loss"][0], record["train_loss"][1])
+
+  def test_shared_noise_draw(self):
+    config = replica_config(replicas=2)
+    _, train, val = trainer.load_data(config)
+    self.assertFalse(np.array_equal(train[0].labels, train[1].labels))
+    self.assertFalse(np.array_equal(val[0].labels, val[1].labels))
+    config.noise.shared_across_replicas = True
+    _, shared, shared_val = trainer.load_data(config)
+    np.testing.assert_array_equal(shared[0].labels, shared[1].labels)
+    np.testing.assert_array_equal(shared[1].labels, train[0].labels)
+    np.testing.assert_array_equal(shared_val[1].labels, val[0].labels)
+
+  def test_summary_lists_mean_and_std_and_resume(self):
+    config = replica_config(replicas=2, num_epochs=2)
+    summary, whole, _ = _run(config)
+    self.assertLen(summary["test_accuracy_at_best_val"], 2)
+    values = summary["test_accuracy_last"]
+    self.assertAlmostEqual(summary["test_accuracy_last_mean"],
+                           np.mean(values))
+    self.assertAlmostEqual(summary["test_accuracy_last_std"],
+                           np.std(values, ddof=1))
+    self.assertIn("±", reporting.summary_table(summary, "run"))
+    workdir = tempfile.mkdtemp()
+    trainer.train_and_evaluate(config, workdir, stop_after_epochs=1)
+    trainer.train_and_evaluate(config, workdir)
+    resumed = reporting.read_records(workdir)
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in TIMINGS}
+                        for r in rs]
+    self.assertEqual(strip(resumed), strip(whole))
+
+
+_EIGHT_DEVICE_SCRIPT = """
+import json, tempfile
+import jax
+assert jax.device_count() == 8, jax.devices()
+from tests.replicas_test import replica_config
+from train import reporting, trainer
+workdir = tempfile.mkdtemp()
+trainer.train_and_evaluate(replica_config(replicas=2), workdir)
+print("RECORDS" + json.dumps(reporting.read_records(workdir)))
+"""
+
+
+class EightDevicesTest(absltest.TestCase):
+  """Two replicas on a 2 x 4 mesh of fake CPU devices and on one device."""
+
+  def test_same_metrics_as_one_device(self):
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    result = subprocess.run([sys.executable, "-c", _EIGHT_DEVICE_SCRIPT],
+                            cwd=ROOT, env=env, capture_output=True, text=True,
+                            check=False)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    line = next(l for l in result.stdout.splitlines()
+                if l.startswith("RECORDS"))
+    (eight,) = json.loads(line[len("RECORDS"):])
+    _, (one,), _ = _run(replica_config(replicas=2))
+    assert_close(self, one, eight)
+
+
+if __name__ == "__main__":
+  absltest.main()
