@@ -53,6 +53,8 @@ class CheckTest(parameterized.TestCase):
       ("lr_schedule", {"optimizer.schedule": "linear"}, r"unknown schedule"),
       ("boundaries", {"optimizer.schedule": "piecewise",
                       "optimizer.boundaries": (80, 40)}, r"increasing"),
+      ("boundary_text", {"optimizer.boundaries": ("abc",)},
+       r"config.optimizer.boundaries = \('abc',\): must be epochs"),
       ("label_mode", {"label_state.mode": "mean"},
        r"config.label_state.mode = 'mean'"),
       ("history", {"label_state.mode": "soft", "label_state.history": 0},
