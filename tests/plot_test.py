@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 import tempfile
 
 import matplotlib
@@ -12,6 +14,8 @@ import numpy as np
 
 from train import plot
 from train import reporting
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _workdir(records, name="run"):
@@ -69,6 +73,15 @@ class PlotTest(absltest.TestCase):
   def test_empty_workdir(self):
     with self.assertRaisesRegex(FileNotFoundError, "metrics.jsonl"):
       plot.draw([tempfile.mkdtemp()], "/tmp/unused.png")
+
+  def test_command_line_error_is_one_line(self):
+    result = subprocess.run(
+        [sys.executable, "-m", "train.plot",
+         f"--workdirs={tempfile.mkdtemp()}"], cwd=ROOT, capture_output=True,
+        text=True, check=False, env={**os.environ, "PYTHONPATH": ROOT})
+    self.assertEqual(result.returncode, 1)
+    self.assertRegex(result.stderr, r"^error: no metrics.jsonl records in "
+                     r"\S+\n$")
 
 
 if __name__ == "__main__":

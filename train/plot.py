@@ -15,6 +15,7 @@ apart. Accuracies, label shares and ECE are in percent, as in the summary.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 
 from absl import app
@@ -137,7 +138,10 @@ def main(argv):
   del argv
   workdirs = flags.FLAGS.workdirs
   out = flags.FLAGS.out or os.path.join(workdirs[0], "curves.png")
-  print(draw(workdirs, out))
+  try:
+    print(draw(workdirs, out))
+  except OSError as e:  # a folder without records, an --out not writable
+    sys.exit(f"error: {e}")
 
 
 if __name__ == "__main__":
