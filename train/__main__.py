@@ -15,7 +15,8 @@ reads the coordinator from the environment, e.g. SLURM or Cloud TPU).
 A mistake on the command line (an unknown key, a value of the wrong type or
 out of range, data that is missing or cannot be downloaded) ends the program
 with exit status 2 and one line, ``error: ...``, saying what is wrong and how
-to fix it, before the workdir is made.
+to fix it, before the workdir is made. A loss that diverges ends with status
+1 and one line.
 """
 
 import difflib
@@ -24,6 +25,7 @@ import importlib.util
 import os
 import re
 import sys
+from typing import NoReturn
 
 from absl import app
 from absl import flags
@@ -53,7 +55,7 @@ def _define_flags():
       "Call jax.distributed.initialize() first (multi-host runs).")
 
 
-def _fail(message: str, status: int = USAGE_ERROR):
+def _fail(message: str, status: int = USAGE_ERROR) -> NoReturn:
   """Ends the program with one line on stderr."""
   print(f"error: {' '.join(message.split())}", file=sys.stderr, flush=True)
   sys.exit(status)
@@ -165,6 +167,7 @@ def main(argv):
     _fail(f"unexpected arguments {argv[1:]}: flags are written "
           f"--name=value")
   quiet = not flags.FLAGS["verbosity"].present
+  # Imported here, so that a command-line error comes without loading JAX.
   import jax  # pylint: disable=g-import-not-at-top
   from train import config_checks  # pylint: disable=g-import-not-at-top
   from train import trainer  # pylint: disable=g-import-not-at-top
