@@ -14,7 +14,8 @@ The validation set is a stratified split of the source's training set (a
 plain random split for multi-label data), deterministic by ``seed``. Every
 array is numpy on the host; ``pipeline`` puts them on the devices. The row of
 an example in ``train_x`` is its index in the label state: the pipeline's
-batches carry it as ``index``.
+batches carry it as ``index``. ``check_available`` says in seconds, loading
+nothing, whether ``load`` will find the data, and if not, how to get it.
 """
 
 from __future__ import annotations
