@@ -9,11 +9,15 @@ Arguments: ``loss`` (any name or alias of ``train/loss_registry.py``,
 default ``ce``), ``noise`` (rate, default 0), ``noise_type`` (``symmetric``,
 JO's convention, or ``asymmetric``: truck->automobile, bird->airplane,
 cat<->dog, deer->horse), ``model`` (``preact_resnet32`` or ``resnet18``).
-Data: ``tfds:cifar10`` (downloaded once by tensorflow-datasets), 45k/5k
-stratified split, pad-4 crops and flips. Training: batch 128, SGD momentum
-0.9; 120 epochs with a cosine learning rate from 0.1 and weight decay 5e-4;
-``jo`` follows the JO paper's stage 1 instead (200 epochs at 0.1, weight
-decay 1e-4, relabelling from epoch 70; ``configs/jo_full.py`` adds stage 2).
+Data: ``tfds:cifar10``, downloaded and prepared by tensorflow-datasets on
+the first run, which needs a network and ``pip install -e '.[tfds]'``
+(TensorFlow); a copy prepared elsewhere (``tfds build cifar10
+--file_format=array_record``) is read from ``--config.dataset.data_dir``
+without either. 45k/5k stratified split, pad-4 crops and flips. Training:
+batch 128, SGD momentum 0.9; 120 epochs with a cosine learning rate from 0.1
+and weight decay 5e-4; ``jo`` follows the JO paper's stage 1 instead (200
+epochs at 0.1, weight decay 1e-4, relabelling from epoch 70;
+``configs/jo_full.py`` adds stage 2).
 """
 
 from configs import common

@@ -14,8 +14,8 @@ Arguments: ``dataset``: ``mnist1d`` (default: 40 + 30 epochs of the 1-D CNN,
 about a minute on a 2-core CPU), ``cifar10`` or ``cifar100`` (the paper's
 protocol: PreAct ResNet-32, 200 epochs at 0.1 with relabelling from epoch
 70, then 120 epochs at 0.2 divided by 10 at epochs 40 and 80; batch 128, SGD
-momentum 0.9, weight decay 1e-4, 45k/5k split, crop and flip; needs
-tensorflow-datasets with a network once, and a GPU). ``noise``: the rate
+momentum 0.9, weight decay 1e-4, 45k/5k split, crop and flip; the data
+as ``configs/cifar10.py`` gets it, and a GPU). ``noise``: the rate
 (default 0.4); ``noise_type``: ``symmetric`` (JO's convention, over all
 classes) or ``asymmetric`` (the dataset's class mapping). The official
 hyperparameters: alpha 1.2, beta 0.8 and lr 0.08 at symmetric >= 70 %;

@@ -1,10 +1,13 @@
 """Tests of train/datasets.py and its sources (IDX, mnist1d, mosaic, tfds)."""
 
+import contextlib
 import gzip
 import os
 import random
 import shutil
+import socket
 import tempfile
+import urllib.request
 from unittest import mock
 
 import numpy as np
@@ -183,11 +186,12 @@ class BadInputTest(parameterized.TestCase):
     with mock.patch.object(local_data, "DEBIAN_FASHION_MNIST_DIR",
                            "/nonexistent"), \
          mock.patch.dict(os.environ, {local_data.FASHION_MNIST_ENV: ""}), \
-         mock.patch.object(tfds_data, "load_tfds",
-                           side_effect=RuntimeError("is there a network?")):
-      with self.assertRaisesRegex(FileNotFoundError,
-                                  "dataset-fashion-mnist.*network"):
-        datasets.load("fashion_mnist")
+         _with_tfds_extra(), _offline():
+      for check in (datasets.load, datasets.check_available):
+        with self.assertRaisesRegex(
+            FileNotFoundError,
+            r"apt-get install dataset-fashion-mnist.*data_dir.*no network"):
+          check("fashion_mnist")
 
 
 class FakeFashionMnistTest(absltest.TestCase):
@@ -297,7 +301,7 @@ class TfdsTest(parameterized.TestCase):
                             ("mnist", (28, 28, 1), 10),
                             ("cifar100", (32, 32, 3), 100))
   def test_mocked_image_classification(self, name, shape, num_classes):
-    with tfds.testing.mock_data(num_examples=40):
+    with _mock_prepared(num_examples=40):
       data = datasets.load("tfds:" + name, val_size=0.25)
     self.assertEqual(data.train_x.shape, (30, *shape))
     self.assertEqual(data.val_x.shape, (10, *shape))
@@ -309,7 +313,7 @@ class TfdsTest(parameterized.TestCase):
                      tfds_data.AUGMENTATION[name])
 
   def test_human_labels_of_cifar10n_travel_with_the_split(self):
-    with tfds.testing.mock_data(num_examples=40):
+    with _mock_prepared(num_examples=40):
       source = tfds_data.load_tfds("cifar10_n")
       data = datasets.load("tfds:cifar10_n", val_size=10, seed=1)
     self.assertIn("worse_label", data.train_noisy_labels)
@@ -321,19 +325,85 @@ class TfdsTest(parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, "not an image-classification"):
       datasets.load("tfds:imdb_reviews")
 
-  def test_unknown_tfds_name(self):
-    with self.assertRaisesRegex(ValueError, "no dataset 'cifar11'"):
-      datasets.load("tfds:cifar11")
+  def test_unknown_tfds_name_lists_close_ones(self):
+    for check in (datasets.load, datasets.check_available):
+      with self.assertRaisesRegex(ValueError,
+                                  r"no dataset 'cifar11'; did you mean "
+                                  r"'cifar10_1' or 'cifar10' or 'cifar100'"):
+        check("tfds:cifar11")
 
-  def test_no_network_says_so(self):
-    offline = OSError("[Errno -2] Name or service not known")
+  def test_prepared_dataset_needs_nothing_more(self):
+    with _mock_prepared(num_examples=4), _offline(), mock.patch.object(
+        tfds_data, "_missing_modules", return_value=["tensorflow"]):
+      datasets.check_available("tfds:cifar10")
+
+  def test_missing_modules_name_the_extra_at_once(self):
     with tempfile.TemporaryDirectory() as empty, mock.patch.object(
-        tfds.core.DatasetBuilder, "download_and_prepare",
-        side_effect=offline):
-      with self.assertRaisesRegex(RuntimeError, "is there a network"):
-        datasets.load("tfds:mnist", data_dir=empty)
-      with self.assertRaisesRegex(FileNotFoundError, "not prepared"):
-        datasets.load("tfds:mnist", data_dir=empty, download=False)
+        tfds_data, "_missing_modules",
+        return_value=["tensorflow", "importlib_resources"]), \
+        _no_download():
+      for check in (datasets.load, datasets.check_available):
+        with self.assertRaisesRegex(
+            RuntimeError, r"needs tensorflow and importlib_resources, which "
+            r"are not installed: pip install -e '\.\[tfds\]'"):
+          check("tfds:mnist", data_dir=empty)
+
+  def test_no_network_says_so_at_once(self):
+    with tempfile.TemporaryDirectory() as empty, _with_tfds_extra(), \
+        _offline() as connect, _no_download():
+      for check in (datasets.load, datasets.check_available):
+        with self.assertRaisesRegex(
+            RuntimeError, r"no network: .*storage.googleapis.com cannot be "
+            r"reached"):
+          check("tfds:mnist", data_dir=empty)
+      with self.assertRaisesRegex(FileNotFoundError, "download is off"):
+        datasets.check_available("tfds:mnist", data_dir=empty,
+                                 download=False)
+    self.assertEqual(connect.call_args.args[0],
+                     ("storage.googleapis.com", 443))
+    self.assertEqual(connect.call_args.kwargs["timeout"],
+                     tfds_data.CONNECT_TIMEOUT)
+
+  def test_network_check_goes_through_the_proxy(self):
+    builder = mock.Mock(url_infos={"https://example.org/a.tar.gz": None})
+    with mock.patch.object(urllib.request, "getproxies", return_value={
+        "https": "http://proxy.local:3128"}), _offline() as connect:
+      self.assertEqual(tfds_data._unreachable_host(builder), "proxy.local")  # pylint: disable=protected-access
+    self.assertEqual(connect.call_args.args[0], ("proxy.local", 3128))
+
+
+@contextlib.contextmanager
+def _mock_prepared(num_examples):
+  """tfds' own mock data, as a prepared dataset (it mocks the reading and
+  makes preparing a no-op, but leaves ``is_prepared`` false)."""
+  with tfds.testing.mock_data(num_examples=num_examples), mock.patch.object(
+      tfds.core.DatasetBuilder, "is_prepared", return_value=True):
+    yield
+
+
+@contextlib.contextmanager
+def _with_tfds_extra():
+  """As if the tfds extra were installed (its modules read ``url_infos``)."""
+  url = "https://storage.googleapis.com/cvdf-datasets/mnist/t10k.gz"
+  with mock.patch.object(tfds_data, "_missing_modules", return_value=[]), \
+       mock.patch.object(tfds.core.DatasetBuilder, "url_infos",
+                         new_callable=mock.PropertyMock,
+                         return_value={url: None}):
+    yield
+
+
+def _offline():
+  """No network: every connection fails at once, as without a route."""
+  return mock.patch.object(
+      socket, "create_connection",
+      side_effect=OSError("[Errno -2] Name or service not known"))
+
+
+def _no_download():
+  """Fails a test that would reach tfds' download (and its retries)."""
+  return mock.patch.object(
+      tfds.core.DatasetBuilder, "download_and_prepare",
+      side_effect=AssertionError("download_and_prepare was called"))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 import io
 import json
+import math
 import os
 import tempfile
 
@@ -39,6 +40,15 @@ class MetricWriterTest(absltest.TestCase):
     reporting.MetricWriter(workdir, resume_epoch=1, tensorboard=False)
     with open(os.path.join(workdir, reporting.METRICS_FILE)) as f:
       self.assertEqual(f.read().count("\n"), 1)
+
+  def test_labels_changed_is_never_negative(self):
+    workdir = tempfile.mkdtemp()
+    writer = reporting.MetricWriter(workdir, resume_epoch=0,
+                                    tensorboard=False)
+    writer.write(_record(1, labels_changed=-2.421438694000244e-08))
+    writer.write(_record(2, labels_changed=0.25))
+    self.assertEqual([r["labels_changed"]
+                      for r in reporting.read_records(workdir)], [0.0, 0.25])
 
   def test_no_file_no_records(self):
     self.assertEqual(reporting.read_records(tempfile.mkdtemp()), [])
@@ -92,6 +102,38 @@ class SummaryTest(absltest.TestCase):
     progress.epoch_done("epoch 1")
     self.assertEqual(stream.getvalue().count("\n"), 1)
     self.assertIn("ETA", stream.getvalue())
+
+  def test_eta_leaves_compilation_out(self):
+    # 3 epochs of 4 steps: the first step takes 10 s (compilation), the
+    # others 1 s; the first evaluation 3 s (compiled too), the others 1 s.
+    times = iter([10, 11, 12, 13, 16,     # epoch 1: steps, then its end
+                  17, 18, 19, 20, 21,     # epoch 2
+                  22, 23, 24, 25, 26])    # epoch 3
+    stream = io.StringIO()
+    progress = reporting.Progress(3, 4, stream=stream,
+                                  clock=lambda: next(times))
+    etas = []
+    for _ in range(3):
+      for _ in range(4):
+        progress.step(0, 0.5)
+      etas.append(progress.eta())
+      progress.epoch_done("epoch")
+    # In epoch 1, steps 2-4 give 1 s a step: 8 steps, 8 s, left; in epoch 2,
+    # its steps do. At the end of an epoch after the first, the epochs
+    # after the first give 5 s an epoch, evaluation included.
+    self.assertEqual(etas, [8.0, 4.0, 0.0])
+    self.assertEqual(stream.getvalue().splitlines(),
+                     ["epoch  ETA 0m08s", "epoch  ETA 0m05s",
+                      "epoch  ETA 0m00s"])
+
+  def test_no_eta_before_a_step_after_the_first(self):
+    progress = reporting.Progress(2, 3, stream=io.StringIO(),
+                                  clock=iter([5.0, 6.0]).__next__)
+    self.assertTrue(math.isnan(progress.eta()))
+    progress.step(0, 0.5)
+    self.assertTrue(math.isnan(progress.eta()))
+    progress.step(0, 0.5)
+    self.assertEqual(progress.eta(), 4.0)
 
 
 if __name__ == "__main__":

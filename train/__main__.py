@@ -3,7 +3,7 @@ r"""Trains a classifier as a config file says: ``python -m train``.
     python -m train --config=configs/default.py --workdir=/tmp/steep_default
     python -m train --config=configs/default.py --workdir=/tmp/focal \
         --config.loss.name=focal --config.loss.gamma=1 \
-        --config.label_state.update=none
+        --config.label_state.mode=none
 
 ``--config`` is an ``ml_collections`` config file (``get_config()``; default
 ``configs/default.py``) and takes dotted overrides. The workdir receives
@@ -11,45 +11,191 @@ r"""Trains a classifier as a config file says: ``python -m train``.
 checkpoints; running again with the same workdir resumes. Multi-host runs
 pass ``--jax_distributed`` on every host (``jax.distributed.initialize``
 reads the coordinator from the environment, e.g. SLURM or Cloud TPU).
+
+A mistake on the command line (an unknown key, a value of the wrong type or
+out of range, data that is missing or cannot be downloaded) ends the program
+with exit status 2 and one line, ``error: ...``, saying what is wrong and how
+to fix it, before the workdir is made. A loss that diverges ends with status
+1 and one line.
 """
 
+import difflib
+import functools
+import importlib.util
 import os
+import re
 import sys
+from typing import NoReturn
 
 from absl import app
 from absl import flags
 from absl import logging
+from ml_collections import config_dict
 from ml_collections import config_flags
 
 import configs
-from train import trainer
 
 _DEFAULT_CONFIG = os.path.join(os.path.dirname(configs.__file__), "default.py")
-_CONFIG = config_flags.DEFINE_config_file(
-    "config", _DEFAULT_CONFIG, "Training config file (get_config()).",
-    lock_config=True)
-_WORKDIR = flags.DEFINE_string("workdir", None,
-                               "Folder for metrics and checkpoints.",
-                               required=True)
-_DISTRIBUTED = flags.DEFINE_bool(
-    "jax_distributed", False,
-    "Call jax.distributed.initialize() first (multi-host runs).")
+USAGE_ERROR = 2
+_OVERRIDE = re.compile(r"^--?(?:no)?config\.([^=\s]+)")
+_TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false",
+               str: "a string", tuple: "a tuple such as '(40, 80)'"}
+
+
+def _define_flags():
+  # Defined only when run: the config flag reads sys.argv's overrides as it
+  # is defined, so the command line is checked first.
+  config_flags.DEFINE_config_file(
+      "config", _DEFAULT_CONFIG, "Training config file (get_config()).",
+      lock_config=True)
+  flags.DEFINE_string("workdir", None, "Folder for metrics and checkpoints.",
+                      required=True)
+  flags.DEFINE_bool(
+      "jax_distributed", False,
+      "Call jax.distributed.initialize() first (multi-host runs).")
+
+
+def _fail(message: str, status: int = USAGE_ERROR) -> NoReturn:
+  """Ends the program with one line on stderr."""
+  print(f"error: {' '.join(message.split())}", file=sys.stderr, flush=True)
+  sys.exit(status)
+
+
+def _config_argument(argv: list[str]) -> str:
+  """The value of ``--config`` in ``argv``, else the default file."""
+  value = _DEFAULT_CONFIG
+  for i, arg in enumerate(argv):
+    if re.fullmatch(r"--?config", arg) and i + 1 < len(argv):
+      value = argv[i + 1]
+    elif re.match(r"--?config=", arg):
+      value = arg.split("=", 1)[1]
+  return value
+
+
+def _load_config(argument: str) -> config_dict.ConfigDict:
+  """``FILE.py[:ARG]`` as ``--config`` loads it, without the overrides."""
+  path, _, arg = argument.partition(":")
+  if not os.path.isfile(path):
+    shipped = sorted(f for f in os.listdir(os.path.dirname(_DEFAULT_CONFIG))
+                     if f.endswith(".py") and f not in ("__init__.py",
+                                                        "common.py"))
+    raise FileNotFoundError(f"no such file; the shipped configs are "
+                            f"configs/{{{','.join(shipped)}}}")
+  spec = importlib.util.spec_from_file_location("config_file", path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.get_config(arg) if arg else module.get_config()
+
+
+def _unknown_key(config: config_dict.ConfigDict, key: str) -> str | None:
+  """What is wrong with ``--config.KEY``, or ``None`` if the key exists."""
+  node, path = config, []
+  for part in key.split("."):
+    if isinstance(node, config_dict.ConfigDict) and part in node:
+      node = node[part]
+      path.append(part)
+      continue
+    where = "config" + "".join("." + p for p in path)
+    if not isinstance(node, config_dict.ConfigDict):
+      return f"--config.{key}: no such key; {where} is a value, not a group"
+    close = difflib.get_close_matches(part, list(node), n=1, cutoff=0.6)
+    if close:
+      rest = key.split(".")[len(path) + 1:]
+      hint = f"did you mean --{'.'.join([where, close[0], *rest])}?"
+    else:
+      hint = f"{where} has the keys {', '.join(sorted(node))}"
+    return f"--config.{key}: no such key; {hint}"
+  return None
+
+
+def _check_command_line(argv: list[str]) -> None:
+  """Fails in one line on a config file that does not load or a bad key.
+
+  ml_collections reports both with a traceback (or, for the file, only when
+  the config is first read).
+  """
+  argument = _config_argument(argv)
+  try:
+    config = _load_config(argument)
+  except Exception as e:  # pylint: disable=broad-except
+    detail = str(e) if isinstance(e, FileNotFoundError) else (
+        f"{type(e).__name__}: {e}")
+    _fail(f"--config={argument}: {detail}")
+  for match in filter(None, map(_OVERRIDE.match, argv)):
+    problem = _unknown_key(config, match.group(1))
+    if problem:
+      _fail(problem)
+
+
+def _parse_flags(argv: list[str]) -> list[str]:
+  """absl's parsing, its errors in one line (absl prints two, and a value
+  ml_collections cannot parse names no type)."""
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as e:
+    text = " ".join(str(e).split())
+    match = re.match(r"flag --([\w.]+)=(.*?): (.*)", text)
+    if not match:
+      _fail(text)
+    name, value, detail = match.groups()
+    if name == "workdir":
+      _fail("--workdir=DIR is required: the folder for metrics and "
+            "checkpoints")
+    if name.startswith("config."):
+      key = name.split(".", 1)[1]
+      parent, _, leaf = key.rpartition(".")
+      config = _load_config(_config_argument(argv))
+      kind = (functools.reduce(getattr, parent.split("."), config)
+              if parent else config).get_type(leaf)
+      if kind in _TYPE_NAMES:
+        detail = f"must be {_TYPE_NAMES[kind]}"
+      elif issubclass(kind, config_dict.ConfigDict):
+        detail = (f"config.{key} is a group of keys: set them one by one "
+                  f"(--config.{key}.NAME=VALUE)")
+    _fail(f"--{name}={value}: {detail}")
+
+
+def _remove_if_empty(workdir: str) -> None:
+  try:
+    os.rmdir(workdir)
+  except OSError:
+    pass  # not empty: a run's files are kept
 
 
 def main(argv):
   if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-  if not flags.FLAGS["verbosity"].present:
-    # Orbax and JAX log every checkpoint and backend probe at INFO.
-    logging.set_verbosity(logging.WARNING)
-  if _DISTRIBUTED.value:
-    import jax  # pylint: disable=g-import-not-at-top
+    _fail(f"unexpected arguments {argv[1:]}: flags are written "
+          f"--name=value")
+  quiet = not flags.FLAGS["verbosity"].present
+  # Imported here, so that a command-line error comes without loading JAX.
+  import jax  # pylint: disable=g-import-not-at-top
+  from train import config_checks  # pylint: disable=g-import-not-at-top
+  from train import trainer  # pylint: disable=g-import-not-at-top
+  if flags.FLAGS.jax_distributed:
     jax.distributed.initialize()
+  config, workdir = flags.FLAGS.config, flags.FLAGS.workdir
+  new_workdir = not os.path.exists(workdir)
   try:
-    trainer.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
-  except trainer.ConfigError as e:
-    sys.exit(f"error: {e}")
+    if quiet:
+      # tfds logs its folder probes at WARNING: an error stays one line.
+      logging.set_verbosity(logging.ERROR)
+    config_checks.check(config, num_devices=jax.device_count())
+    config_checks.check_data(config)
+    if quiet:
+      # Orbax and JAX log every checkpoint and backend probe at INFO.
+      logging.set_verbosity(logging.WARNING)
+    trainer.train_and_evaluate(config, workdir)
+  except config_checks.ConfigError as e:
+    # What only the loaded data shows comes after the trainer made the
+    # workdir: take back an empty one.
+    if new_workdir:
+      _remove_if_empty(workdir)
+    _fail(str(e))
+  except FloatingPointError as e:
+    _fail(str(e), status=1)
 
 
 if __name__ == "__main__":
-  app.run(main)
+  _check_command_line(sys.argv)
+  _define_flags()
+  app.run(main, flags_parser=_parse_flags)

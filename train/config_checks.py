@@ -5,8 +5,9 @@ what the config alone decides; the loss is checked by calling it
 (``loss_registry.check``), so its hyperparameters' ranges stay the library's.
 What needs the data (a softmax loss on multi-label data, the resolved
 transition matrix) is checked by the trainer once the data is loaded, still
-before the first step. ``check_workdir`` and ``check_resume`` guard the
-workdir: writable, and holding no run of another config.
+before the first step. ``check_data`` finds the data without loading it.
+``check_workdir`` and ``check_resume`` guard the workdir: writable, and
+holding no run of another config.
 """
 
 from __future__ import annotations
@@ -148,9 +149,13 @@ def check(config: config_dict.ConfigDict, *, num_devices: int) -> None:
            "must lie in [0, 1)")
   _require(opt.weight_decay >= 0, "optimizer.weight_decay", opt.weight_decay,
            "must be non-negative")
-  for schedule, boundaries in ((opt.schedule, opt.boundaries),
-                               (config.stage2.schedule,
-                                config.stage2.boundaries)):
+  for key, schedule, boundaries in (
+      ("optimizer", opt.schedule, opt.boundaries),
+      ("stage2", config.stage2.schedule, config.stage2.boundaries)):
+    # A tuple override takes any literal: --config.optimizer.boundaries=x.
+    _require(all(isinstance(b, (int, float)) and not isinstance(b, bool)
+                 for b in boundaries), f"{key}.boundaries", boundaries,
+             "must be epochs, such as '(40, 80)'")
     try:
       schedules.learning_rate(schedule, base=1.0, steps_per_epoch=1,
                               num_epochs=1, boundaries=boundaries)
@@ -170,6 +175,24 @@ def check(config: config_dict.ConfigDict, *, num_devices: int) -> None:
            "must be a non-negative integer")
   _require(config.stage2.learning_rate > 0, "stage2.learning_rate",
            config.stage2.learning_rate, "must be positive")
+
+
+def check_data(config: config_dict.ConfigDict) -> None:
+  """Checks, in seconds and loading nothing, that the data can be had.
+
+  The files are there, or a prepared tfds copy, or what preparing one needs
+  (``datasets.check_available``): run before the workdir is made, so that a
+  run without its data leaves nothing behind.
+
+  Raises:
+    ConfigError: saying what is missing and how to get it.
+  """
+  d = config.dataset
+  options = {} if d.download is None else {"download": d.download}
+  try:
+    datasets.check_available(d.name, data_dir=d.data_dir, **options)
+  except (ValueError, OSError, RuntimeError) as e:
+    raise ConfigError(f"config.dataset: {e}") from None
 
 
 def check_workdir(workdir: str) -> None:

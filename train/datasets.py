@@ -15,7 +15,8 @@ The validation set is a stratified split of the source's training set (a
 plain random split for multi-label data), deterministic by ``seed``. Every
 array is numpy on the host; ``pipeline`` puts them on the devices. The row of
 an example in ``train_x`` is its index in the label state: the pipeline's
-batches carry it as ``index``.
+batches carry it as ``index``. ``check_available`` says in seconds, loading
+nothing, whether ``load`` will find the data, and if not, how to get it.
 """
 
 from __future__ import annotations
@@ -97,21 +98,36 @@ class Dataset:
 # ---------------------------------------------------------------------------
 # Registry.
 # ---------------------------------------------------------------------------
-def _fashion_mnist(*, data_dir: str | None = None,
-                   download: bool = True) -> local_data.Source:
-  """IDX files where found; else tfds (with a network); else a clear error."""
+def _fashion_mnist_paths(data_dir: str | None, download: bool
+                         ) -> dict[str, str] | None:
+  """The IDX files' paths, or ``None`` to read Fashion-MNIST with tfds.
+
+  Raises:
+    FileNotFoundError: neither the files nor tfds (which needs a prepared
+      copy, or the modules and network to make one) can give it.
+  """
   paths = local_data.find_fashion_mnist(data_dir)
   if paths is not None:
-    return local_data.load_fashion_mnist_idx(paths)
+    return paths
   message = local_data.missing_fashion_mnist_message(data_dir)
   # An explicit folder means the caller wants those files, not a download.
   if data_dir or not download:
     raise FileNotFoundError(message)
   try:
-    return tfds_data.load_tfds("fashion_mnist")
+    tfds_data.check_available("fashion_mnist")
   except (RuntimeError, FileNotFoundError) as e:
     raise FileNotFoundError(
-        f"{message} The tensorflow-datasets fallback failed too: {e}") from e
+        f"{message} (nor can tensorflow-datasets download it: {e})") from None
+  return None
+
+
+def _fashion_mnist(*, data_dir: str | None = None,
+                   download: bool = True) -> local_data.Source:
+  """IDX files where found; else tfds (with a network); else a clear error."""
+  paths = _fashion_mnist_paths(data_dir, download)
+  if paths is None:
+    return tfds_data.load_tfds("fashion_mnist")
+  return local_data.load_fashion_mnist_idx(paths)
 
 
 _LOADERS: dict[str, Callable[..., local_data.Source]] = {
@@ -148,6 +164,30 @@ def _options(name: str, loader, data_dir, options: dict) -> dict:
       raise ValueError(f"dataset {name!r} reads no files: data_dir is unused")
     options = {**options, "data_dir": data_dir}
   return options
+
+
+def check_available(name: str, *, data_dir: str | None = None,
+                    **options) -> None:
+  """Raises what ``load`` would for missing data, in seconds, loading none.
+
+  Looks for the files, a prepared tfds copy, or the modules and network
+  that preparing one needs; ``mnist1d`` (generated) and ``digits`` (shipped
+  with scikit-learn) need nothing. Arguments as ``load``'s.
+
+  Raises:
+    ValueError: unknown dataset or option.
+    FileNotFoundError: the files are missing; the message says how to get them.
+    RuntimeError: a tfds dataset cannot be prepared (modules, network).
+  """
+  options = _options(name, _loader(name), data_dir, options)
+  data_dir, download = options.get("data_dir"), options.get("download", True)
+  if name.startswith(TFDS_PREFIX):
+    tfds_data.check_available(name[len(TFDS_PREFIX):], data_dir=data_dir,
+                              download=download)
+  elif name == "fashion_mnist":
+    _fashion_mnist_paths(data_dir, download)
+  elif name == "fashion_mnist_mosaic":
+    local_data.fashion_mnist_paths(data_dir)
 
 
 # ---------------------------------------------------------------------------

@@ -142,13 +142,25 @@ def find_fashion_mnist(data_dir: str | None = None) -> dict[str, str] | None:
   return None
 
 
+def fashion_mnist_paths(data_dir: str | None = None) -> dict[str, str]:
+  """``find_fashion_mnist``'s paths; raises if there are none.
+
+  Raises:
+    FileNotFoundError: no folder holds the four files; the message says
+      where it looked and how to get them.
+  """
+  paths = find_fashion_mnist(data_dir)
+  if paths is None:
+    raise FileNotFoundError(missing_fashion_mnist_message(data_dir))
+  return paths
+
+
 def missing_fashion_mnist_message(data_dir: str | None) -> str:
-  stems = ", ".join(s + "[.gz]" for s in _IDX_STEMS.values())
-  return (f"Fashion-MNIST IDX files ({stems}) not found in "
-          f"{fashion_mnist_dirs(data_dir)}. Install Debian's package "
-          f"(apt-get install dataset-fashion-mnist, into "
-          f"{DEBIAN_FASHION_MNIST_DIR}), or pass data_dir= (or set "
-          f"${FASHION_MNIST_ENV}) to a folder holding them.")
+  return (f"Fashion-MNIST not found: no IDX files ({_IDX_STEMS['train_x']}"
+          f"[.gz] and 3 more) in {' or '.join(fashion_mnist_dirs(data_dir))}; "
+          f"apt-get install dataset-fashion-mnist (into "
+          f"{DEBIAN_FASHION_MNIST_DIR}), or set data_dir (or "
+          f"${FASHION_MNIST_ENV}) to a folder holding them")
 
 
 def load_fashion_mnist_idx(paths: Mapping[str, str]) -> Source:

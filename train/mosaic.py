@@ -80,11 +80,8 @@ def load_fashion_mnist_mosaic(*, data_dir: str | None = None,
   Raises:
     FileNotFoundError: the IDX files are not there.
   """
-  paths = local_data.find_fashion_mnist(data_dir)
-  if paths is None:
-    raise FileNotFoundError(
-        local_data.missing_fashion_mnist_message(data_dir))
-  items = local_data.load_fashion_mnist_idx(paths)
+  items = local_data.load_fashion_mnist_idx(
+      local_data.fashion_mnist_paths(data_dir))
   num_classes = len(items.class_names)
   counts = dict(min_items=min_items, max_items=max_items)
   train_x, train_y = make_mosaics(items.train_x, items.train_y, num_train,

@@ -7,12 +7,15 @@ Six panels from ``metrics.jsonl``: training loss; test accuracy; training
 accuracy against the noisy and the clean labels; label recovery and
 memorisation; test ECE; and the mean ``|dL/dz|`` by confidence bin at the
 first, middle and last epoch (the Encouraging Loss paper's claim, measured).
-Several workdirs are overlaid, each labelled by its folder name.
+Several workdirs are overlaid, each in one colour in every panel and named
+by its folder in the legend on top; a panel's line styles tell its curves
+apart. Accuracies, label shares and ECE are in percent, as in the summary.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 
 from absl import app
@@ -29,16 +32,48 @@ def _define_flags():
                       "Image file (default: FIRST_WORKDIR/curves.png).")
 
 
-def _series(records, key):
-  points = [(r["epoch"], r[key]) for r in records if r.get(key) is not None]
+# (title, y label, [(key, what the line style shows)], in percent?)
+_PANELS = (
+    ("training loss", "loss", [("train_loss", "")], False),
+    ("test and validation accuracy", "accuracy (%)",
+     [("test_accuracy", "test"),
+      ("val_accuracy", "validation"), ("test_map", "test mAP")], True),
+    ("training accuracy", "accuracy (%)",
+     [("train_accuracy_noisy", "vs noisy labels"),
+      ("train_accuracy_clean", "vs clean labels")], True),
+    ("training labels", "share of training labels (%)",
+     [("recovery_accuracy", "recovered (clean)"),
+      ("memorised", "noisy ones memorised")], True),
+    ("test expected calibration error", "ECE (%)", [("test_ece", "")],
+     True),
+)
+_STYLES = ("-", "--", ":")
+# A data line's label: "RUN | KEY" (the legends are drawn from proxies).
+SEPARATOR = " | "
+
+
+def _series(records, key, scale):
+  points = [(r["epoch"], scale * r[key]) for r in records
+            if r.get(key) is not None]
   return [p[0] for p in points], [p[1] for p in points]
 
 
-def draw(workdirs: Sequence[str], out: str) -> str:
-  """Draws the panels of ``workdirs`` into ``out``; returns ``out``."""
-  import matplotlib  # pylint: disable=g-import-not-at-top
-  matplotlib.use("Agg")
+def _style_legend(ax, labels):
+  """A legend of line styles, in grey: the colours are the runs'."""
+  from matplotlib.lines import Line2D  # pylint: disable=g-import-not-at-top
+  if len(labels) > 1:
+    ax.legend([Line2D([], [], color="0.3", linestyle=style)
+               for style in _STYLES[:len(labels)]], labels, fontsize=7)
+
+
+def figure(workdirs: Sequence[str]):
+  """The panels of ``workdirs``: one colour per run in every panel.
+
+  Accuracies, label shares and ECE are in percent, as the summary table
+  prints them. Raises FileNotFoundError for a workdir without records.
+  """
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+  from matplotlib.lines import Line2D  # pylint: disable=g-import-not-at-top
 
   runs = []
   for workdir in workdirs:
@@ -47,47 +82,53 @@ def draw(workdirs: Sequence[str], out: str) -> str:
       raise FileNotFoundError(f"no {reporting.METRICS_FILE} records in "
                               f"{workdir}")
     runs.append((os.path.basename(os.path.normpath(workdir)), records))
+  colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+  colour = {name: colours[i % len(colours)]
+            for i, (name, _) in enumerate(runs)}
 
   fig, axes = plt.subplots(2, 3, figsize=(15, 8.5))
-  panels = [
-      (axes[0, 0], "training loss", [("train_loss", "")]),
-      (axes[0, 1], "test accuracy", [("test_accuracy", ""),
-                                     ("val_accuracy", " (val)")]),
-      (axes[0, 2], "training accuracy", [("train_accuracy_noisy",
-                                          " vs noisy labels"),
-                                         ("train_accuracy_clean",
-                                          " vs clean labels")]),
-      (axes[1, 0], "labels", [("recovery_accuracy", " recovery"),
-                              ("memorised", " memorised noise")]),
-      (axes[1, 1], "test expected calibration error", [("test_ece", "")]),
-  ]
-  for ax, title, keys in panels:
-    for name, records in runs:
-      for key, suffix in keys:
-        x, y = _series(records, key)
+  for ax, (title, ylabel, keys, percent) in zip(axes.flat, _PANELS):
+    drawn = []
+    for (key, what), style in zip(keys, _STYLES):
+      for name, records in runs:
+        x, y = _series(records, key, 100.0 if percent else 1.0)
         if x:
-          ax.plot(x, y, label=name + suffix)
-    ax.set_title(title)
-    ax.set_xlabel("epoch")
+          ax.plot(x, y, color=colour[name], linestyle=style,
+                  label=name + SEPARATOR + key)
+          drawn.append(what)
+    _style_legend(ax, list(dict.fromkeys(w for w in drawn if w)))
+    ax.set(title=title, xlabel="epoch", ylabel=ylabel)
     ax.grid(alpha=0.3)
-    if ax.lines:
-      ax.legend(fontsize=7)
 
   ax = axes[1, 2]
   for name, records in runs:
-    for record in (records[0], records[len(records) // 2], records[-1]):
+    middle = records[len(records) // 2]
+    for record, style in zip((records[0], middle, records[-1]), _STYLES[::-1]):
       bins = record.get("grad_by_confidence") or []
       centres = [(i + 0.5) / len(bins) for i in range(len(bins))]
       points = [(c, g) for c, g in zip(centres, bins) if g is not None]
       if points:
-        ax.plot(*zip(*points), marker="o",
-                label=f"{name} epoch {record['epoch']}")
-  ax.set_title("mean |dL/dz| by target probability")
-  ax.set_xlabel("p of the training target")
+        ax.plot(*zip(*points), color=colour[name], linestyle=style,
+                marker="o", markersize=3,
+                label=f"{name}{SEPARATOR}epoch {record['epoch']}")
+  _style_legend(ax, ["first epoch", "middle epoch", "last epoch"][::-1])
+  ax.set(title="mean |dL/dz| by target probability",
+         xlabel="p of the training target", ylabel="mean |dL/dz|")
   ax.grid(alpha=0.3)
-  if ax.lines:
-    ax.legend(fontsize=7)
-  fig.tight_layout()
+  fig.legend([Line2D([], [], color=colour[name]) for name, _ in runs],
+             [name for name, _ in runs], loc="upper center",
+             ncol=min(len(runs), 6), frameon=False)
+  fig.tight_layout(rect=(0, 0, 1, 0.95))
+  return fig
+
+
+def draw(workdirs: Sequence[str], out: str) -> str:
+  """Draws the panels of ``workdirs`` into ``out``; returns ``out``."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+
+  fig = figure(workdirs)
   fig.savefig(out, dpi=110)
   plt.close(fig)
   return out
@@ -97,7 +138,10 @@ def main(argv):
   del argv
   workdirs = flags.FLAGS.workdirs
   out = flags.FLAGS.out or os.path.join(workdirs[0], "curves.png")
-  print(draw(workdirs, out))
+  try:
+    print(draw(workdirs, out))
+  except OSError as e:  # a folder without records, an --out not writable
+    sys.exit(f"error: {e}")
 
 
 if __name__ == "__main__":

@@ -2,16 +2,26 @@
 
 Reading goes through ``builder.as_data_source`` (ArrayRecord files decoded
 with numpy and PIL), which needs no TensorFlow. Preparing a dataset
-(``download_and_prepare``: download, then encode and write the records) does
-need TensorFlow and a network; without them the error says so and how to get
-round it (prepare the dataset on a machine that has both, with
-``file_format='array_record'``, and pass its ``data_dir``).
+(``download_and_prepare``: download, then encode and write the records)
+needs TensorFlow, ``importlib_resources`` and a network: the ``tfds`` extra
+(``pip install -e '.[tfds]'``) installs the modules. ``check_available``
+says at once, in one sentence, which of them is missing, instead of letting
+tfds fail deep inside or retry a download for minutes (its ``requests``
+session retries a dead connection 10 times with backoff). Without them, a
+dataset can be prepared on a machine that has them (``tfds build NAME
+--file_format=array_record``) and its ``data_dir`` passed.
 
 A dataset whose prepared files are TFRecord (tfds' default format) is read
 with ``as_dataset``, which needs TensorFlow.
 """
 
 from __future__ import annotations
+
+import difflib
+import importlib.util
+import socket
+import urllib.parse
+import urllib.request
 
 import numpy as np
 
@@ -29,6 +39,12 @@ AUGMENTATION = {
     "fashion_mnist": (4, True),
 }
 _SPLITS = ("train", "test")
+# What preparing a dataset needs beyond reading it (tfds imports both lazily,
+# and declares neither for Python >= 3.9), and the extra that installs them.
+PREPARE_MODULES = ("tensorflow", "importlib_resources")
+PREPARE_EXTRA = "pip install -e '.[tfds]'"
+# Seconds to wait for the download host before saying there is no network.
+CONNECT_TIMEOUT = 3.0
 
 
 def _tfds():
@@ -42,32 +58,103 @@ def _builder(name: str, data_dir: str | None):
   tfds = _tfds()
   try:
     return tfds.builder(name, data_dir=data_dir, file_format="array_record")
-  except tfds.core.registered.DatasetNotFoundError as e:
-    raise ValueError(f"tensorflow-datasets has no dataset {name!r}") from e
+  except tfds.core.registered.DatasetNotFoundError:
+    # Without community datasets: listing those needs a network.
+    known = tfds.list_builders(with_community_datasets=False)
+    close = difflib.get_close_matches(name.split("/")[0], known, n=3)
+    raise ValueError(
+        f"tensorflow-datasets has no dataset {name!r}; "
+        + (f"did you mean {' or '.join(map(repr, close))}?" if close else
+           "see https://www.tensorflow.org/datasets/catalog")) from None
+
+
+def _missing_modules() -> list[str]:
+  return [m for m in PREPARE_MODULES if importlib.util.find_spec(m) is None]
+
+
+def _unreachable_host(builder) -> str | None:
+  """The download host (or proxy) if it cannot be reached, else ``None``."""
+  urls = list(builder.url_infos or ())
+  if not urls:
+    return None  # downloads nothing tfds knows of in advance
+  url = urllib.parse.urlsplit(urls[0])
+  proxy = urllib.request.getproxies().get(url.scheme)
+  target = urllib.parse.urlsplit(proxy) if proxy else url
+  port = target.port or (443 if target.scheme == "https" else 80)
+  try:
+    socket.create_connection((target.hostname, port),
+                             timeout=CONNECT_TIMEOUT).close()
+  except OSError:
+    return target.hostname
+  return None
+
+
+def _check_preparable(builder, name: str, download: bool) -> None:
+  """Raises, in one sentence, what stops ``builder`` from being prepared."""
+  if builder.is_prepared():
+    return
+  where = builder.data_dir
+  elsewhere = (f"or prepare it on a machine that can (tfds build {name} "
+               "--file_format=array_record) and pass that folder as data_dir")
+  if not download:
+    raise FileNotFoundError(
+        f"tfds dataset {name!r} is not prepared in {where} and download is "
+        f"off: set download=True, or pass the folder of a prepared copy as "
+        f"data_dir")
+  missing = _missing_modules()
+  if missing:
+    raise RuntimeError(
+        f"preparing tfds dataset {name!r} needs {' and '.join(missing)}, "
+        f"which {'is' if len(missing) == 1 else 'are'} not installed: "
+        f"{PREPARE_EXTRA}, {elsewhere}")
+  host = _unreachable_host(builder)
+  if host:
+    raise RuntimeError(
+        f"no network: tfds dataset {name!r} is not prepared in {where} and "
+        f"{host} cannot be reached to download it: connect to a network, "
+        f"{elsewhere}")
+
+
+def check_available(name: str, *, data_dir: str | None = None,
+                    download: bool = True) -> None:
+  """Checks in a few seconds that ``load_tfds`` can get ``name``.
+
+  Raises:
+    ValueError: unknown name (with the closest ones), or not an
+      image-classification dataset.
+    FileNotFoundError: not prepared and ``download`` is off.
+    RuntimeError: not prepared, and the modules or the network that
+      preparing needs are missing.
+  """
+  _check_preparable(_image_builder(name, data_dir), name, download)
+
+
+def _image_builder(name: str, data_dir: str | None):
+  """The builder of ``name``; raises if it is not image classification."""
+  tfds = _tfds()
+  builder = _builder(name, data_dir)
+  features = builder.info.features
+  image, label = (features[k] if k in features.keys() else None
+                  for k in ("image", "label"))
+  if not (isinstance(image, tfds.features.Image)
+          and isinstance(label, tfds.features.ClassLabel)):
+    raise ValueError(
+        f"tfds dataset {name!r} is not an image-classification dataset (it "
+        "needs an 'image' Image feature and a 'label' ClassLabel feature)")
+  return builder
 
 
 def _prepare(builder, name: str, download: bool) -> None:
   """Downloads and prepares the dataset, or says clearly why it cannot."""
+  _check_preparable(builder, name, download)
   if builder.is_prepared():
     return
-  where = builder.data_dir
-  if not download:
-    raise FileNotFoundError(
-        f"tfds dataset {name!r} is not prepared in {where} and download=False")
   try:
     builder.download_and_prepare()
-  except ModuleNotFoundError as e:
-    raise RuntimeError(
-        f"preparing tfds dataset {name!r} needs the module {e.name!r}, which "
-        "is not installed (tfds downloads and encodes datasets with "
-        "TensorFlow and its helpers; only reading works without them). "
-        "Prepare it where TensorFlow and a network are available (tfds build "
-        f"{name} --file_format=array_record) and pass data_dir=.") from e
   except Exception as e:  # pylint: disable=broad-except
     raise RuntimeError(
         f"tensorflow-datasets could not download and prepare {name!r} into "
-        f"{where}; is there a network? This dataset must be downloaded once "
-        f"(or copied there prepared). Cause: {type(e).__name__}: {e}") from e
+        f"{builder.data_dir}: {type(e).__name__}: {e}") from e
 
 
 def _read_split(builder, split: str, keys: list[str]) -> dict[str, np.ndarray]:
@@ -111,15 +198,9 @@ def load_tfds(name: str, *, data_dir: str | None = None,
       no TensorFlow), with the reason.
   """
   tfds = _tfds()
-  builder = _builder(name, data_dir)
+  builder = _image_builder(name, data_dir)
   features = builder.info.features
-  image, label = (features[k] if k in features.keys() else None
-                  for k in ("image", "label"))
-  if not (isinstance(image, tfds.features.Image)
-          and isinstance(label, tfds.features.ClassLabel)):
-    raise ValueError(
-        f"tfds dataset {name!r} is not an image-classification dataset (it "
-        "needs an 'image' Image feature and a 'label' ClassLabel feature)")
+  image, label = features["image"], features["label"]
   noisy_keys = [k for k, f in features.items() if k != "label" and isinstance(
       f, tfds.features.ClassLabel) and f.num_classes == label.num_classes]
   _prepare(builder, name, download)
