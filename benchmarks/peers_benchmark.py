@@ -12,7 +12,14 @@ are timed in interleaved rounds (their order alternating between rounds) so
 that machine noise hits them alike; the table gives the median of the
 per-round ratios peer time / Steep time (above 1: Steep is faster), their
 quartiles, and each side's median time in ms. Both sides run on the CPU
-with 2 threads.
+with 2 threads; a sample repeats a step until it lasts ``--sample_ms``.
+
+PyTorch's OpenMP workers spin while they wait by default; on a shared CPU,
+where another process holds a core, every parallel region then stalls at
+its barrier (measured here under load: 20-80 ms instead of 2-5 ms per
+[4096, 10] step). The script therefore sets ``OMP_WAIT_POLICY=PASSIVE``
+unless the environment sets it (``OMP_WAIT_POLICY=ACTIVE`` restores the
+default on a quiet machine).
 
 The peers are written here from the papers' equations and the numerics of
 the official code (clamps, floors, what is detached), not imported:
@@ -42,6 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 from typing import Callable
 
@@ -50,7 +58,10 @@ from absl import flags
 import jax
 import jax.numpy as jnp
 import numpy as np
-import torch
+
+# Before torch loads its OpenMP runtime (see the module docstring).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import torch  # pylint: disable=g-import-not-at-top
 import torch.nn.functional as F
 
 import losses
@@ -58,7 +69,9 @@ import losses
 _SHAPES = flags.DEFINE_list("shapes", ["4096x1000", "4096x10"],
                             "Logit shapes BxC.")
 _ROUNDS = flags.DEFINE_integer("rounds", 15, "Interleaved timing rounds.")
-_CALLS = flags.DEFINE_integer("calls", 3, "Calls per timing sample.")
+_SAMPLE_MS = flags.DEFINE_float(
+    "sample_ms", 30.0, "Each timing sample repeats a step for at least this "
+    "long (at least 3 calls).")
 _LOSSES = flags.DEFINE_list("losses", [], "Rows to run (default: all).")
 _THREADS = flags.DEFINE_integer("threads", 2, "PyTorch intra-op threads.")
 
@@ -234,6 +247,12 @@ def _time(fn, calls: int, block) -> float:
   return (time.perf_counter() - start) / calls
 
 
+def _calls(fn, block) -> int:
+  """Calls that make one sample last ``--sample_ms`` (at least 3)."""
+  once = min(_time(fn, 1, block) for _ in range(3))
+  return max(3, math.ceil(_SAMPLE_MS.value / 1e3 / max(once, 1e-6)))
+
+
 def run_shape(b: int, c: int, cases) -> None:
   inputs = make_inputs(b, c)
   z = jnp.asarray(inputs["logits"])
@@ -249,15 +268,18 @@ def run_shape(b: int, c: int, cases) -> None:
     for _ in range(2):  # Warm up both (XLA's first run, torch's allocator).
       jax.block_until_ready(steps[case.name][0]())
       steps[case.name][1]()
+  blocks = (jax.block_until_ready, lambda out: out)
+  calls = {name: tuple(_calls(fn, block) for fn, block in zip(pair, blocks))
+           for name, pair in steps.items()}
   times = {case.name: ([], []) for case in cases}
   for r in range(_ROUNDS.value):
-    for name, (steep, peer) in steps.items():
-      order = ((0, steep, jax.block_until_ready), (1, peer, lambda out: out))
-      for side, fn, block in (order if r % 2 == 0 else order[::-1]):
-        times[name][side].append(_time(fn, _CALLS.value, block))
+    for name, pair in steps.items():
+      for side in ((0, 1) if r % 2 == 0 else (1, 0)):
+        times[name][side].append(
+            _time(pair[side], calls[name][side], blocks[side]))
     print(f"  round {r + 1}/{_ROUNDS.value} done", flush=True)
   print(f"\nlogits [{b}, {c}] float32, value and gradient of the mean loss; "
-        f"{_ROUNDS.value} rounds x {_CALLS.value} calls")
+        f"{_ROUNDS.value} rounds, samples of >= {_SAMPLE_MS.value:g} ms")
   print(f"{'row':14s} {'peer/Steep':>10s} {'p25-p75':>11s} {'Steep ms':>9s} "
         f"{'peer ms':>9s} {'value gap':>10s} {'grad gap':>9s}")
   for case in cases:
@@ -278,7 +300,8 @@ def main(argv):
     raise app.UsageError(f"unknown --losses {sorted(unknown)}; choose from "
                          f"{[c.name for c in CASES]}")
   print(f"jax {jax.__version__} ({jax.devices()[0].platform}), torch "
-        f"{torch.__version__} ({torch.get_num_threads()} threads)")
+        f"{torch.__version__} ({torch.get_num_threads()} threads, "
+        f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']})")
   for shape in _SHAPES.value:
     b, c = (int(x) for x in shape.split("x"))
     run_shape(b, c, chosen)
