@@ -39,10 +39,11 @@ the official code (clamps, floors, what is detached), not imported:
   and the mean entropy. Its value differs from Steep's (the paper's KL form)
   by constants, ``mean_i H(t_i) + alpha H(P)``, which the value check adds.
 
-Before timing, each pair is evaluated on the same inputs and the table
-prints the largest value difference (relative) and gradient difference
-(relative to the largest gradient entry): a ratio between two different
-functions would mean nothing.
+Each pair is also evaluated on the same inputs, and the table prints the
+absolute and relative difference of the two (mean) loss values and the
+largest absolute gradient difference, also relative to the largest
+gradient entry: a ratio between two different functions would mean
+nothing.
 """
 
 from __future__ import annotations
@@ -225,8 +226,9 @@ def peer_step(case: Case, x: torch.Tensor, labels: torch.Tensor):
 
 
 def compare(case: Case, inputs: dict[str, np.ndarray]
-            ) -> tuple[float, float, float, float]:
-  """Steep's and the peer's value, and relative value and gradient gaps."""
+            ) -> tuple[float, float, float, float, float]:
+  """Steep's and the peer's value, the relative value and gradient gaps and
+  the largest absolute gradient difference."""
   z, labels = inputs["logits"], inputs[case.labels]
   value, grad = steep_step(case)(jnp.asarray(z), jnp.asarray(labels))
   x = torch.tensor(z, requires_grad=True)
@@ -234,9 +236,9 @@ def compare(case: Case, inputs: dict[str, np.ndarray]
   steep_value = float(value) + case.offset(labels)
   grad, peer_grad = np.asarray(grad), x.grad.numpy()
   value_gap = abs(peer_value - steep_value) / max(abs(steep_value), 1e-30)
-  grad_gap = (np.max(np.abs(peer_grad - grad))
-              / max(np.max(np.abs(grad)), 1e-30))
-  return steep_value, peer_value, value_gap, grad_gap
+  grad_diff = float(np.max(np.abs(peer_grad - grad)))
+  grad_gap = grad_diff / max(np.max(np.abs(grad)), 1e-30)
+  return steep_value, peer_value, value_gap, grad_gap, grad_diff
 
 
 def _time(fn, calls: int, block) -> float:
@@ -281,14 +283,17 @@ def run_shape(b: int, c: int, cases) -> None:
   print(f"\nlogits [{b}, {c}] float32, value and gradient of the mean loss; "
         f"{_ROUNDS.value} rounds, samples of >= {_SAMPLE_MS.value:g} ms")
   print(f"{'row':14s} {'peer/Steep':>10s} {'p25-p75':>11s} {'Steep ms':>9s} "
-        f"{'peer ms':>9s} {'value gap':>10s} {'grad gap':>9s}")
+        f"{'peer ms':>9s} {'|dvalue|':>9s} {'rel':>8s} {'max|dgrad|':>10s} "
+        f"{'rel':>8s}")
   for case in cases:
     steep_t, peer_t = (np.asarray(t) for t in times[case.name])
     lo, mid, hi = np.percentile(peer_t / steep_t, [25, 50, 75])
-    _, _, value_gap, grad_gap = compare(case, inputs)
+    steep_value, peer_value, value_gap, grad_gap, grad_diff = compare(
+        case, inputs)
     print(f"{case.name:14s} {mid:10.2f} {lo:5.2f}-{hi:<5.2f} "
           f"{np.median(steep_t) * 1e3:9.2f} {np.median(peer_t) * 1e3:9.2f} "
-          f"{value_gap:10.1e} {grad_gap:9.1e}", flush=True)
+          f"{abs(peer_value - steep_value):9.1e} {value_gap:8.1e} "
+          f"{grad_diff:10.1e} {grad_gap:8.1e}", flush=True)
 
 
 def main(argv):

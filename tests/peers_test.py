@@ -28,7 +28,7 @@ class PeersAgreeTest(parameterized.TestCase):
   def test_value_and_gradient_agree(self, name, shape):
     case = {c.name: c for c in peers_benchmark.CASES}[name]
     inputs = peers_benchmark.make_inputs(*shape, seed=1)
-    steep_value, peer_value, value_gap, grad_gap = peers_benchmark.compare(
+    steep_value, peer_value, value_gap, grad_gap, _ = peers_benchmark.compare(
         case, inputs)
     self.assertLess(value_gap, 1e-5, (steep_value, peer_value))
     self.assertLess(grad_gap, 1e-4)
@@ -38,7 +38,7 @@ class PeersAgreeTest(parameterized.TestCase):
     case = peers_benchmark.Case(
         "wrong", peers_benchmark.CASES[0].steep,
         lambda x, y: 1.01 * peers_benchmark.F.cross_entropy(x, y), "int")
-    _, _, value_gap, grad_gap = peers_benchmark.compare(
+    _, _, value_gap, grad_gap, _ = peers_benchmark.compare(
         case, peers_benchmark.make_inputs(64, 10))
     self.assertGreater(value_gap, 1e-3)
     self.assertGreater(grad_gap, 1e-3)
