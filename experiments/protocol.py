@@ -25,6 +25,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 from scipy import stats
 
+from train import reporting
+
 SCORES = ("test_at_val", "test_at_clean_val", "test_last", "val_best")
 SCORE_LABELS = {
     "test_at_val": "test at best val",
@@ -36,39 +38,29 @@ SCORE_LABELS = {
 EXTRAS = ("recovery_accuracy", "memorised", "train_accuracy_clean")
 
 
-def _at_best(records: Sequence[Mapping[str, Any]], select: str, report: str):
-  scored = [(r[select], -r["epoch"], r.get(report)) for r in records
-            if r.get(select) is not None]
-  if not scored:
-    return None
-  return max(scored, key=lambda s: (s[0], s[1]))[2]
-
-
 def run_scores(records: Sequence[Mapping[str, Any]], metric: str = "accuracy"
                ) -> dict[str, Any]:
   """A run's scores (see the module docstring) from its epoch records.
 
   Args:
-    records: the run's ``metrics.jsonl`` lines in epoch order.
+    records: one replica's ``metrics.jsonl`` lines in epoch order.
     metric: ``accuracy`` or ``map``: which ``val_*``/``test_*`` keys count.
   """
   if not records:
     raise ValueError("a run without records has no scores")
-  val, test = f"val_{metric}", f"test_{metric}"
-  clean = f"val_clean_{metric}"
-  last = records[-1]
-  vals = [r[val] for r in records if r.get(val) is not None]
+  summary = reporting.summarise(records)
+  test = f"test_{metric}"
   out = {
-      "epochs": last["epoch"],
-      "test_at_val": _at_best(records, val, test),
-      "test_at_clean_val": _at_best(records, clean, test),
-      "test_last": last.get(test),
-      "val_best": max(vals) if vals else None,
-      "seconds": sum(r.get("epoch_seconds", 0.0) for r in records),
+      "epochs": summary["epochs"],
+      "test_at_val": summary[f"{test}_at_best_val"],
+      "test_at_clean_val": summary[f"{test}_at_best_val_clean"],
+      "test_last": summary[f"{test}_last"],
+      "val_best": summary[f"val_{metric}_best"],
+      "seconds": summary["seconds"],
   }
   for key in EXTRAS:
-    out[f"{key}_last"] = last.get(key)
-  grads = last.get("grad_by_confidence")
+    out[f"{key}_last"] = summary[f"{key}_last"]
+  grads = records[-1].get("grad_by_confidence")
   if grads is not None:
     out["grad_by_confidence"] = grads
   return out

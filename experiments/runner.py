@@ -77,34 +77,15 @@ def estimate_transition(run: study_lib.Run) -> None:
   os.replace(path + ".tmp.npy", path)
 
 
-# Per-record lists that are one value per bin or class, not per replica.
-_NESTED = ("grad_by_confidence", "grad_bin_count")
+def replica_records(records: Sequence[dict], replica: int) -> list[dict]:
+  """Replica ``replica``'s records of a run that trained replicas.
 
-
-def replica_records(records: Sequence[dict], replica: int,
-                    replicas: int) -> list[dict]:
-  """Replica ``replica``'s view of a replicated run's records.
-
-  ``train`` with ``replicas = R > 1`` writes each per-replica metric as a
-  list of R values (and each per-bin list as R lists); shared values
-  (epoch, learning rate) stay scalars.
+  ``train`` with ``replicas = R > 1`` marks each record with ``replicas``
+  and writes every per-replica value as a list of R; a run of one replica
+  has plain records.
   """
-  if replicas == 1:
-    return list(records)
-  out = []
-  for record in records:
-    view = {}
-    for key, value in record.items():
-      if key in _NESTED or key.endswith("_per_class"):
-        nested = isinstance(value, list) and value and isinstance(
-            value[0], list)
-        view[key] = value[replica] if nested else value
-      elif isinstance(value, list) and len(value) == replicas:
-        view[key] = value[replica]
-      else:
-        view[key] = value
-    out.append(view)
-  return out
+  return [reporting.replica_record(r, replica) if r.get("replicas", 1) > 1
+          else dict(r) for r in records]
 
 
 def replica_groups(runs: Sequence[study_lib.Run], most: int
@@ -189,7 +170,7 @@ def execute(group: Sequence[study_lib.Run] | study_lib.Run, *,
     if code != 0:
       result.update(status="diverged", scores=None)
     else:
-      mine = replica_records(records, replica, len(group))
+      mine = replica_records(records, replica)
       if member.workdir != run.workdir:
         os.makedirs(member.workdir, exist_ok=True)
         with open(os.path.join(member.workdir, reporting.METRICS_FILE),

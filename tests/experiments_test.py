@@ -226,15 +226,15 @@ class RunnerTest(absltest.TestCase):
         atol=0.01)
 
   def test_replica_records(self):
-    records = [{"epoch": 1, "learning_rate": 0.1, "val_accuracy": [0.5, 0.6],
-                "grad_by_confidence": [[1.0, None], [2.0, 3.0]],
-                "grad_bin_count": [[1, 0], [1, 1]]}]
-    (mine,) = runner.replica_records(records, 1, 2)
-    self.assertEqual(mine, {"epoch": 1, "learning_rate": 0.1,
-                            "val_accuracy": 0.6,
-                            "grad_by_confidence": [2.0, 3.0],
-                            "grad_bin_count": [1, 1]})
-    self.assertEqual(runner.replica_records(records, 0, 1), records)
+    records = [{"epoch": 1, "replicas": 2, "learning_rate": 0.1,
+                "val_accuracy": [0.5, 0.6],
+                "grad_by_confidence": [[1.0, None], [2.0, 3.0]]}]
+    (mine,) = runner.replica_records(records, 1)
+    self.assertEqual(mine["val_accuracy"], 0.6)
+    self.assertEqual(mine["learning_rate"], 0.1)
+    self.assertEqual(mine["grad_by_confidence"], [2.0, 3.0])
+    plain = [{"epoch": 1, "grad_by_confidence": [1.0, 2.0]}]
+    self.assertEqual(runner.replica_records(plain, 0), plain)
 
   def test_replica_groups(self):
     def run(seed, method="ce", point=None):
@@ -258,7 +258,7 @@ class RunnerTest(absltest.TestCase):
         "with open(os.path.join(w, 'metrics.jsonl'), 'w') as f:\n"
         "  for e, (v, t) in enumerate([([.5, .9], [.4, .8]),\n"
         "                               ([.6, .7], [.3, .2])]):\n"
-        "    f.write(json.dumps({'epoch': e + 1, 'val_accuracy': v,\n"
+        "    f.write(json.dumps({'epoch': e + 1, 'replicas': 2, 'val_accuracy': v,\n"
         "                        'test_accuracy': t}) + '\\n')\n")
     root = tempfile.mkdtemp()
     group = [study_lib.Run("final", "a", "ce", {}, seed, "f.py",

@@ -75,3 +75,21 @@ class TrainingMetricsTest(absltest.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+class LabelMetricsTest(absltest.TestCase):
+
+  def test_no_label_changed_reads_exactly_zero(self):
+    # 7200 rows: under jit, 1 - N fl(1/N) was -2.4e-08 before the clip.
+    n = 7200
+    noisy = jnp.arange(n + 8) % 10
+    labels = jax.nn.one_hot(noisy, 10)
+    out = jax.jit(lambda l, c, y: metrics.label_metrics(
+        l, c, y, num_examples=n, multi_label=False))(labels, noisy, noisy)
+    self.assertEqual(float(out["labels_changed"]), 0.0)
+    self.assertEqual(float(out["recovery_accuracy"]), 1.0)
+    changed = labels.at[:n // 4].set(jax.nn.one_hot(
+        (noisy[:n // 4] + 1) % 10, 10))
+    out = metrics.label_metrics(changed, noisy, noisy, num_examples=n,
+                                multi_label=False)
+    self.assertAlmostEqual(float(out["labels_changed"]), 0.25, places=6)

@@ -52,7 +52,7 @@ class ReplicasTest(absltest.TestCase):
       _, (single,), _ = _run(replica_config(**{
           "seed": SEED + r, "dataset.split_seed": SEED,
           "noise.seed": SEED + r}))
-      assert_close(self, single, reporting._replica(record, r),  # pylint: disable=protected-access
+      assert_close(self, single, reporting.replica_record(record, r),
                    f"replica {r}: ")
     # The replicas differ: their own seeds, data order and noise.
     self.assertNotEqual(record["train_loss"][0], record["train_loss"][1])

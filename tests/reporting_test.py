@@ -41,14 +41,28 @@ class MetricWriterTest(absltest.TestCase):
     with open(os.path.join(workdir, reporting.METRICS_FILE)) as f:
       self.assertEqual(f.read().count("\n"), 1)
 
-  def test_labels_changed_is_never_negative(self):
-    workdir = tempfile.mkdtemp()
-    writer = reporting.MetricWriter(workdir, resume_epoch=0,
+  def test_replicas_write_tensorboard_per_replica(self):
+    writer = reporting.MetricWriter(tempfile.mkdtemp(), resume_epoch=0,
                                     tensorboard=False)
-    writer.write(_record(1, labels_changed=-2.421438694000244e-08))
-    writer.write(_record(2, labels_changed=0.25))
-    self.assertEqual([r["labels_changed"]
-                      for r in reporting.read_records(workdir)], [0.0, 0.25])
+    scalars = {}
+
+    class FakeSummaryWriter:
+      def add_scalar(self, tag, value, step):
+        scalars[tag] = (float(value), step)
+
+      def flush(self):
+        pass
+
+    writer._tensorboard = FakeSummaryWriter()  # pylint: disable=protected-access
+    writer.write({"epoch": 1, "replicas": 2, "learning_rate": 0.1,
+                  "train_loss": [0.5, 0.7],
+                  "grad_by_confidence": [[1.0, None], [2.0, 3.0]]})
+    self.assertEqual(scalars, {
+        "learning_rate": (0.1, 1),
+        "replica0/train_loss": (0.5, 1), "replica1/train_loss": (0.7, 1),
+        "replica0/grad_by_confidence/0.25": (1.0, 1),
+        "replica1/grad_by_confidence/0.25": (2.0, 1),
+        "replica1/grad_by_confidence/0.75": (3.0, 1)})
 
   def test_no_file_no_records(self):
     self.assertEqual(reporting.read_records(tempfile.mkdtemp()), [])

@@ -38,19 +38,6 @@ def read_records(workdir: str) -> list[dict[str, Any]]:
   return records
 
 
-# Shares of the training labels computed on the device as 1 - (the share
-# that agrees): XLA turns the division by N into a product with fl(1/N) and
-# fuses it with the subtraction, so "no label changed" reads
-# 1 - N fl(1/N) = -2.4e-08 for N = 7200. Clipped to [0, 1] when written;
-# counting the changed labels in the step would make them exact.
-_LABEL_SHARES = ("labels_changed",)
-
-
-def _clip_label_shares(record: Mapping[str, Any]) -> dict[str, Any]:
-  return {k: min(max(v, 0.0), 1.0) if k in _LABEL_SHARES and v is not None
-          else v for k, v in record.items()}
-
-
 class MetricWriter:
   """Appends epoch records to JSON lines and TensorBoard."""
 
@@ -69,20 +56,28 @@ class MetricWriter:
       self._tensorboard = SummaryWriter(os.path.join(workdir, "tensorboard"))
 
   def write(self, record: Mapping[str, Any]) -> None:
-    record = _clip_label_shares(record)
     with open(self.path, "a") as f:
       f.write(json.dumps(record) + "\n")
     if self._tensorboard is None:
       return
     epoch = record["epoch"]
-    for key, value in record.items():
-      if isinstance(value, (int, float)) and key != "epoch":
-        self._tensorboard.add_scalar(key, value, epoch)
-    bins = record.get("grad_by_confidence") or []
-    for i, value in enumerate(bins):
-      if value is not None:
-        self._tensorboard.add_scalar(
-            f"grad_by_confidence/{(i + 0.5) / len(bins):.2f}", value, epoch)
+    replicas = record.get("replicas", 1)
+    for r in range(replicas):
+      # One scalar per replica where replicas differ, under replicaR/.
+      mine = replica_record(record, r) if replicas > 1 else record
+      prefix = f"replica{r}/" if replicas > 1 else ""
+      for key, value in mine.items():
+        if isinstance(value, (int, float)) and key != "epoch":
+          shared = replicas > 1 and not isinstance(record[key], list)
+          if not shared or r == 0:
+            self._tensorboard.add_scalar(("" if shared else prefix) + key,
+                                         value, epoch)
+      bins = mine.get("grad_by_confidence") or []
+      for i, value in enumerate(bins):
+        if value is not None:
+          self._tensorboard.add_scalar(
+              f"{prefix}grad_by_confidence/{(i + 0.5) / len(bins):.2f}",
+              value, epoch)
     self._tensorboard.flush()
 
   def close(self) -> None:
@@ -214,9 +209,11 @@ def replica_mean(record: Mapping[str, Any]) -> dict[str, Any]:
   return out
 
 
-def _replica(record: Mapping[str, Any], r: int) -> dict[str, Any]:
-  """Replica ``r``'s values of a record (every list is per replica)."""
-  return {k: v[r] if isinstance(v, list) else v for k, v in record.items()}
+def replica_record(record: Mapping[str, Any], r: int) -> dict[str, Any]:
+  """Replica ``r``'s values of a record (every list is per replica): the
+  record a single run of that replica would have written."""
+  return {k: v[r] if isinstance(v, list) else v for k, v in record.items()
+          if k != "replicas"}
 
 
 # Keys of a summary shared by every replica.
@@ -247,7 +244,7 @@ def summarise(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
   replicas = records[-1].get("replicas", 1)
   if replicas == 1:
     return _summarise(records)
-  each = [_summarise([_replica(r, i) for r in records])
+  each = [_summarise([replica_record(r, i) for r in records])
           for i in range(replicas)]
   summary = {"replicas": replicas}
   for key in each[0]:
