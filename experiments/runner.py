@@ -29,6 +29,8 @@ from train import reporting
 from train import transition_estimate
 
 RESULT_FILE = "result.json"
+# ``python -m train``'s exit status when the loss diverged (train/__main__).
+DIVERGED = 3
 LOG_FILE = "train.log"
 
 
@@ -153,11 +155,12 @@ def execute(group: Sequence[study_lib.Run] | study_lib.Run, *,
                            stdin=subprocess.DEVNULL, env=env)
   with open(log_path) as f:
     text = f.read()
-  if code != 0 and "FloatingPointError" not in text:
+  diverged = code == DIVERGED
+  if code != 0 and not diverged:
     tail = "\n".join(text.strip().splitlines()[-5:])
     raise RunFailed(f"{run.workdir}: train exited with {code}:\n{tail}")
   seconds = (time.perf_counter() - start) / len(group)
-  records = reporting.read_records(run.workdir) if code == 0 else []
+  records = [] if diverged else reporting.read_records(run.workdir)
   results = []
   for replica, member in enumerate(group):
     result = {"phase": member.phase, "setting": member.setting,
@@ -167,7 +170,7 @@ def execute(group: Sequence[study_lib.Run] | study_lib.Run, *,
     if len(group) > 1:
       result["trained_as"] = {"workdir": run.workdir, "replica": replica,
                               "replicas": len(group)}
-    if code != 0:
+    if diverged:
       result.update(status="diverged", scores=None)
     else:
       mine = replica_records(records, replica)

@@ -182,8 +182,8 @@ class RunnerTest(absltest.TestCase):
   def test_diverged_run_is_a_result(self):
     workdir = tempfile.mkdtemp()
     fake = self._fake_train(
-        "import sys\nprint('FloatingPointError: the training loss is nan')\n"
-        "sys.exit(1)\n")
+        "import sys\nprint('error: the training loss is not finite')\n"
+        f"sys.exit({runner.DIVERGED})\n")
     run = self._run(workdir)
     (result,) = runner.execute(run, configs_dir="/c", metric="accuracy",
                             python=self._launcher(fake))
@@ -198,10 +198,20 @@ class RunnerTest(absltest.TestCase):
     os.chmod(path, 0o755)
     return path
 
+  def test_a_real_diverging_run(self):
+    from tests import toy_study  # pylint: disable=g-import-not-at-top
+    workdir = tempfile.mkdtemp()
+    run = study_lib.Run("tune", "a", "ce", {}, 0, "mnist1d.py", {
+        **toy_study._TINY, "num_epochs": 1,  # pylint: disable=protected-access
+        "optimizer.learning_rate": 1e30}, workdir)
+    (result,) = runner.execute(run, configs_dir=os.path.join(ROOT, "configs"),
+                               metric="accuracy")
+    self.assertEqual(result["status"], "diverged")
+
   def test_failed_run_raises_with_its_log(self):
-    fake = self._fake_train("import sys\nprint('boom')\nsys.exit(3)\n")
+    fake = self._fake_train("import sys\nprint('boom')\nsys.exit(1)\n")
     run = self._run(tempfile.mkdtemp())
-    with self.assertRaisesRegex(runner.RunFailed, "exited with 3:\nboom"):
+    with self.assertRaisesRegex(runner.RunFailed, "exited with 1:\nboom"):
       runner.execute(run, configs_dir="/c", metric="accuracy",
                      python=self._launcher(fake))
     self.assertIsNone(runner.read_result(run))

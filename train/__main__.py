@@ -16,7 +16,8 @@ A mistake on the command line (an unknown key, a value of the wrong type or
 out of range, data that is missing or cannot be downloaded) ends the program
 with exit status 2 and one line, ``error: ...``, saying what is wrong and how
 to fix it, before the workdir is made. A loss that diverges ends with status
-1 and one line.
+3 (``DIVERGED``, so that a study runner can tell it from a crash, which
+ends with 1) and one line.
 """
 
 import difflib
@@ -40,6 +41,9 @@ USAGE_ERROR = 2
 _OVERRIDE = re.compile(r"^--?(?:no)?config\.([^=\s]+)")
 _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false",
                str: "a string", tuple: "a tuple such as '(40, 80)'"}
+
+# The exit status of a run whose loss diverged.
+DIVERGED = 3
 
 
 def _define_flags():
@@ -192,7 +196,7 @@ def main(argv):
       _remove_if_empty(workdir)
     _fail(str(e))
   except FloatingPointError as e:
-    _fail(str(e), status=1)
+    _fail(str(e), status=DIVERGED)
 
 
 if __name__ == "__main__":
