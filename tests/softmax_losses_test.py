@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import losses
+from tests import loss_contracts
 from tests import softmax_reference as ref
 
 C = 5
@@ -227,34 +228,17 @@ TRACED = [
     (losses.generalized_cross_entropy, "q", 0.5, 0.7),
     (losses.cross_entropy, "label_smoothing", 0.0, 0.1),
     (losses.bootstrapping_loss, "beta", 0.8, 0.95),
+    (losses.symmetric_cross_entropy, "beta", 0.5, 1.0),
+    (losses.joint_optimization_loss, "alpha", 0.8, 1.2),
 ]
 
 
-class RetraceTest(parameterized.TestCase):
+def _retrace_inputs():
+  z, labels, _ = _inputs(soft=False, dtype=np.float32)
+  return z, labels
 
-  @parameterized.parameters(*TRACED)
-  def test_hyperparameter_change_does_not_retrace(self, loss, key, a, b):
-    z, labels, _ = _inputs(soft=False, dtype=np.float32)
 
-    @jax.jit
-    @chex.assert_max_traces(n=1)
-    def step(z, hyper):
-      return jnp.sum(jax.grad(lambda x: jnp.sum(loss(x, labels, **{key: hyper})))(z))
-
-    chex.clear_trace_counter()
-    step(z, a)
-    step(z, b)  # raises if the new value re-traced
-
-  @parameterized.parameters(*TRACED)
-  def test_eager_calls_reuse_the_compiled_core(self, loss, key, a, b):
-    z, labels, _ = _inputs(soft=False, dtype=np.float32)
-    module = __import__(loss.__module__, fromlist=["_"])
-    cores = [v for v in vars(module).values()
-             if hasattr(v, "_cache_size") and callable(v)]
-    loss(z, labels, **{key: a})
-    before = sum(c._cache_size() for c in cores)
-    loss(z, labels, **{key: b})
-    self.assertEqual(sum(c._cache_size() for c in cores), before)
+RetraceTest = loss_contracts.retrace_tests(TRACED, _retrace_inputs)
 
 
 if __name__ == "__main__":
