@@ -123,7 +123,8 @@ def encouraging_loss_grad(logits, labels, *, bonus_weight=1.0, log_end=0.75,
 
   One-hot, log region: ``dL/dz_y = p_y - 1 - rho p_y`` and
   ``dL/dz_k = p_k (1 + rho p_y / (1 - p_y))``; tangent region: the bonus
-  adds ``rho p_y (p - e_y) / (1 - LE)`` (SPEC §1).
+  adds ``rho p_y (p - e_y) / (1 - LE)`` (docs/losses.md, section
+  ``encouraging_loss``).
   """
   return _ENCOURAGING.grad(logits, labels, where, axis,
                           *_check(bonus_weight, log_end, floor))

@@ -1,4 +1,4 @@
-"""Joint Optimization batch loss: terms, gradients, masks (SPEC §3)."""
+"""Joint Optimization batch loss: terms, gradients, masks (docs/losses.md)."""
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -113,7 +113,7 @@ class JointOptimizationTest(parameterized.TestCase):
               else np.array([0, 2, 3]))
     t = jnp.asarray(labels if soft else np.eye(4)[labels])
 
-    def log_space_reference(x):  # SPEC §3 with log p_bar by logsumexp.
+    def log_space_reference(x):  # the formula with log p_bar by logsumexp.
       log_p = jax.nn.log_softmax(x)
       kl = jnp.sum(jax.scipy.special.xlogy(t, t) - t * log_p, -1)
       log_mean = jax.nn.logsumexp(log_p, axis=0) - np.log(len(x))

@@ -1,4 +1,4 @@
-"""Every softmax-family loss against its plain SPEC formula (tests/softmax_reference.py).
+"""Every softmax-family loss against its plain formula (tests/softmax_reference.py).
 
 Values, analytic gradients (``*_grad``), ``jax.grad`` of the public function
 (the custom VJP where there is one) and finite differences, all in float64;
@@ -14,6 +14,7 @@ import jax
 import jax.test_util  # noqa: F401  (check_grads)
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import losses
 from tests import loss_contracts
@@ -156,38 +157,6 @@ class SoftmaxLossTest(parameterized.TestCase):
         lambda x: jnp.sum(loss(x, labels, **kwargs)), (jnp.asarray(z),),
         order=1, modes=["rev"], eps=1e-6)
 
-  @parameterized.product(case=NAMES, magnitude=(100.0, 1e4),
-                         target_wins=(True, False))
-  def test_extreme_logits_match_their_limits(self, case, magnitude,
-                                             target_wins):
-    """p_y exactly 1 or 0 in float32: finite, and equal to the float64 limit."""
-    _, loss, grad, reference, kwargs = BY_NAME[case]
-    y = np.array([0, 3])
-    z = np.full((2, C), -magnitude)
-    sign = 1.0 if target_wins else -1.0
-    z[0, 0], z[1, 3] = sign * magnitude, sign * magnitude
-    if not target_wins:
-      z[:, 1] = magnitude
-    t = np.eye(C)[y]
-    with jax.enable_x64(False):
-      z32 = jnp.asarray(z, jnp.float32)
-      value = loss(z32, y, **kwargs)
-      g_public = jax.grad(lambda x: jnp.sum(loss(x, y, **kwargs)))(z32)
-      g_analytic = grad(z32, y, **kwargs)
-    for arr in (value, g_public, g_analytic):
-      self.assertTrue(np.all(np.isfinite(arr)), f"{arr}")
-    want = reference(jnp.asarray(z), jnp.asarray(t), **_ref_kwargs(kwargs))
-    # The plain formula can meet 0 * inf (log 0 times a zero weight) where
-    # the limit is finite; those entries are checked for finiteness only.
-    ok = np.isfinite(want)
-    np.testing.assert_allclose(np.asarray(value)[ok], want[ok], rtol=1e-5,
-                               atol=1e-4)
-    want_g = jax.grad(lambda x: jnp.sum(reference(
-        x, jnp.asarray(t), **_ref_kwargs(kwargs))))(jnp.asarray(z))
-    ok = np.isfinite(want_g)
-    np.testing.assert_allclose(np.asarray(g_public)[ok], want_g[ok], atol=1e-5)
-    np.testing.assert_allclose(g_analytic, g_public, atol=1e-6)
-
   @parameterized.named_parameters((c[0], c[1], c[4]) for c in CASES)
   def test_bfloat16_is_computed_in_float32(self, loss, kwargs):
     with jax.enable_x64(False):
@@ -231,6 +200,60 @@ TRACED = [
     (losses.symmetric_cross_entropy, "beta", 0.5, 1.0),
     (losses.joint_optimization_loss, "alpha", 0.8, 1.2),
 ]
+
+
+class ExtremeLogitTest(parameterized.TestCase):
+  pytestmark = pytest.mark.slow  # 184 cases, float64 references.
+
+  def setUp(self):
+    super().setUp()
+    jax.config.update("jax_enable_x64", True)
+
+  def tearDown(self):
+    jax.config.update("jax_enable_x64", False)
+    super().tearDown()
+
+  @parameterized.product(case=NAMES, magnitude=(100.0, 1e4),
+                         target_wins=(True, False), masked=(False, True))
+  def test_extreme_logits_match_their_limits(self, case, magnitude,
+                                             target_wins, masked):
+    """p_y exactly 1 or 0 in float32: finite, and equal to the float64 limit.
+
+    ``masked``: class 2 (never a label) also has a -inf logit.
+    """
+    _, loss, grad, reference, kwargs = BY_NAME[case]
+    y = np.array([0, 3])
+    z = np.full((2, C), -magnitude)
+    sign = 1.0 if target_wins else -1.0
+    z[0, 0], z[1, 3] = sign * magnitude, sign * magnitude
+    if not target_wins:
+      z[:, 1] = magnitude
+    if masked:
+      z[:, 2] = -np.inf
+    t = np.eye(C)[y]
+    with jax.enable_x64(False):
+      z32 = jnp.asarray(z, jnp.float32)
+      value = loss(z32, y, **kwargs)
+      g_public = jax.grad(lambda x: jnp.sum(loss(x, y, **kwargs)))(z32)
+      g_analytic = grad(z32, y, **kwargs)
+    # Label smoothing puts target mass on the masked class: infinite loss.
+    infinite_loss = masked and case == "ce_smooth"
+    for arr in ((g_public, g_analytic) if infinite_loss
+                else (value, g_public, g_analytic)):
+      self.assertTrue(np.all(np.isfinite(arr)), f"{arr}")
+    if infinite_loss:
+      np.testing.assert_array_equal(value, np.inf)
+    want = reference(jnp.asarray(z), jnp.asarray(t), **_ref_kwargs(kwargs))
+    # The plain formula can meet 0 * inf (log 0 times a zero weight) where
+    # the limit is finite; those entries are checked for finiteness only.
+    ok = np.isfinite(want)
+    np.testing.assert_allclose(np.asarray(value)[ok], want[ok], rtol=1e-5,
+                               atol=1e-4)
+    want_g = jax.grad(lambda x: jnp.sum(reference(
+        x, jnp.asarray(t), **_ref_kwargs(kwargs))))(jnp.asarray(z))
+    ok = np.isfinite(want_g)
+    np.testing.assert_allclose(np.asarray(g_public)[ok], want_g[ok], atol=1e-5)
+    np.testing.assert_allclose(g_analytic, g_public, atol=1e-6)
 
 
 def _retrace_inputs():
