@@ -43,7 +43,7 @@ def _whole(g, dz):
 def with_logit_derivative(parts: Parts,
                           contract: Callable[..., jax.Array] = _per_example
                           ) -> Callable[..., jax.Array]:
-  """``parts(...)[0]`` as a function whose logit derivative is ``parts(...)[1]``.
+  """``parts(...)[0]``, with ``parts(...)[1]`` as its logit derivative.
 
   ``contract(g, dz)`` maps the logits' tangent to the value's: a sum over
   the classes (per-example losses, the default), elementwise, or a sum over

@@ -136,7 +136,7 @@ def softmax_labels(logits: jax.Array, labels: Any,
 
 def sigmoid_targets(logits: jax.Array, labels: Any,
                     name: str = "labels") -> jax.Array:
-  """Binary or multi-hot targets (bool, int or float) as floats, logits' shape."""
+  """Binary or multi-hot targets (bool, int, float) as floats, logits' shape."""
   labels = as_array(labels, name)
   if labels.dtype == jnp.bool_ or is_integer(labels):
     labels = labels.astype(logits.dtype)
@@ -181,7 +181,7 @@ def check_axis(logits: jax.Array, axis: int) -> int:
 
 
 def check_probability(p: Any) -> jax.Array:
-  """A steepness curve's ``p`` as floats (half precision in float32), in [0, 1]."""
+  """A steepness curve's ``p`` as floats (half in float32), checked in [0, 1]."""
   p = jnp.asarray(p)
   if not jnp.issubdtype(p.dtype, jnp.floating) or p.dtype in HALF_PRECISION:
     p = p.astype(jnp.result_type(float))

@@ -11,7 +11,7 @@ from losses import _validation
 
 
 def _soft(logits, targets, transition_matrix):
-  """``-sum_j t_j log u_j``, ``u = p^T T``, from ``u~ = p~^T T``, ``p~ = exp(z - max z)``.
+  """``-sum_j t_j log u_j``, ``u = p^T T``, from ``u~ = exp(z - max z)^T T``.
 
   A matmul (O(B C) memory; a log-sum-exp over ``[B, C, C]`` would need
   32 GB at B = 4096, C = 1000). Scaling by the arg max keeps

@@ -159,7 +159,7 @@ def _prepare(logits, labels, where, prior):
 
 def joint_optimization_terms(logits, labels, *, prior=None, where=None
                              ) -> tuple[jax.Array, jax.Array, jax.Array]:
-  """The three batch terms ``(L_c, L_p, L_e)`` of :func:`joint_optimization_loss`."""
+  """The batch terms ``(L_c, L_p, L_e)`` of :func:`joint_optimization_loss`."""
   logits, targets, where, prior = _prepare(logits, labels, where, prior)
   return _jo_terms(logits, targets, prior, where)
 
@@ -235,7 +235,9 @@ def jo_entropy_loss(logits, *, where=None) -> jax.Array:
 
 def joint_optimization_loss_grad(logits, labels, *, alpha=1.0, beta=0.5,
                                  prior=None, where=None) -> jax.Array:
-  """Analytic ``dL/dz`` of the batch loss, ``[..., C]`` (docs/losses.md, section ``joint_optimization_loss``).
+  """Analytic ``dL/dz`` of the batch loss, ``[..., C]``.
+
+  Derivation: docs/losses.md, section ``joint_optimization_loss``.
 
   ``dL_c/dz_i = (p_i sum t_i - t_i)/B``;
   ``dL_p/dz_ik = (p_ik/B)[sum_j P_j p_ij/p_bar_j - P_k/p_bar_k]``;

@@ -39,11 +39,12 @@ def _bce(z, t):
   e = jnp.exp(-jnp.abs(z))
   value = (_numerics.xlogp(t, jnp.maximum(-z, 0.0))
            + _numerics.xlogp(1.0 - t, jnp.maximum(z, 0.0)) + jnp.log1p(e))
-  r = 1.0 / (1.0 + e)
   # sigma(z) - t as (1 - t) sigma(z) - t sigma(-z): exact where sigma(z)
-  # rounds to 1 (p - 1 would keep no digit of 1 - p there).
-  p, one_minus_p = jnp.where(z >= 0, r, e * r), jnp.where(z >= 0, e * r, r)
-  return value, (1.0 - t) * p - t * one_minus_p
+  # rounds to 1 (p - 1 would keep no digit of 1 - p there). Two logistics
+  # straight from z rather than one from the shared exp: XLA:CPU then
+  # recomputes them inside each fusion instead of writing shared [B, C]
+  # intermediates to memory (measured 1.3x vs 1.9x the textbook formula).
+  return value, (1.0 - t) * jax.nn.sigmoid(z) - t * jax.nn.sigmoid(-z)
 
 
 _BCE = _derivatives.ElementwiseLoss(_bce)
@@ -104,7 +105,8 @@ def _residual_and_slope(z, t):
   Autodiff of ``jax.nn.sigmoid`` is ``σ (1 - σ)``, whose ``1 - σ`` cancels in
   float32; here both factors are exact.
   """
-  p, one_minus_p, _, _ = _numerics.sigmoid_parts(z)
+  # Logistics straight from z, as in _bce, for XLA:CPU's fusion.
+  p, one_minus_p = jax.nn.sigmoid(z), jax.nn.sigmoid(-z)
   return (1.0 - t) * p - t * one_minus_p, p * one_minus_p
 
 

@@ -1,4 +1,4 @@
-"""optax's conventions: ``where`` in both forms, ``axis``, boolean targets, defaults."""
+"""optax's conventions: ``where`` in both forms, ``axis``, targets, defaults."""
 
 from absl.testing import absltest
 from absl.testing import parameterized

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import losses
+from tests import loss_contracts
 from tests import softmax_reference as ref
 
 
@@ -18,15 +19,7 @@ def _batch(soft=True, seed=0, scale=2.0):
   return z, t
 
 
-class JointOptimizationTest(parameterized.TestCase):
-
-  def setUp(self):
-    super().setUp()
-    jax.config.update("jax_enable_x64", True)
-
-  def tearDown(self):
-    jax.config.update("jax_enable_x64", False)
-    super().tearDown()
+class JointOptimizationTest(loss_contracts.Float64Test):
 
   @parameterized.product(soft=(True, False), ab=((1.0, 0.5), (1.2, 0.8)),
                          prior=(None, (0.1, 0.2, 0.3, 0.4)))

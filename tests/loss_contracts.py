@@ -16,6 +16,18 @@ import jax
 import jax.numpy as jnp
 
 
+class Float64Test(parameterized.TestCase):
+  """A TestCase run with ``jax_enable_x64`` (float64 references)."""
+
+  def setUp(self):
+    super().setUp()
+    jax.config.update("jax_enable_x64", True)
+
+  def tearDown(self):
+    jax.config.update("jax_enable_x64", False)
+    super().tearDown()
+
+
 def compiled_cores(module) -> list[Any]:
   """The jitted cores a loss module holds (directly or in loss objects)."""
   found = []
@@ -59,9 +71,10 @@ def retrace_tests(traced: list[tuple[Callable, str, Any, Any]],
       cores = compiled_cores(__import__(loss.__module__, fromlist=["_"]))
       self.assertNotEmpty(cores, f"no jitted core found in {loss.__module__}")
       loss(z, labels, **{key: a})
-      before = sum(c._cache_size() for c in cores)  # pylint: disable=protected-access
+      # pylint: disable=protected-access
+      before = sum(c._cache_size() for c in cores)
       self.assertGreater(before, 0, "the call compiled none of the cores")
       loss(z, labels, **{key: b})
-      self.assertEqual(sum(c._cache_size() for c in cores), before)  # pylint: disable=protected-access
+      self.assertEqual(sum(c._cache_size() for c in cores), before)
 
   return RetraceTest

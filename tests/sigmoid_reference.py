@@ -1,4 +1,4 @@
-"""Plain formulas of the sigmoid losses (docs/losses.md), and the checks they share.
+"""Plain formulas of the sigmoid losses, and the checks they share.
 
 Test-only. The formulas use ``1/(1+exp(-z))``, ``log`` and powers as written:
 no custom gradient rule, no stable rewrite, so ``jax.grad`` of them in float64

@@ -1,4 +1,4 @@
-"""Every softmax-family loss against its plain formula (tests/softmax_reference.py).
+"""Every softmax loss against its plain formula (tests/softmax_reference.py).
 
 Values, analytic gradients (``*_grad``), ``jax.grad`` of the public function
 (the custom VJP where there is one) and finite differences, all in float64;
@@ -95,15 +95,7 @@ def _ref_kwargs(kwargs):
           for k, v in kwargs.items()}
 
 
-class SoftmaxLossTest(parameterized.TestCase):
-
-  def setUp(self):
-    super().setUp()
-    jax.config.update("jax_enable_x64", True)
-
-  def tearDown(self):
-    jax.config.update("jax_enable_x64", False)
-    super().tearDown()
+class SoftmaxLossTest(loss_contracts.Float64Test):
 
   @chex.all_variants(with_pmap=False, with_device=False)
   @parameterized.product(case=NAMES, soft=(False, True))
@@ -202,16 +194,8 @@ TRACED = [
 ]
 
 
-class ExtremeLogitTest(parameterized.TestCase):
+class ExtremeLogitTest(loss_contracts.Float64Test):
   pytestmark = pytest.mark.slow  # 184 cases, float64 references.
-
-  def setUp(self):
-    super().setUp()
-    jax.config.update("jax_enable_x64", True)
-
-  def tearDown(self):
-    jax.config.update("jax_enable_x64", False)
-    super().tearDown()
 
   @parameterized.product(case=NAMES, magnitude=(100.0, 1e4),
                          target_wins=(True, False), masked=(False, True))

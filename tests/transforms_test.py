@@ -6,8 +6,6 @@ plain formula of tests/*_reference.py (no custom rule there), so forward
 mode, reverse mode and second derivatives all see the stable derivative.
 """
 
-import functools
-
 from absl.testing import absltest
 from absl.testing import parameterized
 import jax
@@ -16,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests import asymmetric_test
+from tests import loss_contracts
 from tests import sigmoid_focal_test
 from tests import sigmoid_test
 from tests import softmax_losses_test
@@ -68,15 +67,7 @@ _ALL = ([(f"softmax_{n}", "softmax", l, r, k) for n, l, r, k in _SOFTMAX]
            for n, l, r, k in _SIGMOID])
 
 
-class TransformTest(parameterized.TestCase):
-
-  def setUp(self):
-    super().setUp()
-    jax.config.update("jax_enable_x64", True)
-
-  def tearDown(self):
-    jax.config.update("jax_enable_x64", False)
-    super().tearDown()
+class TransformTest(loss_contracts.Float64Test):
 
   @parameterized.named_parameters(*_ALL)
   def test_forward_and_reverse_mode(self, family, loss, ref, kwargs):
@@ -93,16 +84,8 @@ class TransformTest(parameterized.TestCase):
                                rtol=1e-9, atol=1e-12)
 
 
-class SecondOrderTest(parameterized.TestCase):
+class SecondOrderTest(loss_contracts.Float64Test):
   pytestmark = pytest.mark.slow  # a Hessian per loss configuration
-
-  def setUp(self):
-    super().setUp()
-    jax.config.update("jax_enable_x64", True)
-
-  def tearDown(self):
-    jax.config.update("jax_enable_x64", False)
-    super().tearDown()
 
   @parameterized.named_parameters(
       c for c in _ALL if not any(s in c[0] for s in _FIRST_ORDER_ONLY))
