@@ -61,8 +61,11 @@ def cross_entropy(logits, labels, *, label_smoothing=0.0, axis=-1,
   truly infinite (its gradient stays finite).
 
   Differences from optax's ``softmax_cross_entropy`` and
-  ``..._with_integer_labels``: one function takes both label forms, and
-  label smoothing is an argument (optax: ``optax.smooth_labels``).
+  ``..._with_integer_labels`` (same values where both are defined): one
+  function takes both label forms; label smoothing is an argument (optax:
+  ``optax.smooth_labels``); an out-of-range integer label raises outside jit
+  and masks its example under jit (optax: undefined); ``axis`` is one axis
+  (optax also takes a tuple), since every loss here has a per-class form.
 
   Args:
     logits: ``[..., C]`` float logits (half precision is computed in float32).

@@ -187,7 +187,9 @@ def joint_optimization_loss(logits, labels, *, alpha=1.0, beta=0.5,
     beta: entropy-term weight (default 0.5; official: 0.8 and 0.4).
     prior: class prior ``P`` ``[C]`` (default uniform).
     where: optional boolean mask ``[...]``: masked examples leave every
-      mean, ``p_bar`` included (``B`` counts the unmasked ones).
+      mean, ``p_bar`` included (``B`` counts the unmasked ones). Per example
+      only: a per-class mask would change the prior term's classes, which
+      the JO paper does not define.
 
   Returns:
     A float scalar.

@@ -60,7 +60,8 @@ def sigmoid_binary_cross_entropy(logits, labels, *, where=None) -> jax.Array:
   Computed as ``max(z, 0) - z t + log1p(exp(-|z|))``, exact at every
   logit: at ``z = -1e4, t = 1`` the loss is ``1e4`` and its gradient
   ``-1``; at ``z = inf, t = 1`` both are 0. Same values as optax's
-  ``sigmoid_binary_cross_entropy``.
+  ``sigmoid_binary_cross_entropy``, which has no ``where``; labels here may
+  be bool or int and broadcast to the logits.
 
   Args:
     logits: ``[...]`` float logits (half precision is computed in float32).
