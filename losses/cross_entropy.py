@@ -76,7 +76,8 @@ def cross_entropy(logits, labels, *, label_smoothing=0.0, axis=-1,
     axis: the class axis of ``logits`` (default -1).
     where: optional boolean mask, per example (``[...]``: masked examples
       give 0) or per class (the logits' shape: masked classes leave the
-      softmax, as in optax).
+      softmax, as in optax; a masked target class makes the loss infinite,
+      a row with every class masked gives 0).
 
   Returns:
     ``[...]`` float loss per example (not reduced).
