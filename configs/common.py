@@ -18,7 +18,7 @@ _FLOAT, _INT, _STR, _BOOL = float, int, str, bool
 #   encouraging / sigmoid_encouraging: bonus_weight, log_end, floor
 #   focal: gamma, alpha                      sigmoid_focal: alpha, gamma
 #   asymmetric_single_label: gamma_pos, gamma_neg, label_smoothing
-#   sigmoid_asymmetric: gamma_neg, gamma_pos, clip, focal_weight_as_constant
+#   sigmoid_asymmetric: gamma_pos, gamma_neg, clip, focal_weight_as_constant
 #   probability_mse: normalize               generalized_cross_entropy: q
 #   symmetric_cross_entropy: alpha, beta, label_floor
 #   bootstrapping: beta, mode, prediction_as_constant

@@ -1,12 +1,17 @@
 """Steep's loss library: pure, jit-compiled classification losses.
 
-Every loss takes ``(logits, labels, *, hyperparameters..., where=None)`` and
+Every loss takes ``(logits, labels, *, hyperparameters..., where=None)``
+(softmax losses also ``axis=-1``) and
 returns one value per example (softmax family) or per element (sigmoid
 family), except the Joint Optimization batch loss, which needs the batch
 mean. Each ``name`` has ``name_grad`` (its analytic gradient wrt the logits)
 and, where the loss is a function of the target probability,
 ``name_steepness`` (the loss and ``dL/dp`` as functions of ``p``).
+The derivations are in docs/losses.md, one section per loss.
 """
+
+# Shared input check (also used by train/noise.py).
+from losses._validation import check_transition_matrix
 
 # Softmax family.
 from losses.asymmetric_single_label import asymmetric_single_label_loss

@@ -10,9 +10,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from losses import _common
-from losses import sigmoid
-from losses import sigmoid_focal
+from losses import _derivatives
+from losses import _numerics
+from losses import _validation
 
 
 def _clipped(p, one_minus_p, log_p, log1m_p, clip):
@@ -37,22 +37,24 @@ def _clipped(p, one_minus_p, log_p, log1m_p, clip):
   return x, one_minus_x, log_x, log1m_x, active
 
 
-def _asl_negative(z, gamma, clip, weight_as_constant):
+def _asl_negative(parts, gamma, clip, weight_as_constant):
   """``-x^g log(1 - x)``, ``x = p_m``, at ``p = σ(z)`` and its ``d/dz``.
+
+  ``parts`` are the :func:`_numerics.sigmoid_parts` of ``z``.
 
   ``d/dz = [x > 0] p x^g ((1-p)/(1-x) - g (1-p) log(1-x)/x)``:
   ``(1-p)/(1-x) <= 1`` and ``log(1-x)/x`` (-1 at ``x = 0``) are finite at
   the clip boundary ``p -> m`` for ``g < 1`` (autodiff of
   ``max(p - m, 0)^g`` gives NaN there) and at ``p -> 1`` without a clip.
   At ``p = m`` it is 0. Everything comes from the exact ``p`` and ``1 - p``
-  of :func:`_common.sigmoid_parts` by arithmetic, two logs and one exp per
+  of :func:`_numerics.sigmoid_parts` by arithmetic, two logs and one exp per
   element: the elementwise losses are bound by their transcendentals, and
   this keeps the analytic gradient as cheap as autodiff of the value.
   """
-  p, one_minus_p, log_p, log1m_p = _common.sigmoid_parts(z)
+  p, one_minus_p, log_p, log1m_p = parts
   x, one_minus_x, log_x, log1m_x, active = _clipped(
       p, one_minus_p, log_p, log1m_p, clip)
-  weight = _common.pow_from_log(log_x, gamma)
+  weight = _numerics.pow_from_log(log_x, gamma)
   weight = jnp.where(weight_as_constant, jax.lax.stop_gradient(weight), weight)
   # log(1-x)/x, -1 at x = 0; both logs above are exact for small x.
   log1m_over_x = jnp.where(x > 0, log1m_x / jnp.where(x > 0, x, 1.0), -1.0)
@@ -62,29 +64,33 @@ def _asl_negative(z, gamma, clip, weight_as_constant):
                     one_minus_p / jnp.where(one_minus_x > 0, one_minus_x, 1.0),
                     1.0)
   dvalue = weight * (ratio - focusing)
-  return -weight * log1m_x, jnp.where(active, p * dvalue, 0.0)
+  return -_numerics.xlogp(weight, log1m_x), jnp.where(active, p * dvalue,
+                                                       0.0)
 
 
 def _asl(z, t, gamma_pos, gamma_neg, clip, weight_as_constant):
-  pos, dpos = sigmoid_focal._focal_positive(z, gamma_pos, weight_as_constant)
-  neg, dneg = _asl_negative(z, gamma_neg, clip, weight_as_constant)
-  return t * pos + (1.0 - t) * neg, t * dpos + (1.0 - t) * dneg
+  """A zero target weight drops its side, even an infinite one."""
+  parts = _numerics.sigmoid_parts(z)
+  pos, dpos = _numerics.focal_positive(parts, gamma_pos, weight_as_constant)
+  neg, dneg = _asl_negative(parts, gamma_neg, clip, weight_as_constant)
+  return (_numerics.xlogp(t, pos) + _numerics.xlogp(1.0 - t, neg),
+          _numerics.xlogp(t, dpos) + _numerics.xlogp(1.0 - t, dneg))
 
 
-_ASL_LOSS, _ASL_GRAD = sigmoid._cores(_asl)
+_ASL = _derivatives.ElementwiseLoss(_asl)
 
 
 def _asl_hyper(gamma_pos, gamma_neg, clip, focal_weight_as_constant):
   clip = 0.0 if clip is None else clip
-  _common.check_range(gamma_pos, "gamma_pos", 0.0)
-  _common.check_range(gamma_neg, "gamma_neg", 0.0)
-  _common.check_range(clip, "clip", 0.0, 1.0)
+  _validation.check_range(gamma_pos, "gamma_pos", 0.0)
+  _validation.check_range(gamma_neg, "gamma_neg", 0.0)
+  _validation.check_range(clip, "clip", 0.0, 1.0)
   # A traced flag, not a static one: switching it reuses the compiled code.
-  return (_common.as_float(gamma_pos), _common.as_float(gamma_neg),
-          _common.as_float(clip), jnp.asarray(focal_weight_as_constant, bool))
+  return (_validation.as_float(gamma_pos), _validation.as_float(gamma_neg),
+          _validation.as_float(clip), jnp.asarray(focal_weight_as_constant, bool))
 
 
-def sigmoid_asymmetric_loss(logits, labels, *, gamma_neg=4.0, gamma_pos=1.0,
+def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
                             clip=0.05, focal_weight_as_constant=False,
                             where=None) -> jax.Array:
   r"""Asymmetric loss (ASL) for multi-label classification, per element.
@@ -113,9 +119,10 @@ def sigmoid_asymmetric_loss(logits, labels, *, gamma_neg=4.0, gamma_pos=1.0,
     logits: ``[...]`` float logits (half precision is computed in float32).
     labels: multi-hot targets (bool, int or float in ``[0, 1]``),
       broadcastable to ``logits.shape``.
+    gamma_pos: ``gamma_+`` ``>= 0``, focusing of positives (default 1.0,
+      the official ``AsymmetricLoss``'s; the single-label version's official
+      default is 0); traced.
     gamma_neg: ``gamma_-`` ``>= 0``, focusing of negatives (default 4.0);
-      traced.
-    gamma_pos: ``gamma_+`` ``>= 0``, focusing of positives (default 1.0);
       traced.
     clip: probability margin ``m`` in ``[0, 1]`` (default 0.05); ``None`` or 0
       disables it; traced.
@@ -135,13 +142,12 @@ def sigmoid_asymmetric_loss(logits, labels, *, gamma_neg=4.0, gamma_pos=1.0,
     official code: github.com/Alibaba-MIIL/ASL,
     ``src/loss_functions/losses.py``.
   """
-  logits, targets, where = sigmoid._prepare(logits, labels, where)
-  return _ASL_LOSS(logits, targets, where, *_asl_hyper(
+  return _ASL.value(logits, labels, where, *_asl_hyper(
       gamma_pos, gamma_neg, clip, focal_weight_as_constant))
 
 
-def sigmoid_asymmetric_loss_grad(logits, labels, *, gamma_neg=4.0,
-                                 gamma_pos=1.0, clip=0.05,
+def sigmoid_asymmetric_loss_grad(logits, labels, *, gamma_pos=1.0,
+                                 gamma_neg=4.0, clip=0.05,
                                  focal_weight_as_constant=False, where=None
                                  ) -> jax.Array:
   """Analytic ``d sum(loss) / d logits``, ``logits.shape``.
@@ -150,12 +156,11 @@ def sigmoid_asymmetric_loss_grad(logits, labels, *, gamma_neg=4.0,
   ``p p_m^g- [(1-p)/(1-p_m) - g- (1-p) log(1-p_m)/p_m]``, else 0. With
   ``focal_weight_as_constant`` the ``g`` terms are dropped.
   """
-  logits, targets, where = sigmoid._prepare(logits, labels, where)
-  return _ASL_GRAD(logits, targets, where, *_asl_hyper(
+  return _ASL.grad(logits, labels, where, *_asl_hyper(
       gamma_pos, gamma_neg, clip, focal_weight_as_constant))
 
 
-def sigmoid_asymmetric_loss_steepness(p, *, gamma_neg=4.0, gamma_pos=1.0,
+def sigmoid_asymmetric_loss_steepness(p, *, gamma_pos=1.0, gamma_neg=4.0,
                                       clip=0.05,
                                       focal_weight_as_constant=False,
                                       target=1) -> tuple[jax.Array, jax.Array]:
@@ -168,13 +173,14 @@ def sigmoid_asymmetric_loss_steepness(p, *, gamma_neg=4.0, gamma_pos=1.0,
   is the one the optimiser sees (weight held constant). ``target`` may be an
   array of 0/1 broadcastable with ``p``.
   """
-  p, target = sigmoid._probability(p), sigmoid._target(target)
+  p = _validation.check_probability(p)
+  target = _validation.check_binary_target(target)
   gamma_pos, gamma_neg, clip, constant = _asl_hyper(
       gamma_pos, gamma_neg, clip, focal_weight_as_constant)
   log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
-  pos, dpos = sigmoid_focal._focal_curve(log1m_p, log_p, gamma_pos, constant)
+  pos, dpos = _numerics.focal_curve(log1m_p, log_p, gamma_pos, constant)
   _, _, log_x, log1m_x, active = _clipped(p, 1.0 - p, log_p, log1m_p, clip)
-  neg, dneg = sigmoid_focal._focal_curve(log_x, log1m_x, gamma_neg, constant)
+  neg, dneg = _numerics.focal_curve(log_x, log1m_x, gamma_neg, constant)
   positive = target == 1
   return (jnp.where(positive, pos, neg),
           jnp.where(positive, -dpos, jnp.where(active, dneg, 0.0)))

@@ -4,104 +4,69 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from losses import _common
+from losses import _derivatives
+from losses import _numerics
+from losses import _validation
 
 _DEFAULT_BETA = {"soft": 0.95, "hard": 0.8}
 
 
-def _prediction(log_p, mode, prediction_as_constant):
-  probs = jnp.exp(log_p)
-  if mode == "hard":  # argmax has no gradient: always a constant.
-    return jax.nn.one_hot(jnp.argmax(log_p, -1), log_p.shape[-1],
-                          dtype=log_p.dtype)
-  return jax.lax.stop_gradient(probs) if prediction_as_constant else probs
-
-
 def _variant(mode, prediction_as_constant):
-  """The cores of one (mode, constant) variant: static choices, one each."""
+  """The loss of one (mode, constant) variant: static choices, one each."""
+  hard = mode == "hard"
 
-  def forward(logits, targets, beta):
-    log_p = jax.nn.log_softmax(logits)
-    mixed = beta * targets + (1.0 - beta) * _prediction(
-        log_p, mode, prediction_as_constant)
-    return -jnp.sum(mixed * log_p, axis=-1)
+  def soft_parts(logits, targets, beta):
+    log_p = _numerics.log_softmax(logits)
+    probs = jnp.exp(log_p)
+    if hard:  # argmax has no gradient: always a constant.
+      q = _numerics.argmax_mask(log_p).astype(log_p.dtype)
+    else:
+      q = probs
+    mixed = beta * targets + (1.0 - beta) * q
+    value = -jnp.sum(_numerics.xlogp(mixed, log_p), axis=-1)
+    if hard or prediction_as_constant:
+      return value, probs * jnp.sum(mixed, -1, keepdims=True) - mixed
+    entropy = -jnp.sum(_numerics.xlogp(probs, log_p), -1, keepdims=True)
+    grad = (beta * (probs * jnp.sum(targets, -1, keepdims=True) - targets)
+            - (1.0 - beta) * _numerics.xlogp(probs, log_p + entropy))
+    return value, grad
 
-  def integer_stats(logits, labels):
-    # One exp per element; `probs` is kept for the backward, which then
-    # needs no second one.
-    top = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
-    exps = jnp.exp(logits - top)
+  def integer_parts(logits, labels, beta):
+    """One exp per element, shared by value and gradient.
+
+    Hard: ``-log p`` of the arg max (the first, as ``jnp.argmax``), found
+    by an integer min, cheaper than argmax's value-index reduction on
+    XLA:CPU. Soft: the entropy ``-sum p log p``, whose value is the same
+    whether or not ``p`` is held constant.
+    """
+    s = _numerics.shifted(logits)
+    exps = jnp.exp(s)
     total = jnp.sum(exps, axis=-1, keepdims=True)
     probs = exps / total
-    lse = (top + jnp.log(total))[..., 0]
-    z_y = jnp.take_along_axis(logits, labels[..., None], axis=-1,
+    log_total = jnp.log(total)[..., 0]
+    s_y = jnp.take_along_axis(s, labels[..., None], axis=-1,
                               mode="clip")[..., 0]
-    nll = lse - z_y
-    if mode == "hard":  # -log p of the arg max (the first, as jnp.argmax),
-      # found by an integer min: cheaper than argmax's value-index
-      # reduction on this CPU backend.
-      classes = jax.lax.broadcasted_iota(jnp.int32, logits.shape,
-                                         logits.ndim - 1)
-      own = lse - top[..., 0]
-      first = jnp.min(jnp.where(logits == top, classes, logits.shape[-1]),
-                      axis=-1)
-      return probs, lse, nll, own, first
-    else:  # -sum p log p, or its value with p held constant.
-      own = lse - jnp.sum(exps * logits, axis=-1) / total[..., 0]
-    return probs, lse, nll, own, None
+    nll = log_total - s_y
+    target = beta * _numerics.is_target(s, labels)
+    if hard:
+      classes = jax.lax.broadcasted_iota(jnp.int32, s.shape, s.ndim - 1)
+      first = jnp.min(jnp.where(s == 0.0, classes, s.shape[-1]), axis=-1)
+      own = log_total
+      grad = (probs - target
+              - (1.0 - beta) * _numerics.is_target(s, first))
+    else:
+      own = log_total - jnp.sum(exps * _numerics.finite_log(s), axis=-1) / (
+          total[..., 0])
+      if prediction_as_constant:  # d(lse - sum p z)/dz with p held: 0.
+        grad = beta * probs - target
+      else:  # d(-sum p log p)/dz = -p (log p + H), log p = s - log total.
+        entropy_grad = -probs * (_numerics.finite_log(s)
+                                 - (log_total - own)[..., None])
+        grad = beta * probs - target + (1.0 - beta) * entropy_grad
+    return beta * nll + (1.0 - beta) * own, grad
 
-  def integer_backward(logits, labels, probs, lse, own, first, beta):
-    target = beta * _common.is_target(logits, labels)
-    if mode == "hard":
-      return (probs - target
-              - (1.0 - beta) * _common.is_target(logits, first))
-    if prediction_as_constant:  # d(lse - sum p z)/dz = p - p = 0.
-      return beta * probs - target
-    # d(-sum p log p)/dz = -p (log p + H), H = own, log p = z - lse.
-    entropy_grad = -probs * (logits - lse[..., None] + own[..., None])
-    return beta * probs - target + (1.0 - beta) * entropy_grad
-
-  @jax.custom_vjp
-  def integer_forward(logits, labels, beta):
-    _, _, nll, own, _ = integer_stats(logits, labels)
-    return beta * nll + (1.0 - beta) * own
-
-  def integer_fwd(logits, labels, beta):
-    probs, lse, nll, own, first = integer_stats(logits, labels)
-    return (beta * nll + (1.0 - beta) * own,
-            (logits, labels, probs, lse, nll, own, first, beta))
-
-  def integer_bwd(res, g):
-    logits, labels, probs, lse, nll, own, first, beta = res
-    grad = g[..., None] * integer_backward(logits, labels, probs, lse, own,
-                                           first, beta)
-    zero_labels = np.zeros(labels.shape, jax.dtypes.float0)
-    return grad, zero_labels, jnp.sum(g * (nll - own))
-
-  integer_forward.defvjp(integer_fwd, integer_bwd)
-
-  def integer_grad(logits, labels, beta):
-    probs, lse, _, own, first = integer_stats(logits, labels)
-    return integer_backward(logits, labels, probs, lse, own, first, beta)
-
-  def grad(logits, targets, beta):
-    return _analytic_grad(logits, targets, beta, mode, prediction_as_constant)
-
-  return _common.softmax_loss(forward, grad, integer_forward=integer_forward,
-                              integer_grad=integer_grad)
-
-
-def _analytic_grad(logits, targets, beta, mode, prediction_as_constant):
-  log_p = jax.nn.log_softmax(logits)
-  probs = jnp.exp(log_p)
-  if mode == "soft" and not prediction_as_constant:
-    entropy = -jnp.sum(probs * log_p, -1, keepdims=True)
-    return (beta * (probs * jnp.sum(targets, -1, keepdims=True) - targets)
-            - (1.0 - beta) * probs * (log_p + entropy))
-  mixed = beta * targets + (1.0 - beta) * _prediction(log_p, mode, True)
-  return probs * jnp.sum(mixed, -1, keepdims=True) - mixed
+  return _derivatives.SoftmaxLoss(soft_parts, integer_parts)
 
 
 _VARIANTS = {(mode, const): _variant(mode, const)
@@ -112,12 +77,13 @@ def _check(beta, mode):
   if mode not in _DEFAULT_BETA:
     raise ValueError(f"`mode` must be 'soft' or 'hard', got {mode!r}.")
   beta = _DEFAULT_BETA[mode] if beta is None else beta
-  _common.check_range(beta, "beta", 0.0, 1.0)
-  return _common.as_float(beta)
+  _validation.check_range(beta, "beta", 0.0, 1.0)
+  return _validation.as_float(beta)
 
 
 def bootstrapping_loss(logits, labels, *, beta=None, mode="soft",
-                       prediction_as_constant=False, where=None) -> jax.Array:
+                       prediction_as_constant=False, axis=-1, where=None
+                       ) -> jax.Array:
   r"""Soft or hard bootstrapping.
 
   .. math::
@@ -136,7 +102,9 @@ def bootstrapping_loss(logits, labels, *, beta=None, mode="soft",
       the mode (0.95 soft, 0.8 hard). Traced.
     mode: ``"soft"`` (default) or ``"hard"``; static.
     prediction_as_constant: stop the gradient through ``q`` in soft mode.
-    where: optional boolean mask ``[...]``.
+    axis: the class axis of ``logits`` (default -1).
+    where: optional boolean mask, per example or per class (see
+      :func:`losses.cross_entropy`).
 
   Returns:
     ``[...]`` loss per example.
@@ -145,25 +113,23 @@ def bootstrapping_loss(logits, labels, *, beta=None, mode="soft",
     Reed et al., Training Deep Neural Networks on Noisy Labels with
     Bootstrapping, ICLR 2015 workshop.
   """
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
   beta = _check(beta, mode)
-  loss, _ = _VARIANTS[mode, bool(prediction_as_constant)]
-  return loss(logits, labels, where, beta)
+  return _VARIANTS[mode, bool(prediction_as_constant)].value(
+      logits, labels, where, axis, beta)
 
 
 def bootstrapping_loss_grad(logits, labels, *, beta=None, mode="soft",
-                            prediction_as_constant=False, where=None
-                            ) -> jax.Array:
+                            prediction_as_constant=False, axis=-1,
+                            where=None) -> jax.Array:
   """Analytic gradient.
 
   Constant ``q``: ``p (beta sum t + 1 - beta) - (beta t + (1-beta) q)``.
   Soft with gradient through ``q``: ``beta (p sum t - t)`` plus
   ``(1-beta)`` times the entropy gradient ``-p (log p + H)``.
   """
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
   beta = _check(beta, mode)
-  _, grad = _VARIANTS[mode, bool(prediction_as_constant)]
-  return grad(logits, labels, where, beta)
+  return _VARIANTS[mode, bool(prediction_as_constant)].grad(
+      logits, labels, where, axis, beta)
 
 
 def bootstrapping_loss_steepness(p, *, beta=None, mode="soft", num_classes=10

@@ -5,42 +5,48 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from losses import _common
+from losses import _derivatives
+from losses import _numerics
+from losses import _validation
 
 
-def _smooth(targets: jax.Array, label_smoothing: jax.Array) -> jax.Array:
-  return (1.0 - label_smoothing) * targets + label_smoothing / targets.shape[-1]
-
-
-def _ce_forward(logits, targets, label_smoothing):
-  targets = _smooth(targets, label_smoothing)
-  return -jnp.sum(targets * jax.nn.log_softmax(logits), axis=-1)
+def _ce_soft(logits, targets, label_smoothing):
+  targets = _numerics.smooth_labels(targets, label_smoothing)
+  log_p = _numerics.log_softmax(logits)
+  grad = jnp.exp(log_p) * jnp.sum(targets, -1, keepdims=True) - targets
+  return -jnp.sum(_numerics.xlogp(targets, log_p), axis=-1), grad
 
 
 def _ce_integer(logits, labels, label_smoothing):
-  # log-sum-exp minus gathered logits, as optax does: autodiff of this is one
-  # softmax, where autodiff of log_softmax materialises a [..., C] output.
-  lse = jax.nn.logsumexp(logits, axis=-1)
-  z_y = jnp.take_along_axis(logits, labels[..., None], axis=-1,
-                            mode="fill", fill_value=jnp.nan)[..., 0]
-  valid = (labels >= 0) & (labels < logits.shape[-1])
-  nll = jnp.where(valid, lse - jnp.where(valid, z_y, 0.0), 0.0)
-  smooth = lse - jnp.mean(logits, axis=-1)
-  return (1.0 - label_smoothing) * nll + label_smoothing * smooth
+  """``log sum exp(s) - s_y`` with ``s = z - max z``, as optax but shifted.
+
+  One exponential per element, kept for the gradient ``p - t~``. The
+  smoothing term is ``eps`` times the mean of ``-log p`` over the classes;
+  ``eps = 0`` drops it even where a masked class makes it infinite.
+  """
+  s = _numerics.shifted(logits)
+  exps = jnp.exp(s)
+  total = jnp.sum(exps, axis=-1, keepdims=True)
+  log_total = jnp.log(total)[..., 0]
+  s_y = jnp.take_along_axis(s, labels[..., None], axis=-1, mode="clip")[..., 0]
+  smooth = jnp.where(label_smoothing == 0, 0.0,
+                     label_smoothing * (log_total - jnp.mean(s, axis=-1)))
+  value = (1.0 - label_smoothing) * (log_total - s_y) + smooth
+  grad = (exps / total - (1.0 - label_smoothing)
+          * _numerics.is_target(s, labels) - label_smoothing / s.shape[-1])
+  return value, grad
 
 
-def _ce_grad(logits, targets, label_smoothing):
-  targets = _smooth(targets, label_smoothing)
-  probs = jax.nn.softmax(logits)
-  return probs * jnp.sum(targets, axis=-1, keepdims=True) - targets
+_CE = _derivatives.SoftmaxLoss(_ce_soft, _ce_integer)
 
 
-_ce, _ce_grad_core = _common.softmax_loss(_ce_forward, _ce_grad,
-                                          integer_forward=_ce_integer)
+def _check_smoothing(label_smoothing):
+  _validation.check_range(label_smoothing, "label_smoothing", 0.0, 1.0)
+  return _validation.as_float(label_smoothing)
 
 
-def cross_entropy(logits, labels, *, label_smoothing=0.0, where=None
-                  ) -> jax.Array:
+def cross_entropy(logits, labels, *, label_smoothing=0.0, axis=-1,
+                  where=None) -> jax.Array:
   r"""Softmax cross entropy with integer labels or soft targets.
 
   .. math::
@@ -48,15 +54,30 @@ def cross_entropy(logits, labels, *, label_smoothing=0.0, where=None
     \tilde t = (1 - \varepsilon) t + \varepsilon / C, \quad p = softmax(z).
 
   The gradient wrt the logits is ``p sum(t~) - t~`` (``p - t~`` for rows that
-  sum to one); see :func:`cross_entropy_grad`.
+  sum to one); see :func:`cross_entropy_grad`. Computed from ``z - max z``,
+  so adding a constant to the logits changes nothing, at any offset. A -inf
+  logit (or a class masked by ``where``) leaves the softmax; with label
+  smoothing every class carries target mass, so such a class makes the loss
+  truly infinite (its gradient stays finite).
+
+  Differences from optax's ``softmax_cross_entropy`` and
+  ``..._with_integer_labels`` (same values where both are defined): one
+  function takes both label forms; label smoothing is an argument (optax:
+  ``optax.smooth_labels``); an out-of-range integer label raises outside jit
+  and masks its example under jit (optax: undefined); ``axis`` is one axis
+  (optax also takes a tuple), since every loss here has a per-class form.
 
   Args:
     logits: ``[..., C]`` float logits (half precision is computed in float32).
-    labels: integer labels ``[...]`` in ``[0, C)`` or soft targets
-      ``[..., C]``. Out-of-range integers raise ``ValueError`` outside jit;
-      under jit they mask their example (loss 0, zero gradient).
+    labels: integer labels ``[...]`` in ``[0, C)``, or float or boolean
+      targets ``[..., C]``. Out-of-range integers raise ``ValueError``
+      outside jit; under jit they mask their example (loss 0, zero gradient).
     label_smoothing: ``epsilon`` in ``[0, 1]``; 0 (default) disables it.
-    where: optional boolean mask ``[...]``; masked examples give 0.
+    axis: the class axis of ``logits`` (default -1).
+    where: optional boolean mask, per example (``[...]``: masked examples
+      give 0) or per class (the logits' shape: masked classes leave the
+      softmax, as in optax; a masked target class makes the loss infinite,
+      a row with every class masked gives 0).
 
   Returns:
     ``[...]`` float loss per example (not reduced).
@@ -65,17 +86,15 @@ def cross_entropy(logits, labels, *, label_smoothing=0.0, where=None
     Szegedy et al., Rethinking the Inception Architecture for Computer
     Vision, CVPR 2016 (label smoothing).
   """
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
-  _common.check_range(label_smoothing, "label_smoothing", 0.0, 1.0)
-  return _ce(logits, labels, where, _common.as_float(label_smoothing))
+  return _CE.value(logits, labels, where, axis,
+                   _check_smoothing(label_smoothing))
 
 
-def cross_entropy_grad(logits, labels, *, label_smoothing=0.0, where=None
-                       ) -> jax.Array:
-  """Analytic ``d sum(cross_entropy) / d logits``: ``p sum(t~) - t~``, ``[..., C]``."""
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
-  return _ce_grad_core(logits, labels, where,
-                       _common.as_float(label_smoothing))
+def cross_entropy_grad(logits, labels, *, label_smoothing=0.0, axis=-1,
+                       where=None) -> jax.Array:
+  """Analytic ``d sum(cross_entropy) / d logits``: ``p sum(t~) - t~``."""
+  return _CE.grad(logits, labels, where, axis,
+                  _check_smoothing(label_smoothing))
 
 
 def cross_entropy_steepness(p) -> tuple[jax.Array, jax.Array]:
@@ -87,14 +106,13 @@ def cross_entropy_steepness(p) -> tuple[jax.Array, jax.Array]:
 # --------------------------------------------------------------------------
 # Poly-1.
 # --------------------------------------------------------------------------
-def _poly1_forward(logits, targets, epsilon):
-  log_p = jax.nn.log_softmax(logits)
-  return jnp.sum(targets * (-log_p + epsilon * (1.0 - jnp.exp(log_p))), -1)
-
-
-def _poly1_grad(logits, targets, epsilon):
-  probs = jax.nn.softmax(logits)
-  return _common.log_softmax_vjp(probs, -targets * (1.0 + epsilon * probs))
+def _poly1_soft(logits, targets, epsilon):
+  log_p = _numerics.log_softmax(logits)
+  probs = jnp.exp(log_p)
+  value = jnp.sum(-_numerics.xlogp(targets, log_p)
+                  + epsilon * targets * (1.0 - probs), -1)
+  grad = _numerics.log_softmax_vjp(probs, -targets * (1.0 + epsilon * probs))
+  return value, grad
 
 
 def _poly1_terms(log_p, log1m_p, labels, epsilon):
@@ -103,11 +121,12 @@ def _poly1_terms(log_p, log1m_p, labels, epsilon):
   return -log_p + epsilon * one_minus_p, one_minus_p * (1.0 + epsilon * p)
 
 
-_poly1, _poly1_grad_core = _common.softmax_loss(
-    _poly1_forward, _poly1_grad, target_terms=_poly1_terms)
+_POLY1 = _derivatives.SoftmaxLoss(
+    _poly1_soft, _derivatives.target_probability_parts(_poly1_terms))
 
 
-def poly1_loss(logits, labels, *, epsilon=2.0, where=None) -> jax.Array:
+def poly1_loss(logits, labels, *, epsilon=2.0, axis=-1, where=None
+               ) -> jax.Array:
   r"""Poly-1: cross entropy plus a linear term in the target probability.
 
   .. math::
@@ -115,15 +134,18 @@ def poly1_loss(logits, labels, *, epsilon=2.0, where=None) -> jax.Array:
     \sum_k t_k [-\log p_k + \varepsilon (1 - p_k)].
 
   For rows that sum to one the soft form equals the paper's
-  ``CE + eps (1 - <t, p>)``.
+  ``CE + eps (1 - <t, p>)``. Offset-invariant; a -inf logit on a class
+  without target mass leaves the softmax.
 
   Args:
     logits: ``[..., C]`` float logits.
-    labels: integer labels ``[...]`` or soft targets ``[..., C]``
+    labels: integer labels ``[...]`` or float/boolean targets ``[..., C]``
       (out-of-range integers under jit: loss 0, zero gradient).
-    epsilon: the Poly-1 coefficient (default 2.0, SPEC §1); ``epsilon = 0``
-      is cross entropy, ``epsilon = -1`` cancels the linear leading term.
-    where: optional boolean mask ``[...]``.
+    epsilon: the Poly-1 coefficient (default 2.0); ``epsilon = 0`` is cross
+      entropy, ``epsilon = -1`` cancels the linear leading term.
+    axis: the class axis of ``logits`` (default -1).
+    where: optional boolean mask, per example or per class (see
+      :func:`cross_entropy`).
 
   Returns:
     ``[...]`` loss per example.
@@ -132,14 +154,15 @@ def poly1_loss(logits, labels, *, epsilon=2.0, where=None) -> jax.Array:
     Leng et al., PolyLoss: A Polynomial Expansion Perspective of
     Classification Loss Functions, ICLR 2022.
   """
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
-  return _poly1(logits, labels, where, _common.as_float(epsilon))
+  return _POLY1.value(logits, labels, where, axis,
+                      _validation.as_float(epsilon))
 
 
-def poly1_loss_grad(logits, labels, *, epsilon=2.0, where=None) -> jax.Array:
+def poly1_loss_grad(logits, labels, *, epsilon=2.0, axis=-1, where=None
+                    ) -> jax.Array:
   """Analytic gradient: ``dL/dlog p_k = -t_k (1 + eps p_k)`` through log-softmax."""
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
-  return _poly1_grad_core(logits, labels, where, _common.as_float(epsilon))
+  return _POLY1.grad(logits, labels, where, axis,
+                     _validation.as_float(epsilon))
 
 
 def poly1_loss_steepness(p, *, epsilon=2.0) -> tuple[jax.Array, jax.Array]:

@@ -5,60 +5,44 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from losses import _common
+from losses import _derivatives
+from losses import _numerics
+from losses import _validation
 
 
-def _bonus(log_p, log1m_p, log_end, floor):
-  """The conservative bonus ``b(p)`` and ``p b'(p) / (1-p)``-style regions.
-
-  Returns ``(bonus, linear, log_region)``: ``linear`` marks ``p > log_end``
-  (tangent line), ``log_region`` marks ``log(1-p)`` above the floor.
-  """
-  p = jnp.exp(log_p)
-  linear = p > log_end
-  # log_end = 1 never selects the tangent; the safe denominator only keeps
-  # the unselected branch free of 0/0.
-  one_minus_le = jnp.where(log_end < 1.0, 1.0 - log_end, 1.0)
-  tangent = jnp.log1p(-jnp.minimum(log_end, 1.0 - 1e-7)) - (
-      p - log_end) / one_minus_le
-  log_floor = jnp.log(floor)  # floor = 0 gives -inf: no floor.
-  log_region = ~linear & (log1m_p >= log_floor)
-  bonus = jnp.where(linear, tangent, jnp.maximum(log1m_p, log_floor))
-  return bonus, linear, log_region, one_minus_le
-
-
-def _forward(logits, targets, bonus_weight, log_end, floor):
-  log_p = jax.nn.log_softmax(logits)
-  bonus, *_ = _bonus(log_p, _common.log1m_softmax(logits), log_end, floor)
-  return jnp.sum(targets * (-log_p + bonus_weight * bonus), axis=-1)
-
-
-def _logit_grad(logits, targets, bonus_weight, log_end, floor):
-  """``d sum(L) / dz``, bounded at every ``p`` (SPEC §1, EL gradients).
+def _soft(logits, targets, bonus_weight, log_end, floor):
+  """Loss and ``d sum(L) / dz``, bounded at every ``p`` (EL gradients).
 
   Log region: ``d log(1-p_k)/dz = r_k (p - e_k)`` with ``r_k = p_k/(1-p_k)``.
   ``r`` is unbounded only for the arg-max class ``m``; there
   ``r_m (p - e_m) = p_m (q - e_m)`` with ``q = softmax(z without m)``, which
   is bounded. Tangent region: ``r_k = p_k / (1 - log_end)``. Floored: 0.
   """
-  log_p = jax.nn.log_softmax(logits)
-  probs = jnp.exp(log_p)
-  log1m_p = _common.log1m_softmax(logits)
-  _, linear, log_region, one_minus_le = _bonus(log_p, log1m_p, log_end, floor)
-  is_max = _common._argmax_mask(logits, -1)
+  s = _numerics.shifted(logits)
+  exps = jnp.exp(s)
+  total = jnp.sum(exps, -1, keepdims=True)
+  log_p = s - jnp.log(total)
+  probs = exps / total
+  is_max = _numerics.argmax_mask(s)
+  other_exps = jnp.where(is_max, 0.0, exps)
+  other_total = jnp.sum(other_exps, -1, keepdims=True)
+  log1m_p = jnp.where(is_max, jnp.log(other_total) - jnp.log(total),
+                      jnp.log1p(-probs))
+  bonus, linear, log_region, one_minus_le = _numerics.conservative_bonus(
+      log_p, log1m_p, log_end, floor)
+  value = jnp.sum(-_numerics.xlogp(targets, log_p)
+                  + bonus_weight * _numerics.xlogp(targets, bonus), axis=-1)
   special = is_max & log_region
   ratio = jnp.where(linear, probs / one_minus_le,
                     jnp.where(log_region & ~is_max,
                               jnp.exp(log_p - log1m_p), 0.0))
   tr = targets * ratio
-  lse_others = jax.nn.logsumexp(jnp.where(is_max, -jnp.inf, logits), axis=-1,
-                                keepdims=True)
-  q = jnp.where(is_max, 0.0, jnp.exp(logits - lse_others))
+  q = other_exps / jnp.where(other_total > 0, other_total, 1.0)
   t_max = jnp.sum(jnp.where(special, targets * probs, 0.0), -1, keepdims=True)
   bonus_grad = (jnp.sum(tr, -1, keepdims=True) * probs - tr
                 + t_max * (q - is_max))
   ce_grad = jnp.sum(targets, -1, keepdims=True) * probs - targets
-  return ce_grad + bonus_weight * bonus_grad
+  return value, ce_grad + bonus_weight * bonus_grad
 
 
 def _terms(log_p, log1m_p, labels, bonus_weight, log_end, floor):
@@ -68,27 +52,27 @@ def _terms(log_p, log1m_p, labels, bonus_weight, log_end, floor):
   ``(1-p) + rho p (1-p)/(1-LE)`` on the tangent, ``1-p`` below the floor.
   """
   del labels
-  bonus, linear, log_region, one_minus_le = _bonus(log_p, log1m_p, log_end,
-                                                   floor)
+  bonus, linear, log_region, one_minus_le = _numerics.conservative_bonus(
+      log_p, log1m_p, log_end, floor)
   p, one_minus_p = jnp.exp(log_p), jnp.exp(log1m_p)
   push = jnp.where(linear, p * one_minus_p / one_minus_le,
                    jnp.where(log_region, p, 0.0))
   return -log_p + bonus_weight * bonus, one_minus_p + bonus_weight * push
 
 
-_encouraging, _encouraging_grad = _common.softmax_loss(
-    _forward, _logit_grad, target_terms=_terms, custom_vjp=True)
+_ENCOURAGING = _derivatives.SoftmaxLoss(
+    _soft, _derivatives.target_probability_parts(_terms))
 
 
 def _check(bonus_weight, log_end, floor):
-  _common.check_range(log_end, "log_end", 0.0, 1.0, low_open=True)
-  _common.check_range(floor, "floor", 0.0, 1.0, high_open=True)
+  _validation.check_range(log_end, "log_end", 0.0, 1.0, low_open=True)
+  _validation.check_range(floor, "floor", 0.0, 1.0, high_open=True)
   # Any real bonus weight is meaningful (a negative one penalises confidence).
-  return tuple(_common.as_float(x) for x in (bonus_weight, log_end, floor))
+  return tuple(_validation.as_float(x) for x in (bonus_weight, log_end, floor))
 
 
 def encouraging_loss(logits, labels, *, bonus_weight=1.0, log_end=0.75,
-                     floor=1e-5, where=None) -> jax.Array:
+                     floor=1e-5, axis=-1, where=None) -> jax.Array:
   r"""The (conservative) Encouraging Loss.
 
   .. math::
@@ -118,7 +102,9 @@ def encouraging_loss(logits, labels, *, bonus_weight=1.0, log_end=0.75,
     floor: lower bound on ``1 - p`` inside the log (default 1e-5 as in the
       official code: below it the bonus is constant, zero gradient); 0
       removes it (the plain bonus is then unbounded below as ``p -> 1``).
-    where: optional boolean mask ``[...]``.
+    axis: the class axis of ``logits`` (default -1).
+    where: optional boolean mask, per example or per class (see
+      :func:`losses.cross_entropy`).
 
   Returns:
     ``[...]`` loss per example.
@@ -127,29 +113,29 @@ def encouraging_loss(logits, labels, *, bonus_weight=1.0, log_end=0.75,
     Zhao et al., Well-classified Examples are Underestimated in
     Classification with Deep Neural Networks, AAAI 2022.
   """
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
-  return _encouraging(logits, labels, where,
-                      *_check(bonus_weight, log_end, floor))
+  return _ENCOURAGING.value(logits, labels, where, axis,
+                           *_check(bonus_weight, log_end, floor))
 
 
 def encouraging_loss_grad(logits, labels, *, bonus_weight=1.0, log_end=0.75,
-                          floor=1e-5, where=None) -> jax.Array:
+                          floor=1e-5, axis=-1, where=None) -> jax.Array:
   """Analytic ``d sum(encouraging_loss) / d logits``, ``[..., C]``.
 
   One-hot, log region: ``dL/dz_y = p_y - 1 - rho p_y`` and
   ``dL/dz_k = p_k (1 + rho p_y / (1 - p_y))``; tangent region: the bonus
-  adds ``rho p_y (p - e_y) / (1 - LE)`` (SPEC §1).
+  adds ``rho p_y (p - e_y) / (1 - LE)`` (docs/losses.md, section
+  ``encouraging_loss``).
   """
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
-  return _encouraging_grad(logits, labels, where,
-                           *_check(bonus_weight, log_end, floor))
+  return _ENCOURAGING.grad(logits, labels, where, axis,
+                          *_check(bonus_weight, log_end, floor))
 
 
 def conservative_bonus(p, *, log_end=0.75, floor=1e-5) -> jax.Array:
   """The bonus ``b(p)`` alone, as a function of the probability ``p``."""
   p = jnp.asarray(p, jnp.float32)
   _, log_end, floor = _check(0.0, log_end, floor)
-  bonus, *_ = _bonus(jnp.log(p), jnp.log1p(-p), log_end, floor)
+  bonus, *_ = _numerics.conservative_bonus(jnp.log(p), jnp.log1p(-p),
+                                           log_end, floor)
   return bonus
 
 
@@ -162,7 +148,7 @@ def encouraging_loss_steepness(p, *, bonus_weight=1.0, log_end=0.75,
   """
   p = jnp.asarray(p, jnp.float32)
   bonus_weight, log_end, floor = _check(bonus_weight, log_end, floor)
-  bonus, linear, log_region, one_minus_le = _bonus(
+  bonus, linear, log_region, one_minus_le = _numerics.conservative_bonus(
       jnp.log(p), jnp.log1p(-p), log_end, floor)
   dbonus = jnp.where(linear, -1.0 / one_minus_le,
                      jnp.where(log_region, -1.0 / (1.0 - p), 0.0))

@@ -5,7 +5,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from losses import _common
+from losses import _derivatives
+from losses import _numerics
+from losses import _validation
 
 
 def _class_weights(alpha, targets):
@@ -13,26 +15,22 @@ def _class_weights(alpha, targets):
       alpha, targets.shape[-1:])
 
 
-def _forward(logits, targets, gamma, alpha):
-  log_p = jax.nn.log_softmax(logits)
-  weight = _common.one_minus_pow(_common.log1m_softmax(logits), gamma)
-  return -jnp.sum(targets * _class_weights(alpha, targets) * weight * log_p,
-                  axis=-1)
+def _soft(logits, targets, gamma, alpha):
+  """Loss and ``dL/dlog p_k = t_k a_k (1-p_k)^g (g p_k log(p_k)/(1-p_k) - 1)``.
 
-
-def _logit_grad(logits, targets, gamma, alpha):
-  """``dL/dlog p_k = t_k a_k (1-p_k)^g (g p_k log(p_k)/(1-p_k) - 1)``.
-
-  Written with :func:`_common.log_ratio` it is finite for ``0 < g < 1`` at
-  ``p -> 1``, where autodiff of ``(1-p)^g`` meets ``inf * 0``.
+  Written with :func:`_numerics.log_ratio` the gradient is finite for
+  ``0 < g < 1`` at ``p -> 1``, where autodiff of ``(1-p)^g`` meets
+  ``inf * 0``; ``p log p`` is 0 at a masked class.
   """
-  log_p = jax.nn.log_softmax(logits)
+  log_p = _numerics.log_softmax(logits)
   probs = jnp.exp(log_p)
-  log1m_p = _common.log1m_softmax(logits)
-  weight = _common.one_minus_pow(log1m_p, gamma)
-  dlogp = (targets * _class_weights(alpha, targets) * weight
-           * (gamma * probs * _common.log_ratio(log_p, log1m_p) - 1.0))
-  return _common.log_softmax_vjp(probs, dlogp)
+  log1m_p = _numerics.log1m_softmax(logits)
+  weight = _numerics.pow_from_log(log1m_p, gamma)
+  weighted = targets * _class_weights(alpha, targets) * weight
+  value = -jnp.sum(_numerics.xlogp(weighted, log_p), axis=-1)
+  slope = gamma * jnp.where(probs == 0, 0.0,
+                            probs * _numerics.log_ratio(log_p, log1m_p))
+  return value, _numerics.log_softmax_vjp(probs, weighted * (slope - 1.0))
 
 
 def _terms(log_p, log1m_p, labels, gamma, alpha):
@@ -43,31 +41,31 @@ def _terms(log_p, log1m_p, labels, gamma, alpha):
     a = alpha[jnp.clip(labels, 0, alpha.shape[0] - 1)]
   else:
     a = alpha
-  weight = _common.one_minus_pow(log1m_p, gamma)
-  ratio = _common.log_ratio(log_p, log1m_p)
+  weight = _numerics.pow_from_log(log1m_p, gamma)
+  ratio = _numerics.log_ratio(log_p, log1m_p)
   slope = 1.0 - gamma * jnp.exp(log_p) * ratio
   return -a * weight * log_p, a * weight * jnp.exp(log1m_p) * slope
 
 
-_focal, _focal_grad = _common.softmax_loss(
-    _forward, _logit_grad, target_terms=_terms, custom_vjp=True)
+_FOCAL = _derivatives.SoftmaxLoss(
+    _soft, _derivatives.target_probability_parts(_terms))
 
 
-def _check(logits, gamma, alpha):
-  _common.check_range(gamma, "gamma", 0.0)
+def _check(logits, gamma, alpha, axis):
+  _validation.check_range(gamma, "gamma", 0.0)
   if alpha is not None:
-    _common.check_range(alpha, "alpha", 0.0, 1.0)
-    alpha = _common.as_float(alpha)
+    _validation.check_range(alpha, "alpha", 0.0, 1.0)
+    alpha = _validation.as_float(alpha)
     if alpha.ndim > 1 or (alpha.ndim == 1 and
-                          alpha.shape[0] != logits.shape[-1]):
+                          alpha.shape[0] != jnp.shape(logits)[axis]):
       raise ValueError(
           f"`alpha` must be a scalar or a per-class vector of shape "
-          f"({logits.shape[-1]},), got shape {alpha.shape}.")
-  return _common.as_float(gamma), alpha
+          f"({jnp.shape(logits)[axis]},), got shape {alpha.shape}.")
+  return _validation.as_float(gamma), alpha
 
 
-def focal_loss(logits, labels, *, gamma=2.0, alpha=None, where=None
-               ) -> jax.Array:
+def focal_loss(logits, labels, *, gamma=2.0, alpha=None, axis=-1,
+               where=None) -> jax.Array:
   r"""Softmax focal loss.
 
   .. math::
@@ -76,7 +74,8 @@ def focal_loss(logits, labels, *, gamma=2.0, alpha=None, where=None
 
   The focusing weight is ``exp(gamma log(1-p))`` with ``log(1-p)`` exact, and
   ``jax.grad`` uses the analytic gradient (:func:`focal_loss_grad`), finite
-  for ``0 < gamma < 1`` at ``p -> 1``.
+  for ``0 < gamma < 1`` at ``p -> 1``. Offset-invariant; a -inf logit on a class
+  without target mass leaves the softmax.
 
   Args:
     logits: ``[..., C]`` float logits.
@@ -86,7 +85,9 @@ def focal_loss(logits, labels, *, gamma=2.0, alpha=None, where=None
       cross entropy (times alpha).
     alpha: ``None`` (default, no class weight), a scalar or a ``[C]`` vector
       of class weights in ``[0, 1]``.
-    where: optional boolean mask ``[...]``.
+    axis: the class axis of ``logits`` (default -1).
+    where: optional boolean mask, per example or per class (see
+      :func:`losses.cross_entropy`).
 
   Returns:
     ``[...]`` loss per example.
@@ -94,24 +95,24 @@ def focal_loss(logits, labels, *, gamma=2.0, alpha=None, where=None
   References:
     Lin et al., Focal Loss for Dense Object Detection, ICCV 2017.
   """
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
-  return _focal(logits, labels, where, *_check(logits, gamma, alpha))
+  return _FOCAL.value(logits, labels, where, axis,
+                      *_check(logits, gamma, alpha, axis))
 
 
-def focal_loss_grad(logits, labels, *, gamma=2.0, alpha=None, where=None
-                    ) -> jax.Array:
+def focal_loss_grad(logits, labels, *, gamma=2.0, alpha=None, axis=-1,
+                    where=None) -> jax.Array:
   """Analytic ``d sum(focal_loss) / d logits``, ``[..., C]``."""
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
-  return _focal_grad(logits, labels, where, *_check(logits, gamma, alpha))
+  return _FOCAL.grad(logits, labels, where, axis,
+                     *_check(logits, gamma, alpha, axis))
 
 
 def focal_loss_steepness(p, *, gamma=2.0, alpha=1.0
                          ) -> tuple[jax.Array, jax.Array]:
   """Loss ``-a (1-p)^g log p`` and ``dL/dp = a [g (1-p)^(g-1) log p - (1-p)^g / p]``."""
   p = jnp.asarray(p, jnp.float32)
-  gamma = _common.as_float(gamma)
+  gamma = _validation.as_float(gamma)
   log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
-  weight = _common.one_minus_pow(log1m_p, gamma)
+  weight = _numerics.pow_from_log(log1m_p, gamma)
   # (1-p)^(g-1) log p written as (1-p)^g log(p)/(1-p): finite at p = 1.
-  slope = gamma * weight * _common.log_ratio(log_p, log1m_p) - weight / p
+  slope = gamma * weight * _numerics.log_ratio(log_p, log1m_p) - weight / p
   return -alpha * weight * log_p, alpha * slope

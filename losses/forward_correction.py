@@ -4,122 +4,59 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from losses import _common
+from losses import _derivatives
+from losses import _numerics
+from losses import _validation
 
 
-def _scaled_noisy_probs(logits, transition_matrix):
-  """``u~ = p~^T T`` with ``p~ = exp(z - max z)``, and ``log u = log u~ + shift``.
+def _soft(logits, targets, transition_matrix):
+  """``-sum_j t_j log u_j``, ``u = p^T T``, from ``u~ = exp(z - max z)^T T``.
 
   A matmul (O(B C) memory; a log-sum-exp over ``[B, C, C]`` would need
-  32 GB at B = 4096, C = 1000). Scaling by the arg-max keeps ``u~ >= T_mj``,
-  so ``log u`` underflows only for a noisy label that no likely class can
-  produce (where the loss is astronomically large anyway).
+  32 GB at B = 4096, C = 1000). Scaling by the arg max keeps
+  ``u~ >= T_mj``, so ``log u`` underflows only for a noisy label that no
+  likely class can produce (where the loss is astronomically large anyway).
+  Gradient: ``dL/dlog p_i = -p~_i sum_j T_ij t_j / u~_j``.
   """
-  top = jnp.max(logits, axis=-1, keepdims=True)
-  scaled = jnp.exp(logits - top)
+  scaled = jnp.exp(_numerics.shifted(logits))
+  total = jnp.sum(scaled, axis=-1, keepdims=True)
   u = scaled @ transition_matrix
-  shift = top - jax.nn.logsumexp(logits, axis=-1, keepdims=True)
-  return scaled, u, shift
+  log_u = jnp.log(u) - jnp.log(total)
+  value = -jnp.sum(_numerics.xlogp(targets, log_u), axis=-1)
+  dlogp = -scaled * ((targets / u) @ transition_matrix.T)
+  return value, _numerics.log_softmax_vjp(scaled / total, dlogp)
 
 
-def _soft_forward(logits, targets, transition_matrix):
-  _, u, shift = _scaled_noisy_probs(logits, transition_matrix)
-  log_u = jnp.log(u) + shift
-  return -jnp.sum(jnp.where(targets > 0, targets * log_u, 0.0), axis=-1)
-
-
-def _integer_parts(logits, labels, transition_matrix):
-  """``exp(z - max z)``, its sum and ``u~ = sum_k exp(z_k - max z) T_ky``.
+def _integer(logits, labels, transition_matrix):
+  """``log sum_k p~_k - log sum_k p~_k T_ky`` and ``p - p T_.y / u``.
 
   Only column ``y`` of ``T`` matters: O(B C), not the O(B C^2) matmul. One
-  ``exp`` per element, kept for the backward; the same scaling as
-  :func:`_scaled_noisy_probs` keeps ``u~ >= T_{argmax, y}``.
+  ``exp`` per element, shared by value and gradient; the same scaling as
+  :func:`_soft` keeps ``u~ >= T_{argmax, y}``.
   """
   # [..., C]: T_ky for each example, as rows of T^T (one [C, C] transpose,
   # then contiguous row gathers rather than strided column gathers).
   column = jnp.take(transition_matrix.T, labels, axis=0, mode="clip")
-  top = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
-  scaled = jnp.exp(logits - top)
+  scaled = jnp.exp(_numerics.shifted(logits))
   total = jnp.sum(scaled, axis=-1)
   u = jnp.sum(scaled * column, axis=-1)
-  return scaled, column, total, u
+  grad = scaled * (1.0 / total[..., None] - column / u[..., None])
+  return jnp.log(total) - jnp.log(u), grad
 
 
-def _integer_value(total, u):
-  # -log(u / total): -log sum_k p_k T_ky.
-  return jnp.log(total) - jnp.log(u)
+_FORWARD = _derivatives.SoftmaxLoss(_soft, _integer)
 
 
-def _integer_logit_grad(scaled, column, total, u):
-  """``p - p * T_{.y} / sum_k p_k T_ky``, from the forward's exponentials."""
-  return scaled * (1.0 / total[..., None] - column / u[..., None])
-
-
-@jax.custom_vjp
-def _integer_forward(logits, labels, transition_matrix):
-  _, _, total, u = _integer_parts(logits, labels, transition_matrix)
-  return _integer_value(total, u)
-
-
-def _integer_fwd(logits, labels, transition_matrix):
-  parts = _integer_parts(logits, labels, transition_matrix)
-  return (_integer_value(*parts[2:]),
-          (logits, labels, transition_matrix, parts))
-
-
-def _integer_bwd(res, g):
-  logits, labels, transition_matrix, parts = res
-  grad = g[..., None] * _integer_logit_grad(*parts)
-  # T's cotangent by autodiff (dead code unless asked for).
-  _, vjp_t = jax.vjp(
-      lambda t: _integer_value(*_integer_parts(logits, labels, t)[2:]),
-      transition_matrix)
-  zero_labels = np.zeros(labels.shape, jax.dtypes.float0)
-  return (grad, zero_labels) + vjp_t(g)
-
-
-_integer_forward.defvjp(_integer_fwd, _integer_bwd)
-
-
-def _integer_grad(logits, labels, transition_matrix):
-  return _integer_logit_grad(*_integer_parts(logits, labels,
-                                             transition_matrix))
-
-
-def _soft_grad(logits, targets, transition_matrix):
-  scaled, u, _ = _scaled_noisy_probs(logits, transition_matrix)
-  dlogp = -scaled * ((targets / u) @ transition_matrix.T)
-  return _common.log_softmax_vjp(jax.nn.softmax(logits), dlogp)
-
-
-_forward_corrected, _forward_corrected_grad = _common.softmax_loss(
-    _soft_forward, _soft_grad, integer_forward=_integer_forward,
-    integer_grad=_integer_grad)
-
-
-def check_transition_matrix(transition_matrix, num_classes: int,
-                            name: str = "transition_matrix") -> jax.Array:
-  """A ``[C, C]`` row-stochastic matrix, else ``ValueError`` (when concrete)."""
-  t = jnp.asarray(transition_matrix)
-  if t.shape != (num_classes, num_classes):
-    raise ValueError(f"`{name}` must have shape ({num_classes}, {num_classes})"
-                     f", got {t.shape}.")
-  if _common.is_concrete(t):
-    tn = np.asarray(t, np.float64)
-    if np.any(tn < 0) or np.any(~np.isfinite(tn)):
-      raise ValueError(f"`{name}` must be non-negative and finite.")
-    sums = tn.sum(axis=1)
-    if not np.allclose(sums, 1.0, atol=1e-5):
-      raise ValueError(f"`{name}` must be row-stochastic (each row "
-                       f"P(noisy | clean = i) sums to 1); row sums are "
-                       f"{np.round(sums, 6)}.")
-  return _common.as_float(t)
+def _check(logits, transition_matrix, axis):
+  num_classes = jnp.shape(logits)[_validation.check_axis(
+      jnp.asarray(logits), axis)]
+  return _validation.as_float(_validation.check_transition_matrix(
+      transition_matrix, num_classes))
 
 
 def forward_corrected_cross_entropy(logits, labels, *, transition_matrix,
-                                    where=None) -> jax.Array:
+                                    axis=-1, where=None) -> jax.Array:
   r"""Cross entropy of the noisy labels against the noise-adapted prediction.
 
   .. math::
@@ -134,7 +71,9 @@ def forward_corrected_cross_entropy(logits, labels, *, transition_matrix,
       its transpose folded at compile time; a traced ``T`` makes XLA read
       its columns strided, which at C = 1000 costs about as much again as
       optax's whole cross entropy (measured 3.4x vs 2.1x of it).
-    where: optional boolean mask ``[...]``.
+    axis: the class axis of ``logits`` (default -1).
+    where: optional boolean mask, per example or per class (see
+      :func:`losses.cross_entropy`).
 
   Returns:
     ``[...]`` loss per example.
@@ -143,21 +82,19 @@ def forward_corrected_cross_entropy(logits, labels, *, transition_matrix,
     Patrini et al., Making Deep Neural Networks Robust to Label Noise: a Loss
     Correction Approach, CVPR 2017.
   """
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
-  t = check_transition_matrix(transition_matrix, logits.shape[-1])
-  return _forward_corrected(logits, labels, where, t)
+  return _FORWARD.value(logits, labels, where, axis,
+                        _check(logits, transition_matrix, axis))
 
 
 def forward_corrected_cross_entropy_grad(logits, labels, *, transition_matrix,
-                                         where=None) -> jax.Array:
+                                         axis=-1, where=None) -> jax.Array:
   """Analytic gradient: ``dL/dlog p_i = -p_i sum_j T_ij t_j / u_j``, ``u = p^T T``.
 
   ``p_i / u_j`` is computed as ``p~_i / u~_j`` (both scaled by the arg max),
   and each share ``p_i T_ij / u_j`` lies in ``[0, 1]``.
   """
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
-  t = check_transition_matrix(transition_matrix, logits.shape[-1])
-  return _forward_corrected_grad(logits, labels, where, t)
+  return _FORWARD.grad(logits, labels, where, axis,
+                       _check(logits, transition_matrix, axis))
 
 
 def forward_corrected_cross_entropy_steepness(p, *, transition_matrix,
@@ -169,8 +106,8 @@ def forward_corrected_cross_entropy_steepness(p, *, transition_matrix,
   ``u = p T_yy + (1-p) mean_{i != y} T_iy``, ``L = -log u``.
   """
   p = jnp.asarray(p, jnp.float32)
-  t = check_transition_matrix(transition_matrix,
-                              np.shape(transition_matrix)[0])
+  t = _validation.as_float(
+      _validation.check_transition_matrix(transition_matrix))
   column = t[:, label]
   others = (jnp.sum(column) - column[label]) / (t.shape[0] - 1)
   u = p * column[label] + (1.0 - p) * others

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from losses import _common
+from losses import _derivatives
+from losses import _numerics
+from losses import _validation
 
 
 def _weights(logits, where):
@@ -46,39 +47,43 @@ def _soft_kl(targets, log_p):
 def _stats(logits, targets, prior, where):
   """Everything the value and the gradient share, with one ``exp`` per element.
 
-  ``p = e / sum e`` with ``e = exp(z - max z)``; the entropy and
-  ``sum_k t_k log p_k`` come from sums over ``e`` and the logits
-  (``log p = z - lse``, never stored). ``log p_bar`` is ``log(mean_i p_i)``,
-  exact unless a class's mean probability underflows (logit gaps near 88 in
-  float32, for a whole batch); then a ``lax.cond`` (one branch runs) takes
-  the log-space mean, a second ``exp`` per element.
+  ``p = e / sum e`` with ``e = exp(s)``, ``s = z - max z``; the entropy and
+  ``sum_k t_k log p_k`` come from sums over ``e`` and ``s``
+  (``log p = s - log sum e``, never stored), so the loss is invariant to a
+  constant added to the logits at any offset. ``log p_bar`` is
+  ``log(mean_i p_i)``, exact unless a class's mean probability underflows
+  (logit gaps near 88 in float32, for a whole batch); then a ``lax.cond``
+  (one branch runs) takes the log-space mean, a second ``exp`` per element.
+  A -inf logit has ``p = 0`` and leaves every sum (``finite_log``).
   """
   w, total = _weights(logits, where)
   if where is not None:  # Padding may be NaN: keep it out of every sum.
     logits = jnp.where(where[..., None], logits, 0.0)
-  top = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
-  exps = jnp.exp(logits - top)
+  s = _numerics.shifted(logits)
+  exps = jnp.exp(s)
   sums = jnp.sum(exps, axis=-1, keepdims=True)
-  lse = top + jnp.log(sums)
+  log_sums = jnp.log(sums)
+  log_p = _numerics.finite_log(s - log_sums)
   mean = jnp.sum(exps * (w[..., None] / sums), axis=_batch_axes(exps)) / total
   # The predicate is a scalar: a device-side branch, no host sync.
   direct = jnp.all(mean > 1e6 * jnp.finfo(mean.dtype).tiny)
   log_mean = jax.lax.cond(
       direct, lambda: jnp.log(mean),
-      lambda: _log_mean_probs(logits - lse, w, total))
-  entropy = lse[..., 0] - jnp.sum(exps * logits, axis=-1) / sums[..., 0]
-  if _common.is_integer(targets):  # One-hot labels: KL(e_y || p) = -log p_y.
-    z_y = jnp.take_along_axis(logits, targets[..., None], axis=-1,
+      lambda: _log_mean_probs(log_p, w, total))
+  entropy = log_sums[..., 0] - jnp.sum(
+      exps * _numerics.finite_log(s), axis=-1) / sums[..., 0]
+  if _validation.is_integer(targets):  # One-hot: KL(e_y || p) = -log p_y.
+    s_y = jnp.take_along_axis(s, targets[..., None], axis=-1,
                               mode="clip")[..., 0]
-    kl = jnp.where(_common.valid_labels(targets, logits.shape[-1]),
-                   lse[..., 0] - z_y, 0.0)
+    kl = jnp.where(_numerics.valid_labels(targets, logits.shape[-1]),
+                   log_sums[..., 0] - s_y, 0.0)
   else:
-    kl = _soft_kl(targets, logits - lse)
+    kl = _soft_kl(targets, log_p)
   prior = _uniform_or(prior, logits.shape[-1])
   prior_term = jnp.sum(jax.scipy.special.xlogy(prior, prior)
                        - prior * log_mean)
   terms = (jnp.sum(w * kl) / total, prior_term, jnp.sum(w * entropy) / total)
-  return terms, (logits, exps, sums, lse, log_mean, entropy, w, total, prior,
+  return terms, (exps, sums, log_p, log_mean, entropy, w, total, prior,
                  direct)
 
 
@@ -88,18 +93,17 @@ def _value(terms, alpha, beta):
 
 
 def _logit_grad(targets, alpha, beta, parts):
-  """``dL/dz`` from :func:`_stats`'s parts (SPEC §3; see the public grad)."""
-  logits, exps, sums, lse, log_mean, entropy, w, total, prior, direct = parts
+  """``dL/dz`` from :func:`_stats`'s parts (see the public grad)."""
+  exps, sums, log_p, log_mean, entropy, w, total, prior, direct = parts
 
   def grad(scaled_fn):
     probs = exps / sums
-    log_p = logits - lse
     scaled = scaled_fn(probs, log_p)
     d_prior = probs * jnp.sum(scaled, -1, keepdims=True) - scaled
     d_entropy = -probs * (log_p + entropy[..., None])
-    if _common.is_integer(targets):
-      valid = _common.valid_labels(targets, logits.shape[-1])[..., None]
-      d_class = jnp.where(valid, probs - _common.is_target(probs, targets),
+    if _validation.is_integer(targets):
+      valid = _numerics.valid_labels(targets, probs.shape[-1])[..., None]
+      d_class = jnp.where(valid, probs - _numerics.is_target(probs, targets),
                           0.0)
     else:
       d_class = probs * jnp.sum(targets, -1, keepdims=True) - targets
@@ -115,42 +119,18 @@ def _logit_grad(targets, alpha, beta, parts):
       lambda: grad(lambda _, log_p: prior * jnp.exp(log_p - log_mean)))
 
 
-@jax.custom_vjp
-def _jo_value(logits, targets, alpha, beta, prior, where):
-  return _value(_stats(logits, targets, prior, where)[0], alpha, beta)
-
-
-def _jo_fwd(logits, targets, alpha, beta, prior, where):
+def _parts(logits, targets, alpha, beta, prior, where):
   terms, parts = _stats(logits, targets, prior, where)
   return (_value(terms, alpha, beta),
-          (logits, targets, alpha, beta, prior, where, parts))
+          _logit_grad(targets, alpha, beta, parts))
 
 
-def _jo_bwd(res, g):
-  logits, targets, alpha, beta, prior, where, parts = res
-  grad = g * _logit_grad(targets, alpha, beta, parts)
-  # Every other argument's cotangent: autodiff of the plain forward, dead
-  # code unless asked for.
-  _, vjp_rest = jax.vjp(
-      lambda t, a, b, pr: _value(_stats(logits, t, pr, where)[0], a, b),
-      targets, alpha, beta, prior)
-  d_where = (None if where is None
-             else np.zeros(where.shape, jax.dtypes.float0))
-  return (grad, *vjp_rest(g), d_where)
-
-
-_jo_value.defvjp(_jo_fwd, _jo_bwd)
-
-
-@jax.jit
-def _jo(logits, targets, alpha, beta, prior, where):
-  return _jo_value(logits, targets, alpha, beta, prior, where)
+_jo = jax.jit(_derivatives.batch_loss(_parts))
 
 
 @jax.jit
 def _jo_grad(logits, targets, alpha, beta, prior, where):
-  return _logit_grad(targets, alpha, beta,
-                     _stats(logits, targets, prior, where)[1])
+  return _parts(logits, targets, alpha, beta, prior, where)[1]
 
 
 @jax.jit
@@ -160,24 +140,26 @@ def _jo_terms(logits, targets, prior, where):
 
 def _prepare(logits, labels, where, prior):
   if labels is None:
-    logits = _common.check_logits(logits)
+    logits = _validation.check_logits(logits)
     targets = jnp.zeros_like(logits)
-    where = _common.check_where(where, logits.shape[:-1])
+    where = _validation.check_where(where, (logits.shape[:-1],))
   else:
     # Integer labels stay integers: the loss takes a one-hot fast path.
-    logits, targets, where = _common.prepare_softmax(logits, labels, where)
+    logits = _validation.check_logits(logits)
+    targets = _validation.softmax_labels(logits, labels)
+    where = _validation.check_where(where, (logits.shape[:-1],))
   if prior is not None:
-    prior = _common.as_float(prior)
+    prior = _validation.as_float(prior)
     if prior.shape != logits.shape[-1:]:
       raise ValueError(f"`prior` must have shape ({logits.shape[-1]},), got "
                        f"{prior.shape}.")
-    _common.check_range(prior, "prior", 0.0, 1.0)
+    _validation.check_range(prior, "prior", 0.0, 1.0)
   return logits, targets, where, prior
 
 
 def joint_optimization_terms(logits, labels, *, prior=None, where=None
                              ) -> tuple[jax.Array, jax.Array, jax.Array]:
-  """The three batch terms ``(L_c, L_p, L_e)`` of :func:`joint_optimization_loss`."""
+  """The batch terms ``(L_c, L_p, L_e)`` of :func:`joint_optimization_loss`."""
   logits, targets, where, prior = _prepare(logits, labels, where, prior)
   return _jo_terms(logits, targets, prior, where)
 
@@ -205,7 +187,9 @@ def joint_optimization_loss(logits, labels, *, alpha=1.0, beta=0.5,
     beta: entropy-term weight (default 0.5; official: 0.8 and 0.4).
     prior: class prior ``P`` ``[C]`` (default uniform).
     where: optional boolean mask ``[...]``: masked examples leave every
-      mean, ``p_bar`` included (``B`` counts the unmasked ones).
+      mean, ``p_bar`` included (``B`` counts the unmasked ones). Per example
+      only: a per-class mask would change the prior term's classes, which
+      the JO paper does not define.
 
   Returns:
     A float scalar.
@@ -215,16 +199,26 @@ def joint_optimization_loss(logits, labels, *, alpha=1.0, beta=0.5,
     Labels, CVPR 2018.
   """
   logits, targets, where, prior = _prepare(logits, labels, where, prior)
-  return _jo(logits, targets, _common.as_float(alpha),
-             _common.as_float(beta), prior, where)
+  return _jo(logits, targets, _validation.as_float(alpha),
+             _validation.as_float(beta), prior, where)
 
 
-def jo_classification_loss(logits, labels, *, where=None) -> jax.Array:
-  """Per-example ``KL(t_i || p_i)`` (cross entropy minus the targets' entropy)."""
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
-  targets = _common.dense_targets(labels, logits)
-  return _common.apply_where(
-      _soft_kl(targets, jax.nn.log_softmax(logits)), where)
+def _classification_parts(logits, targets):
+  log_p = _numerics.finite_log(_numerics.log_softmax(logits))
+  grad = jnp.exp(log_p) * jnp.sum(targets, -1, keepdims=True) - targets
+  return _soft_kl(targets, log_p), grad
+
+
+_CLASSIFICATION = _derivatives.SoftmaxLoss(_classification_parts)
+
+
+def jo_classification_loss(logits, labels, *, axis=-1, where=None
+                           ) -> jax.Array:
+  """Per-example ``KL(t_i || p_i)`` (cross entropy minus the targets' entropy).
+
+  ``where`` per example or per class, as :func:`losses.cross_entropy`.
+  """
+  return _CLASSIFICATION.value(logits, labels, where, axis)
 
 
 def jo_prior_loss(logits, *, prior=None, where=None) -> jax.Array:
@@ -234,20 +228,23 @@ def jo_prior_loss(logits, *, prior=None, where=None) -> jax.Array:
 
 def jo_entropy_loss(logits, *, where=None) -> jax.Array:
   """Per-example prediction entropy ``H_i`` (``L_e`` is its batch mean)."""
-  logits = _common.check_logits(logits)
-  where = _common.check_where(where, logits.shape[:-1])
-  log_p = jax.nn.log_softmax(logits)
-  return _common.apply_where(-jnp.sum(jnp.exp(log_p) * log_p, -1), where)
+  logits = _validation.check_logits(logits)
+  where = _validation.check_where(where, (logits.shape[:-1],))
+  log_p = _numerics.finite_log(_numerics.log_softmax(logits))
+  entropy = -jnp.sum(jnp.exp(log_p) * log_p, -1)
+  return entropy if where is None else jnp.where(where, entropy, 0.0)
 
 
 def joint_optimization_loss_grad(logits, labels, *, alpha=1.0, beta=0.5,
                                  prior=None, where=None) -> jax.Array:
-  """Analytic ``dL/dz`` of the batch loss, ``[..., C]`` (SPEC §3).
+  """Analytic ``dL/dz`` of the batch loss, ``[..., C]``.
+
+  Derivation: docs/losses.md, section ``joint_optimization_loss``.
 
   ``dL_c/dz_i = (p_i sum t_i - t_i)/B``;
   ``dL_p/dz_ik = (p_ik/B)[sum_j P_j p_ij/p_bar_j - P_k/p_bar_k]``;
   ``dL_e/dz_ik = -(p_ik/B)(log p_ik + H_i)``.
   """
   logits, targets, where, prior = _prepare(logits, labels, where, prior)
-  return _jo_grad(logits, targets, _common.as_float(alpha),
-                  _common.as_float(beta), prior, where)
+  return _jo_grad(logits, targets, _validation.as_float(alpha),
+                  _validation.as_float(beta), prior, where)

@@ -5,21 +5,21 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from losses import _common
+from losses import _derivatives
+from losses import _numerics
+from losses import _validation
 
 
 # --------------------------------------------------------------------------
 # Generalized cross entropy.
 # --------------------------------------------------------------------------
-def _gce_forward(logits, targets, q):
+def _gce_soft(logits, targets, q):
+  log_p = _numerics.log_softmax(logits)
   # (1 - p^q)/q = -expm1(q log p)/q: exact for small q log p.
-  return jnp.sum(targets * -jnp.expm1(q * jax.nn.log_softmax(logits)), -1) / q
-
-
-def _gce_grad(logits, targets, q):
-  log_p = jax.nn.log_softmax(logits)
-  return _common.log_softmax_vjp(jnp.exp(log_p),
-                                 -targets * jnp.exp(q * log_p))
+  value = jnp.sum(targets * -jnp.expm1(q * log_p), -1) / q
+  grad = _numerics.log_softmax_vjp(jnp.exp(log_p),
+                                   -targets * jnp.exp(q * log_p))
+  return value, grad
 
 
 def _gce_terms(log_p, log1m_p, labels, q):
@@ -27,11 +27,16 @@ def _gce_terms(log_p, log1m_p, labels, q):
   return -jnp.expm1(q * log_p) / q, jnp.exp(q * log_p + log1m_p)
 
 
-_gce, _gce_grad_core = _common.softmax_loss(_gce_forward, _gce_grad,
-                                            target_terms=_gce_terms)
+_GCE = _derivatives.SoftmaxLoss(
+    _gce_soft, _derivatives.target_probability_parts(_gce_terms))
 
 
-def generalized_cross_entropy(logits, labels, *, q=0.7, where=None
+def _check_q(q):
+  _validation.check_range(q, "q", 0.0, 1.0, low_open=True)
+  return _validation.as_float(q)
+
+
+def generalized_cross_entropy(logits, labels, *, q=0.7, axis=-1, where=None
                               ) -> jax.Array:
   r"""Generalized cross entropy (the ``L_q`` loss).
 
@@ -46,7 +51,9 @@ def generalized_cross_entropy(logits, labels, *, q=0.7, where=None
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]``.
     q: exponent in ``(0, 1]`` (default 0.7, the paper's); traced.
-    where: optional boolean mask ``[...]``.
+    axis: the class axis of ``logits`` (default -1).
+    where: optional boolean mask, per example or per class (see
+      :func:`losses.cross_entropy`).
 
   Returns:
     ``[...]`` loss per example.
@@ -55,16 +62,13 @@ def generalized_cross_entropy(logits, labels, *, q=0.7, where=None
     Zhang & Sabuncu, Generalized Cross Entropy Loss for Training Deep Neural
     Networks with Noisy Labels, NeurIPS 2018.
   """
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
-  _common.check_range(q, "q", 0.0, 1.0, low_open=True)
-  return _gce(logits, labels, where, _common.as_float(q))
+  return _GCE.value(logits, labels, where, axis, _check_q(q))
 
 
-def generalized_cross_entropy_grad(logits, labels, *, q=0.7, where=None
-                                   ) -> jax.Array:
+def generalized_cross_entropy_grad(logits, labels, *, q=0.7, axis=-1,
+                                   where=None) -> jax.Array:
   """Analytic gradient: ``dL/dlog p_k = -t_k p_k^q`` through log-softmax."""
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
-  return _gce_grad_core(logits, labels, where, _common.as_float(q))
+  return _GCE.grad(logits, labels, where, axis, _check_q(q))
 
 
 def generalized_cross_entropy_steepness(p, *, q=0.7
@@ -77,19 +81,14 @@ def generalized_cross_entropy_steepness(p, *, q=0.7
 # --------------------------------------------------------------------------
 # Symmetric cross entropy.
 # --------------------------------------------------------------------------
-def _sce_forward(logits, targets, alpha, beta, label_floor):
-  log_p = jax.nn.log_softmax(logits)
-  ce = -jnp.sum(targets * log_p, axis=-1)
-  rce = -jnp.sum(jnp.exp(log_p) * jnp.log(jnp.maximum(targets, label_floor)),
-                 axis=-1)
-  return alpha * ce + beta * rce
-
-
-def _sce_grad(logits, targets, alpha, beta, label_floor):
-  probs = jax.nn.softmax(logits)
+def _sce_soft(logits, targets, alpha, beta, label_floor):
+  log_p = _numerics.log_softmax(logits)
+  probs = jnp.exp(log_p)
+  log_t = jnp.log(jnp.maximum(targets, label_floor))
+  value = (-alpha * jnp.sum(_numerics.xlogp(targets, log_p), axis=-1)
+           - beta * jnp.sum(probs * log_t, axis=-1))
   ce = probs * jnp.sum(targets, -1, keepdims=True) - targets
-  rce = _common.softmax_vjp(probs, -jnp.log(jnp.maximum(targets, label_floor)))
-  return alpha * ce + beta * rce
+  return value, alpha * ce + beta * _numerics.softmax_vjp(probs, -log_t)
 
 
 def _sce_terms(log_p, log1m_p, labels, alpha, beta, label_floor):
@@ -100,19 +99,20 @@ def _sce_terms(log_p, log1m_p, labels, alpha, beta, label_floor):
           (alpha - beta * log_a * jnp.exp(log_p)) * one_minus_p)
 
 
-_sce, _sce_grad_core = _common.softmax_loss(_sce_forward, _sce_grad,
-                                            target_terms=_sce_terms)
+_SCE = _derivatives.SoftmaxLoss(
+    _sce_soft, _derivatives.target_probability_parts(_sce_terms))
 
 
 def _check_sce(alpha, beta, label_floor):
-  _common.check_range(alpha, "alpha", 0.0)
-  _common.check_range(beta, "beta", 0.0)
-  _common.check_range(label_floor, "label_floor", 0.0, 1.0, low_open=True)
-  return tuple(_common.as_float(x) for x in (alpha, beta, label_floor))
+  _validation.check_range(alpha, "alpha", 0.0)
+  _validation.check_range(beta, "beta", 0.0)
+  _validation.check_range(label_floor, "label_floor", 0.0, 1.0, low_open=True)
+  return tuple(_validation.as_float(x) for x in (alpha, beta, label_floor))
 
 
 def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
-                            label_floor=1e-4, where=None) -> jax.Array:
+                            label_floor=1e-4, axis=-1, where=None
+                            ) -> jax.Array:
   r"""Symmetric cross entropy: cross entropy plus reverse cross entropy.
 
   .. math::
@@ -130,7 +130,9 @@ def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
     beta: reverse-cross-entropy weight (default 1.0).
     label_floor: ``A`` in ``(0, 1]``, the stand-in for ``log 0`` (default
       1e-4, the paper's).
-    where: optional boolean mask ``[...]``.
+    axis: the class axis of ``logits`` (default -1).
+    where: optional boolean mask, per example or per class (see
+      :func:`losses.cross_entropy`).
 
   Returns:
     ``[...]`` loss per example.
@@ -139,17 +141,17 @@ def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
     Wang et al., Symmetric Cross Entropy for Robust Learning with Noisy
     Labels, ICCV 2019.
   """
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
-  return _sce(logits, labels, where, *_check_sce(alpha, beta, label_floor))
+  return _SCE.value(logits, labels, where, axis,
+                    *_check_sce(alpha, beta, label_floor))
 
 
 def symmetric_cross_entropy_grad(logits, labels, *, alpha=0.1, beta=1.0,
-                                 label_floor=1e-4, where=None) -> jax.Array:
+                                 label_floor=1e-4, axis=-1, where=None
+                            ) -> jax.Array:
   """Analytic gradient: ``alpha (p sum t - t)`` plus the softmax Jacobian
   times ``-beta log max(t, A)``."""
-  logits, labels, where = _common.prepare_softmax(logits, labels, where)
-  return _sce_grad_core(logits, labels, where,
-                        *_check_sce(alpha, beta, label_floor))
+  return _SCE.grad(logits, labels, where, axis,
+                   *_check_sce(alpha, beta, label_floor))
 
 
 def symmetric_cross_entropy_steepness(p, *, alpha=0.1, beta=1.0,

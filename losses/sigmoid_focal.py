@@ -1,74 +1,38 @@
-"""Sigmoid focal loss: BCE down-weighted on well-classified elements.
-
-Also the focal terms that ``asymmetric`` (ASL) shares: the loss of a positive
-element as a function of its logit, and the focal curve ``-x^g log(1 - x)``
-as a function of the probability ``x`` of the wrong side.
-"""
+"""Sigmoid focal loss: BCE down-weighted on well-classified elements."""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 
-from losses import _common
-from losses import sigmoid
-
-
-def _focal_positive(m, gamma, weight_as_constant=False):
-  """``-(1-p)^g log p`` at ``p = σ(m)`` and its derivative wrt ``m``.
-
-  ``d/dm = w (g p log p - (1-p))`` with ``w = (1-p)^g``: the focusing
-  weight's gradient ``g (1-p)^(g-1) p (1-p) log p`` with ``(1-p)`` cancelled,
-  so ``0 < g < 1`` stays finite at ``p -> 1`` (autodiff of ``(1-p)^g`` meets
-  ``inf * 0`` there) and ``p log p -> 0`` at ``p -> 0``. With
-  ``weight_as_constant`` (a bool, possibly traced) the weight's gradient is
-  stopped, in the value too, so autodiff wrt ``gamma`` agrees.
-  """
-  p, one_minus_p, log_p, log1m_p = _common.sigmoid_parts(m)
-  weight = _common.one_minus_pow(log1m_p, gamma)
-  weight = jnp.where(weight_as_constant, jax.lax.stop_gradient(weight), weight)
-  focusing = jnp.where(weight_as_constant, 0.0, gamma * p * log_p)
-  return -weight * log_p, weight * (focusing - one_minus_p)
-
-
-def _focal_curve(log_x, log1m_x, gamma, weight_as_constant=False):
-  """``h(x) = -x^g log(1 - x)`` and ``dh/dx`` from ``log x``, ``log(1 - x)``.
-
-  ``x`` is the probability of the wrong side (``1 - p`` for a positive,
-  ``p`` or the clipped ``p_m`` for a negative):
-  ``dh/dx = x^g (1/(1-x) - g log(1-x)/x)``; ``log(1-x)/x`` is
-  ``_common.log_ratio`` (-1 at ``x = 0``), so ``0 < g < 1`` stays finite.
-  ``x = 1`` gives ``inf`` for both, their limits.
-  """
-  weight = _common.pow_from_log(log_x, gamma)
-  focusing = jnp.where((gamma == 0) | weight_as_constant, 0.0,
-                       gamma * _common.log_ratio(log1m_x, log_x))
-  return -weight * log1m_x, weight * (jnp.exp(-log1m_x) - focusing)
+from losses import _derivatives
+from losses import _numerics
+from losses import _validation
 
 
 def _alpha_weights(alpha):
   """Weights of positives and negatives: ``(alpha, 1 - alpha)`` or ones."""
   if alpha is None:
-    return _common.as_float(1.0), _common.as_float(1.0)
-  alpha = _common.as_float(alpha)
+    return _validation.as_float(1.0), _validation.as_float(1.0)
+  alpha = _validation.as_float(alpha)
   return alpha, 1.0 - alpha
 
 
 def _focal(z, t, gamma, pos_weight, neg_weight):
-  return sigmoid._mix_targets(_focal_positive, z, t, gamma,
-                              pos_weight=pos_weight, neg_weight=neg_weight)
+  return _numerics.mix_targets(_numerics.focal_positive, z, t, gamma,
+                               pos_weight=pos_weight, neg_weight=neg_weight)
 
 
-_FOCAL_LOSS, _FOCAL_GRAD = sigmoid._cores(_focal)
+_FOCAL = _derivatives.ElementwiseLoss(_focal)
 
 
 def _focal_hyper(alpha, gamma):
-  _common.check_range(alpha, "alpha", 0.0, 1.0)
-  _common.check_range(gamma, "gamma", 0.0)
-  return (_common.as_float(gamma),) + _alpha_weights(alpha)
+  _validation.check_range(alpha, "alpha", 0.0, 1.0)
+  _validation.check_range(gamma, "gamma", 0.0)
+  return (_validation.as_float(gamma),) + _alpha_weights(alpha)
 
 
-def sigmoid_focal_loss(logits, labels, *, alpha=0.25, gamma=2.0, where=None
+def sigmoid_focal_loss(logits, labels, *, alpha=None, gamma=2.0, where=None
                        ) -> jax.Array:
   r"""Sigmoid focal loss, per element.
 
@@ -93,7 +57,8 @@ def sigmoid_focal_loss(logits, labels, *, alpha=0.25, gamma=2.0, where=None
     labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``),
       broadcastable to ``logits.shape``.
     alpha: weight of positives in ``[0, 1]`` (negatives get ``1 - alpha``);
-      default 0.25 (the paper's, with ``gamma = 2``); ``None`` weighs both 1.
+      ``None`` (default, as optax's function of the same name) weighs both
+      1. The paper recommends 0.25 with ``gamma = 2`` for detection.
     gamma: focusing parameter ``>= 0`` (default 2.0); traced, a schedule
       never recompiles. 0 with ``alpha=None`` gives BCE.
     where: optional boolean mask broadcastable to ``logits.shape``; masked
@@ -105,22 +70,20 @@ def sigmoid_focal_loss(logits, labels, *, alpha=0.25, gamma=2.0, where=None
   References:
     Lin et al., Focal Loss for Dense Object Detection, ICCV 2017.
   """
-  logits, targets, where = sigmoid._prepare(logits, labels, where)
-  return _FOCAL_LOSS(logits, targets, where, *_focal_hyper(alpha, gamma))
+  return _FOCAL.value(logits, labels, where, *_focal_hyper(alpha, gamma))
 
 
-def sigmoid_focal_loss_grad(logits, labels, *, alpha=0.25, gamma=2.0,
+def sigmoid_focal_loss_grad(logits, labels, *, alpha=None, gamma=2.0,
                             where=None) -> jax.Array:
   """Analytic ``d sum(loss) / d logits``, ``logits.shape``.
 
   A positive: ``alpha (1-p)^g (g p log p - (1 - p))``; a negative: the same
   at ``-z`` with ``1 - alpha`` and the sign flipped.
   """
-  logits, targets, where = sigmoid._prepare(logits, labels, where)
-  return _FOCAL_GRAD(logits, targets, where, *_focal_hyper(alpha, gamma))
+  return _FOCAL.grad(logits, labels, where, *_focal_hyper(alpha, gamma))
 
 
-def sigmoid_focal_loss_steepness(p, *, alpha=0.25, gamma=2.0, target=1
+def sigmoid_focal_loss_steepness(p, *, alpha=None, gamma=2.0, target=1
                                  ) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against the sigmoid probability ``p``.
 
@@ -131,11 +94,12 @@ def sigmoid_focal_loss_steepness(p, *, alpha=0.25, gamma=2.0, target=1
   are the limits (0, or ``inf`` where the loss diverges); ``target`` may be
   an array of 0/1 broadcastable with ``p``.
   """
-  p, target = sigmoid._probability(p), sigmoid._target(target)
+  p = _validation.check_probability(p)
+  target = _validation.check_binary_target(target)
   gamma, pos_weight, neg_weight = _focal_hyper(alpha, gamma)
   log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
-  pos, dpos = _focal_curve(log1m_p, log_p, gamma)  # x = 1 - p
-  neg, dneg = _focal_curve(log_p, log1m_p, gamma)  # x = p
+  pos, dpos = _numerics.focal_curve(log1m_p, log_p, gamma)  # x = 1 - p
+  neg, dneg = _numerics.focal_curve(log_p, log1m_p, gamma)  # x = p
   positive = target == 1
   return (jnp.where(positive, pos_weight * pos, neg_weight * neg),
           jnp.where(positive, -pos_weight * dpos, neg_weight * dneg))

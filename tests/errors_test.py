@@ -46,7 +46,7 @@ class ErrorTest(parameterized.TestCase):
        "non-negative"),
       ("T_shape", lambda: losses.forward_corrected_cross_entropy(
           Z, Y, transition_matrix=np.eye(4)), ValueError, r"\(3, 3\)"),
-      ("where_shape", lambda: losses.cross_entropy(Z, Y, where=np.ones(3)),
+      ("where_shape", lambda: losses.cross_entropy(Z, Y, where=np.ones(7)),
        ValueError, "where"),
       ("boot_mode", lambda: losses.bootstrapping_loss(Z, Y, mode="medium"),
        ValueError, "mode"),

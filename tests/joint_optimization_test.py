@@ -1,4 +1,4 @@
-"""Joint Optimization batch loss: terms, gradients, masks (SPEC §3)."""
+"""Joint Optimization batch loss: terms, gradients, masks (docs/losses.md)."""
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import losses
+from tests import loss_contracts
 from tests import softmax_reference as ref
 
 
@@ -18,15 +19,7 @@ def _batch(soft=True, seed=0, scale=2.0):
   return z, t
 
 
-class JointOptimizationTest(parameterized.TestCase):
-
-  def setUp(self):
-    super().setUp()
-    jax.config.update("jax_enable_x64", True)
-
-  def tearDown(self):
-    jax.config.update("jax_enable_x64", False)
-    super().tearDown()
+class JointOptimizationTest(loss_contracts.Float64Test):
 
   @parameterized.product(soft=(True, False), ab=((1.0, 0.5), (1.2, 0.8)),
                          prior=(None, (0.1, 0.2, 0.3, 0.4)))
@@ -113,7 +106,7 @@ class JointOptimizationTest(parameterized.TestCase):
               else np.array([0, 2, 3]))
     t = jnp.asarray(labels if soft else np.eye(4)[labels])
 
-    def log_space_reference(x):  # SPEC §3 with log p_bar by logsumexp.
+    def log_space_reference(x):  # the formula with log p_bar by logsumexp.
       log_p = jax.nn.log_softmax(x)
       kl = jnp.sum(jax.scipy.special.xlogy(t, t) - t * log_p, -1)
       log_mean = jax.nn.logsumexp(log_p, axis=0) - np.log(len(x))

@@ -1,5 +1,7 @@
 """Tests of losses/sigmoid_focal.py: the sigmoid focal loss."""
 
+import functools
+
 from absl.testing import absltest
 from absl.testing import parameterized
 import chex
@@ -15,7 +17,7 @@ from tests import sigmoid_reference as ref
 LOG3 = np.log(3.0)  # the logit of p = 0.75
 
 
-def _focal_limit(z, t, alpha=0.25, gamma=2.0):
+def _focal_limit(z, t, alpha=None, gamma=2.0):
   """At ``|z| >= 100`` the weight is 0 or 1: ``alpha_t`` times BCE's limit."""
   a, b = (1.0, 1.0) if alpha is None else (alpha, 1.0 - alpha)
   return ref.mixed(lambda m: (np.maximum(-m, 0.0), -1.0 * (m < 0.0)), z, t,
@@ -31,6 +33,7 @@ def _case(name, **kwargs):
 
 CASES = [
     _case("default"),
+    _case("detection_alpha025", alpha=0.25),
     _case("gamma05_no_alpha", alpha=None, gamma=0.5),
     _case("gamma0_alpha075", alpha=0.75, gamma=0.0),
     _case("gamma5", gamma=5.0),
@@ -56,7 +59,8 @@ class SigmoidFocalTest(parameterized.TestCase):
   def test_hand_computed_values(self):
     z = np.full(3, LOG3, np.float32)
     t = np.array([1.0, 0.0, 0.5], np.float32)
-    got = self.variant(sigmoid_focal.sigmoid_focal_loss)(z, t)
+    got = self.variant(functools.partial(sigmoid_focal.sigmoid_focal_loss,
+                                         alpha=0.25))(z, t)
     pos = 0.25 * 0.25**2 * -np.log(0.75)
     neg = 0.75 * 0.75**2 * -np.log(0.25)
     np.testing.assert_allclose(got, [pos, neg, 0.5 * (pos + neg)], rtol=1e-6)

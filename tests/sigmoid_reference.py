@@ -1,4 +1,4 @@
-"""Plain formulas of the sigmoid losses (SPEC §2), and the checks they share.
+"""Plain formulas of the sigmoid losses, and the checks they share.
 
 Test-only. The formulas use ``1/(1+exp(-z))``, ``log`` and powers as written:
 no custom gradient rule, no stable rewrite, so ``jax.grad`` of them in float64
@@ -16,6 +16,8 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from tests import loss_contracts
 
 
 # --------------------------------------------------------------------------
@@ -49,7 +51,7 @@ def encouraging(z, t, bonus_weight=1.0, log_end=0.75, floor=1e-5):
   return t * positive(p) + (1 - t) * positive(1 - p)
 
 
-def focal(z, t, alpha=0.25, gamma=2.0):
+def focal(z, t, alpha=None, gamma=2.0):
   p = sigmoid(z)
   a = 1.0 if alpha is None else alpha
   b = 1.0 if alpha is None else 1 - alpha
@@ -57,7 +59,7 @@ def focal(z, t, alpha=0.25, gamma=2.0):
            + (1 - t) * b * p ** gamma * jnp.log(1 - p))
 
 
-def asymmetric(z, t, gamma_neg=4.0, gamma_pos=1.0, clip=0.05,
+def asymmetric(z, t, gamma_pos=1.0, gamma_neg=4.0, clip=0.05,
                focal_weight_as_constant=False):
   p = sigmoid(z)
   p_m = jnp.maximum(p - clip, 0.0)
@@ -156,7 +158,11 @@ def loss_tests(cases: list[Case], traced: list[tuple[Callable, str, Any, Any]],
   named = [(c.name, c) for c in cases]
   differentiable = [(c.name, c) for c in cases if c.derivative_is_gradient]
 
-  class SharedLossTest(parameterized.TestCase):
+  def retrace_inputs():
+    z, labels, _ = inputs(soft=False, dtype=np.float32)
+    return z, labels
+
+  class SharedLossTest(loss_contracts.retrace_tests(traced, retrace_inputs)):
     """Every sigmoid loss against its plain formula, limits and contracts."""
 
     @chex.variants(with_jit=True, without_jit=True)
@@ -272,30 +278,6 @@ def loss_tests(cases: list[Case], traced: list[tuple[Callable, str, Any, Any]],
         np.testing.assert_allclose(
             slope * p * (1 - p), _grad_of(case.loss, t, **case.kwargs)(z),
             rtol=1e-6, atol=1e-9)
-
-    @parameterized.parameters(*traced)
-    def test_hyperparameter_change_does_not_retrace(self, loss, key, a, b):
-      z, labels, _ = inputs(soft=False, dtype=np.float32)
-
-      @jax.jit
-      @chex.assert_max_traces(n=1)
-      def step(z, hyper):
-        return _grad_of(loss, labels, **{key: hyper})(z)
-
-      chex.clear_trace_counter()
-      step(z, a)
-      step(z, b)  # raises if the new value re-traced
-
-    @parameterized.parameters(*traced)
-    def test_eager_calls_reuse_the_compiled_core(self, loss, key, a, b):
-      z, labels, _ = inputs(soft=False, dtype=np.float32)
-      module = __import__(loss.__module__, fromlist=["_"])
-      cores = [v for v in vars(module).values() if hasattr(v, "_cache_size")]
-      self.assertNotEmpty(cores)
-      loss(z, labels, **{key: a})
-      before = sum(c._cache_size() for c in cores)
-      loss(z, labels, **{key: b})
-      self.assertEqual(sum(c._cache_size() for c in cores), before)
 
     @parameterized.named_parameters(*rejected)
     def test_bad_hyperparameters_raise_clear_errors(self, case, bad, name):

@@ -1,4 +1,4 @@
-"""Every softmax-family loss against its plain SPEC formula (tests/softmax_reference.py).
+"""Every softmax loss against its plain formula (tests/softmax_reference.py).
 
 Values, analytic gradients (``*_grad``), ``jax.grad`` of the public function
 (the custom VJP where there is one) and finite differences, all in float64;
@@ -14,8 +14,10 @@ import jax
 import jax.test_util  # noqa: F401  (check_grads)
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import losses
+from tests import loss_contracts
 from tests import softmax_reference as ref
 
 C = 5
@@ -93,15 +95,7 @@ def _ref_kwargs(kwargs):
           for k, v in kwargs.items()}
 
 
-class SoftmaxLossTest(parameterized.TestCase):
-
-  def setUp(self):
-    super().setUp()
-    jax.config.update("jax_enable_x64", True)
-
-  def tearDown(self):
-    jax.config.update("jax_enable_x64", False)
-    super().tearDown()
+class SoftmaxLossTest(loss_contracts.Float64Test):
 
   @chex.all_variants(with_pmap=False, with_device=False)
   @parameterized.product(case=NAMES, soft=(False, True))
@@ -155,38 +149,6 @@ class SoftmaxLossTest(parameterized.TestCase):
         lambda x: jnp.sum(loss(x, labels, **kwargs)), (jnp.asarray(z),),
         order=1, modes=["rev"], eps=1e-6)
 
-  @parameterized.product(case=NAMES, magnitude=(100.0, 1e4),
-                         target_wins=(True, False))
-  def test_extreme_logits_match_their_limits(self, case, magnitude,
-                                             target_wins):
-    """p_y exactly 1 or 0 in float32: finite, and equal to the float64 limit."""
-    _, loss, grad, reference, kwargs = BY_NAME[case]
-    y = np.array([0, 3])
-    z = np.full((2, C), -magnitude)
-    sign = 1.0 if target_wins else -1.0
-    z[0, 0], z[1, 3] = sign * magnitude, sign * magnitude
-    if not target_wins:
-      z[:, 1] = magnitude
-    t = np.eye(C)[y]
-    with jax.enable_x64(False):
-      z32 = jnp.asarray(z, jnp.float32)
-      value = loss(z32, y, **kwargs)
-      g_public = jax.grad(lambda x: jnp.sum(loss(x, y, **kwargs)))(z32)
-      g_analytic = grad(z32, y, **kwargs)
-    for arr in (value, g_public, g_analytic):
-      self.assertTrue(np.all(np.isfinite(arr)), f"{arr}")
-    want = reference(jnp.asarray(z), jnp.asarray(t), **_ref_kwargs(kwargs))
-    # The plain formula can meet 0 * inf (log 0 times a zero weight) where
-    # the limit is finite; those entries are checked for finiteness only.
-    ok = np.isfinite(want)
-    np.testing.assert_allclose(np.asarray(value)[ok], want[ok], rtol=1e-5,
-                               atol=1e-4)
-    want_g = jax.grad(lambda x: jnp.sum(reference(
-        x, jnp.asarray(t), **_ref_kwargs(kwargs))))(jnp.asarray(z))
-    ok = np.isfinite(want_g)
-    np.testing.assert_allclose(np.asarray(g_public)[ok], want_g[ok], atol=1e-5)
-    np.testing.assert_allclose(g_analytic, g_public, atol=1e-6)
-
   @parameterized.named_parameters((c[0], c[1], c[4]) for c in CASES)
   def test_bfloat16_is_computed_in_float32(self, loss, kwargs):
     with jax.enable_x64(False):
@@ -227,34 +189,63 @@ TRACED = [
     (losses.generalized_cross_entropy, "q", 0.5, 0.7),
     (losses.cross_entropy, "label_smoothing", 0.0, 0.1),
     (losses.bootstrapping_loss, "beta", 0.8, 0.95),
+    (losses.symmetric_cross_entropy, "beta", 0.5, 1.0),
+    (losses.joint_optimization_loss, "alpha", 0.8, 1.2),
 ]
 
 
-class RetraceTest(parameterized.TestCase):
+class ExtremeLogitTest(loss_contracts.Float64Test):
+  pytestmark = pytest.mark.slow  # 184 cases, float64 references.
 
-  @parameterized.parameters(*TRACED)
-  def test_hyperparameter_change_does_not_retrace(self, loss, key, a, b):
-    z, labels, _ = _inputs(soft=False, dtype=np.float32)
+  @parameterized.product(case=NAMES, magnitude=(100.0, 1e4),
+                         target_wins=(True, False), masked=(False, True))
+  def test_extreme_logits_match_their_limits(self, case, magnitude,
+                                             target_wins, masked):
+    """p_y exactly 1 or 0 in float32: finite, and equal to the float64 limit.
 
-    @jax.jit
-    @chex.assert_max_traces(n=1)
-    def step(z, hyper):
-      return jnp.sum(jax.grad(lambda x: jnp.sum(loss(x, labels, **{key: hyper})))(z))
+    ``masked``: class 2 (never a label) also has a -inf logit.
+    """
+    _, loss, grad, reference, kwargs = BY_NAME[case]
+    y = np.array([0, 3])
+    z = np.full((2, C), -magnitude)
+    sign = 1.0 if target_wins else -1.0
+    z[0, 0], z[1, 3] = sign * magnitude, sign * magnitude
+    if not target_wins:
+      z[:, 1] = magnitude
+    if masked:
+      z[:, 2] = -np.inf
+    t = np.eye(C)[y]
+    with jax.enable_x64(False):
+      z32 = jnp.asarray(z, jnp.float32)
+      value = loss(z32, y, **kwargs)
+      g_public = jax.grad(lambda x: jnp.sum(loss(x, y, **kwargs)))(z32)
+      g_analytic = grad(z32, y, **kwargs)
+    # Label smoothing puts target mass on the masked class: infinite loss.
+    infinite_loss = masked and case == "ce_smooth"
+    for arr in ((g_public, g_analytic) if infinite_loss
+                else (value, g_public, g_analytic)):
+      self.assertTrue(np.all(np.isfinite(arr)), f"{arr}")
+    if infinite_loss:
+      np.testing.assert_array_equal(value, np.inf)
+    want = reference(jnp.asarray(z), jnp.asarray(t), **_ref_kwargs(kwargs))
+    # The plain formula can meet 0 * inf (log 0 times a zero weight) where
+    # the limit is finite; those entries are checked for finiteness only.
+    ok = np.isfinite(want)
+    np.testing.assert_allclose(np.asarray(value)[ok], want[ok], rtol=1e-5,
+                               atol=1e-4)
+    want_g = jax.grad(lambda x: jnp.sum(reference(
+        x, jnp.asarray(t), **_ref_kwargs(kwargs))))(jnp.asarray(z))
+    ok = np.isfinite(want_g)
+    np.testing.assert_allclose(np.asarray(g_public)[ok], want_g[ok], atol=1e-5)
+    np.testing.assert_allclose(g_analytic, g_public, atol=1e-6)
 
-    chex.clear_trace_counter()
-    step(z, a)
-    step(z, b)  # raises if the new value re-traced
 
-  @parameterized.parameters(*TRACED)
-  def test_eager_calls_reuse_the_compiled_core(self, loss, key, a, b):
-    z, labels, _ = _inputs(soft=False, dtype=np.float32)
-    module = __import__(loss.__module__, fromlist=["_"])
-    cores = [v for v in vars(module).values()
-             if hasattr(v, "_cache_size") and callable(v)]
-    loss(z, labels, **{key: a})
-    before = sum(c._cache_size() for c in cores)
-    loss(z, labels, **{key: b})
-    self.assertEqual(sum(c._cache_size() for c in cores), before)
+def _retrace_inputs():
+  z, labels, _ = _inputs(soft=False, dtype=np.float32)
+  return z, labels
+
+
+RetraceTest = loss_contracts.retrace_tests(TRACED, _retrace_inputs)
 
 
 if __name__ == "__main__":

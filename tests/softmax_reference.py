@@ -1,4 +1,4 @@
-"""Plain forward formulas of the softmax losses, straight from SPEC.md §1/§3.
+"""Plain forward formulas of the softmax losses, as docs/losses.md writes them.
 
 Test-only. No custom gradient rule and no numerical trick beyond a stable
 softmax, so ``jax.grad`` of these is an independent reference (use float64).

@@ -33,10 +33,10 @@ class LossSpec:
 
   @property
   def hyperparameters(self) -> dict[str, Any]:
-    """Keyword-only arguments with their defaults, ``where`` excluded."""
+    """Keyword-only arguments with their defaults, ``axis`` and ``where`` excluded."""
     return {name: p.default
             for name, p in inspect.signature(self.fn).parameters.items()
-            if p.kind is p.KEYWORD_ONLY and name != "where"}
+            if p.kind is p.KEYWORD_ONLY and name not in ("axis", "where")}
 
 
 LOSSES: dict[str, LossSpec] = {

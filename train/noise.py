@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+import losses
 from train import sampling
 
 # Asymmetric (class-dependent) mappings, source class -> target class.
@@ -104,16 +105,9 @@ def _check_labels(labels, num_classes: int) -> np.ndarray:
 
 
 def _check_transition_matrix(matrix, num_classes: int | None = None):
-  matrix = np.asarray(matrix, np.float64)
-  if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
-    raise ValueError(f"transition matrix must be square, got {matrix.shape}")
-  if num_classes is not None and matrix.shape[0] != num_classes:
-    raise ValueError(
-        f"transition matrix is {matrix.shape[0]}x{matrix.shape[0]} but there "
-        f"are {num_classes} classes")
-  if (matrix < 0).any() or not np.allclose(matrix.sum(1), 1.0, atol=1e-6):
-    raise ValueError("transition matrix rows must be non-negative and sum to 1")
-  return matrix
+  """The library's check (one tolerance for losses and noise), as float64."""
+  return np.asarray(losses.check_transition_matrix(matrix, num_classes),
+                    np.float64)
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,273 @@
+"""Numerically exact building blocks shared by the losses.
+
+Every softmax quantity is formed from ``z - max z`` and never has the max
+added back: ``z_y - (max + log sum exp(z - max))`` rounds at large ``max``
+(uniform logits at 1e6 give cross entropy 1.125 instead of log 3 in
+float32), while ``(z_y - max) - log sum exp(z - max)`` is exact, because the
+subtraction of two nearby floats is. A ``-inf`` logit (a masked class) has
+``p = 0`` and ``log p = -inf``; the helpers below keep ``0 * log 0`` at 0.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+# --------------------------------------------------------------------------
+# Softmax.
+# --------------------------------------------------------------------------
+def shifted(logits: jax.Array) -> jax.Array:
+  """``z - max z`` over the last axis; 0 at the arg max.
+
+  The max is a constant for autodiff (every softmax quantity is invariant
+  to it). A row without a finite logit is shifted by 0.
+  """
+  top = jnp.max(logits, axis=-1, keepdims=True)
+  return logits - jax.lax.stop_gradient(jnp.where(jnp.isfinite(top), top,
+                                                  0.0))
+
+
+def log_softmax(logits: jax.Array) -> jax.Array:
+  s = shifted(logits)
+  return s - jnp.log(jnp.sum(jnp.exp(s), axis=-1, keepdims=True))
+
+
+def xlogp(weight: jax.Array, log_p: jax.Array) -> jax.Array:
+  """``weight * log p`` with ``0 * log 0 = 0`` (a masked class weighs nothing).
+
+  A positive weight on ``log 0`` stays ``-inf``: the loss is truly infinite.
+  """
+  return jnp.where(weight == 0, 0.0, weight * log_p)
+
+
+def finite_log(log_x: jax.Array) -> jax.Array:
+  """``log x`` with ``-inf`` raised to the most negative float.
+
+  ``x * finite_log(x)`` is then 0 at ``x = 0`` by arithmetic alone, which
+  XLA:CPU fuses into a reduction, where the select of :func:`xlogp` would
+  make it write the operand to memory first. Only where the weight is
+  exactly 0 at ``log x = -inf``.
+  """
+  return jnp.maximum(log_x, jnp.finfo(log_x.dtype).min)
+
+
+def argmax_mask(logits: jax.Array) -> jax.Array:
+  """One-hot ``[..., C]`` of the first arg max over the last axis."""
+  idx = jnp.argmax(logits, axis=-1, keepdims=True)
+  classes = jax.lax.broadcasted_iota(jnp.int32, logits.shape, logits.ndim - 1)
+  return classes == idx
+
+
+def is_target(logits: jax.Array, labels: jax.Array) -> jax.Array:
+  """The one-hot mask ``[..., C]`` of integer ``labels``."""
+  classes = jax.lax.broadcasted_iota(jnp.int32, logits.shape, logits.ndim - 1)
+  return classes == labels[..., None]
+
+
+def valid_labels(labels: jax.Array, num_classes: int) -> jax.Array:
+  """``[...]`` True where an integer label lies in ``[0, num_classes)``."""
+  return (labels >= 0) & (labels < num_classes)
+
+
+def dense_targets(labels: jax.Array, logits: jax.Array) -> jax.Array:
+  """Float targets ``[..., C]``; an out-of-range integer gives a zero row."""
+  if jnp.issubdtype(labels.dtype, jnp.integer):
+    return jax.nn.one_hot(labels, logits.shape[-1], dtype=logits.dtype)
+  return labels
+
+
+def smooth_labels(targets: jax.Array, label_smoothing: jax.Array
+                  ) -> jax.Array:
+  """``(1 - eps) t + eps / C``: label smoothing, the one copy."""
+  return (1.0 - label_smoothing) * targets + label_smoothing / targets.shape[-1]
+
+
+def log1m_softmax(logits: jax.Array) -> jax.Array:
+  """``log(1 - softmax(logits))`` for every class, exactly.
+
+  Only the arg-max class can have ``p > 1/2``; for it ``log(1 - p)`` is
+  ``logsumexp(z without it) - logsumexp(z)`` (never
+  ``log(1 - exp(log p))``, which is ``-inf`` once ``p`` rounds to 1).
+  Every other class has ``p <= 1/2``, where ``log1p(-p)`` is exact.
+  """
+  s = shifted(logits)
+  is_max = argmax_mask(s)
+  log_total = jnp.log(jnp.sum(jnp.exp(s), axis=-1, keepdims=True))
+  others = jnp.log(jnp.sum(jnp.where(is_max, 0.0, jnp.exp(s)), axis=-1,
+                           keepdims=True))
+  return jnp.where(is_max, others - log_total,
+                   jnp.log1p(-jnp.exp(s - log_total)))
+
+
+def target_stats(logits: jax.Array, labels: jax.Array):
+  """``log p_y``, ``log(1 - p_y)`` and ``q = softmax(z without y)``.
+
+  One masked sum of exponentials over the other classes, shifted by their
+  max ``m``: ``log p_y = d - logaddexp(log S, d)`` and
+  ``log(1 - p_y) = log S - logaddexp(log S, d)`` with ``d = z_y - m`` and
+  ``S = sum_{k != y} exp(z_k - m)``: exact at any offset, and
+  ``log(1 - p_y)`` is a sum, not a difference. ``q`` (the normalised
+  exponentials) serves the gradient. A -inf logit contributes 0 to ``S``
+  and to ``q``. Out-of-range labels give finite values that the caller
+  masks.
+  """
+  z_y = jnp.take_along_axis(logits, labels[..., None], axis=-1,
+                            mode="clip")
+  others = jnp.where(is_target(logits, labels), -jnp.inf, logits)
+  top = jnp.max(others, axis=-1, keepdims=True)
+  # No finite other class (C = 1, or all others masked): shift by z_y.
+  top = jax.lax.stop_gradient(jnp.where(jnp.isfinite(top), top, z_y))
+  exps = jnp.exp(others - top)  # 0 at the target class.
+  total = jnp.sum(exps, axis=-1, keepdims=True)
+  q = exps / jnp.where(total > 0.0, total, 1.0)
+  d = (z_y - top)[..., 0]
+  log_total = jnp.log(total)[..., 0]
+  lse = jnp.logaddexp(log_total, d)
+  return d - lse, log_total - lse, q
+
+
+# --------------------------------------------------------------------------
+# Powers and ratios.
+# --------------------------------------------------------------------------
+def pow_from_log(log_x: jax.Array, gamma: jax.Array) -> jax.Array:
+  """``x^gamma`` from ``log(x)`` as ``exp(gamma log x)``.
+
+  ``gamma = 0`` gives exactly 1, also at ``x = 0`` where ``0 * -inf`` would
+  be NaN.
+  """
+  return jnp.where(gamma == 0, 1.0, jnp.exp(gamma * log_x))
+
+
+def log_ratio(log_p: jax.Array, log1m_p: jax.Array) -> jax.Array:
+  """``log(p) / (1 - p)``, which tends to -1 as ``p -> 1``.
+
+  It carries the focusing-weight gradient ``(1-p)^(gamma-1) log p`` of
+  focal-type losses: written as ``(1-p)^gamma * log_ratio`` it stays finite
+  for ``gamma < 1`` where the plain product is ``inf * 0``. For ``p > 1/2``
+  the numerator is ``log1p(-(1-p))``, exact because ``1-p`` comes exactly
+  from ``log1m_p``.
+  """
+  one_minus_p = jnp.exp(log1m_p)
+  high = log_p > -jnp.log(2.0)
+  safe = jnp.where(one_minus_p > 0, one_minus_p, 1.0)
+  near_one = jnp.where(one_minus_p > 0, jnp.log1p(-one_minus_p) / safe, -1.0)
+  return jnp.where(high, near_one, log_p / safe)
+
+
+def log_softmax_vjp(probs: jax.Array, dloss_dlogp: jax.Array) -> jax.Array:
+  """Gradient wrt the logits from the gradient wrt ``log_softmax(logits)``.
+
+  ``d/dz_j = c_j - p_j sum_k c_k`` with ``c = dL/dlog p``. Every loss of the
+  form ``sum_k t_k phi(p_k)`` has ``c_k = t_k p_k phi'(p_k)``, bounded where
+  ``phi'`` alone is not (``-1/p`` for cross entropy).
+  """
+  return dloss_dlogp - probs * jnp.sum(dloss_dlogp, axis=-1, keepdims=True)
+
+
+def softmax_vjp(probs: jax.Array, dloss_dp: jax.Array) -> jax.Array:
+  """Gradient wrt the logits from the gradient wrt ``softmax(logits)``."""
+  return log_softmax_vjp(probs, probs * dloss_dp)
+
+
+# --------------------------------------------------------------------------
+# Sigmoid.
+# --------------------------------------------------------------------------
+def sigmoid_parts(z: jax.Array
+                  ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+  """``σ(z)``, ``1 - σ(z)``, ``log σ(z)``, ``log(1 - σ(z))`` from one ``exp``.
+
+  With ``e = exp(-|z|)`` (never overflows) and ``l = log1p(e)``:
+  ``log σ(z) = min(z, 0) - l``, ``log σ(-z) = min(-z, 0) - l``, and
+  ``σ(±z)`` are ``1/(1+e)`` and ``e/(1+e)`` by the sign of ``z``, each
+  exact at every logit, ``±inf`` included.
+  """
+  e = jnp.exp(-jnp.abs(z))
+  l = jnp.log1p(e)
+  r = 1.0 / (1.0 + e)
+  nonneg = z >= 0
+  return (jnp.where(nonneg, r, e * r), jnp.where(nonneg, e * r, r),
+          jnp.minimum(z, 0.0) - l, jnp.minimum(-z, 0.0) - l)
+
+
+def swap_sides(parts):
+  """:func:`sigmoid_parts` of ``-z`` from those of ``z``: no new exp."""
+  p, one_minus_p, log_p, log1m_p = parts
+  return one_minus_p, p, log1m_p, log_p
+
+
+def mix_targets(term, z: jax.Array, t: jax.Array, *hyper, pos_weight=1.0,
+                neg_weight=1.0):
+  """``t a+ f(z) + (1-t) a- f(-z)`` and its derivative wrt ``z``.
+
+  ``term(parts, *hyper)`` is the loss of a positive element and its
+  derivative wrt its logit, from the :func:`sigmoid_parts` of that logit; a
+  negative at ``z`` is a positive at ``-z`` because ``σ(-z) = 1 - σ(z)``, so
+  both sides share one exp and one log. A zero weight drops its side even
+  where that side is infinite (``z = +inf`` for a negative), as the math
+  does.
+  """
+  parts = sigmoid_parts(z)
+  pos, dpos = term(parts, *hyper)
+  neg, dneg = term(swap_sides(parts), *hyper)
+  a, b = t * pos_weight, (1.0 - t) * neg_weight
+  return (xlogp(a, pos) + xlogp(b, neg),
+          xlogp(a, dpos) - xlogp(b, dneg))
+
+
+# --------------------------------------------------------------------------
+# Loss pieces shared by two families.
+# --------------------------------------------------------------------------
+def conservative_bonus(log_p, log1m_p, log_end, floor):
+  """The Encouraging Loss's bonus ``b(p)`` and its regions.
+
+  Returns ``(bonus, linear, log_region, 1 - LE)``: ``linear`` marks
+  ``p > log_end`` (the tangent line), ``log_region`` marks ``log(1-p)``
+  above the floor. Shared by the softmax and the sigmoid Encouraging Loss.
+  """
+  p = jnp.exp(log_p)
+  linear = p > log_end
+  # log_end = 1 never selects the tangent; the safe denominator only keeps
+  # the unselected branch free of 0/0.
+  one_minus_le = jnp.where(log_end < 1.0, 1.0 - log_end, 1.0)
+  tangent = jnp.log1p(-jnp.minimum(log_end, 1.0 - 1e-7)) - (
+      p - log_end) / one_minus_le
+  log_floor = jnp.log(floor)  # floor = 0 gives -inf: no floor.
+  log_region = ~linear & (log1m_p >= log_floor)
+  bonus = jnp.where(linear, tangent, jnp.maximum(log1m_p, log_floor))
+  return bonus, linear, log_region, one_minus_le
+
+
+def focal_positive(parts, gamma, weight_as_constant=False):
+  """``-(1-p)^g log p`` of a positive and its derivative wrt its logit ``m``.
+
+  ``parts`` are the :func:`sigmoid_parts` of ``m``.
+
+  ``d/dm = w (g p log p - (1-p))`` with ``w = (1-p)^g``: the focusing
+  weight's gradient with ``(1-p)`` cancelled, so ``0 < g < 1`` stays finite
+  at ``p -> 1`` and ``p log p -> 0`` at ``p -> 0``. With
+  ``weight_as_constant`` (a bool, possibly traced) the weight's gradient is
+  stopped, in the value too, so autodiff wrt ``gamma`` agrees. Shared by
+  the sigmoid focal loss and ASL's positives.
+  """
+  p, one_minus_p, log_p, log1m_p = parts
+  weight = pow_from_log(log1m_p, gamma)
+  weight = jnp.where(weight_as_constant, jax.lax.stop_gradient(weight), weight)
+  focusing = jnp.where(weight_as_constant, 0.0, gamma * xlogp(p, log_p))
+  return -xlogp(weight, log_p), weight * (focusing - one_minus_p)
+
+
+def focal_curve(log_x, log1m_x, gamma, weight_as_constant=False):
+  """``h(x) = -x^g log(1 - x)`` and ``dh/dx`` from ``log x``, ``log(1 - x)``.
+
+  ``x`` is the probability of the wrong side (``1 - p`` for a positive,
+  ``p`` or the clipped ``p_m`` for a negative):
+  ``dh/dx = x^g (1/(1-x) - g log(1-x)/x)``; ``log(1-x)/x`` is
+  :func:`log_ratio` (-1 at ``x = 0``), so ``0 < g < 1`` stays finite.
+  ``x = 1`` gives ``inf`` for both, their limits. The steepness curves of
+  the sigmoid focal loss and ASL.
+  """
+  weight = pow_from_log(log_x, gamma)
+  focusing = jnp.where((gamma == 0) | weight_as_constant, 0.0,
+                       gamma * log_ratio(log1m_x, log_x))
+  return -weight * log1m_x, weight * (jnp.exp(-log1m_x) - focusing)

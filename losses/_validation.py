@@ -1,0 +1,231 @@
+"""Input checks run in Python before tracing.
+
+Dtypes, shapes and concrete hyperparameter ranges, so a user gets an error
+naming the argument instead of a traceback from inside XLA. Traced values
+(a schedule inside ``jax.jit``) cannot be read without a host round trip;
+they are the caller's responsibility, as in optax.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+HALF_PRECISION = (jnp.bfloat16, jnp.float16)
+
+
+def is_concrete(x: Any) -> bool:
+  """True when ``x`` holds a value now (not a tracer under jit/grad/vmap)."""
+  return not isinstance(x, jax.core.Tracer)
+
+
+def as_array(x: Any, name: str) -> jax.Array:
+  """``jnp.asarray`` with an error that names the argument."""
+  try:
+    return jnp.asarray(x)
+  except TypeError as e:
+    raise TypeError(f"`{name}` must be a numeric array, got "
+                    f"{type(x).__name__} ({e.__class__.__name__}).") from None
+
+
+def as_float(x: Any) -> jax.Array:
+  """A hyperparameter as a float array, so jit traces it instead of baking it.
+
+  The default float type: float32, or float64 under ``jax_enable_x64``.
+  """
+  return jnp.asarray(x, dtype=jnp.result_type(float))
+
+
+def check_logits(logits: Any, name: str = "logits") -> jax.Array:
+  """``logits`` as a float array, upcast to float32 from half precision.
+
+  Half-precision inputs are computed in float32: ``log(1 - p)`` and the
+  focusing weights lose every digit in bfloat16 near ``p = 1``.
+  """
+  logits = as_array(logits, name)
+  if not jnp.issubdtype(logits.dtype, jnp.floating):
+    raise TypeError(
+        f"`{name}` must be a floating-point array, got dtype {logits.dtype}; "
+        f"cast it with `.astype(jnp.float32)`.")
+  if logits.ndim < 1:
+    raise ValueError(f"`{name}` must have at least one axis (classes), got a "
+                     "scalar.")
+  if logits.dtype in HALF_PRECISION:
+    logits = logits.astype(jnp.float32)
+  return logits
+
+
+def check_range(value: Any, name: str, low: float | None = None,
+                high: float | None = None, *, low_open: bool = False,
+                high_open: bool = False) -> None:
+  """Raises ``ValueError`` if a concrete ``value`` leaves ``[low, high]``."""
+  if value is None or not is_concrete(value):
+    return
+  v = np.asarray(value, dtype=np.float64)
+  bad = np.zeros(v.shape, bool)
+  if low is not None:
+    bad |= (v <= low) if low_open else (v < low)
+  if high is not None:
+    bad |= (v >= high) if high_open else (v > high)
+  bad |= np.isnan(v)
+  if np.any(bad):
+    lo = "(" if low_open else "["
+    hi = ")" if high_open else "]"
+    allowed = (f"{lo}{'-inf' if low is None else low}, "
+               f"{'inf' if high is None else high}{hi}")
+    shown = v if v.size <= 8 else f"array of shape {v.shape}"
+    raise ValueError(f"`{name}` must lie in {allowed}, got {shown}.")
+
+
+def check_label_range(labels: jax.Array, num_classes: int,
+                      name: str = "labels") -> None:
+  """Eagerly rejects integer labels outside ``[0, num_classes)``.
+
+  Under jit the labels are tracers and cannot be read; there an
+  out-of-range label masks its example (loss 0, zero gradient).
+  """
+  if not is_concrete(labels) or labels.size == 0:
+    return
+  # NumPy, not jnp: under a trace jnp.min of a constant is a tracer.
+  values = np.asarray(labels)
+  lo, hi = int(values.min()), int(values.max())
+  if lo < 0 or hi >= num_classes:
+    raise ValueError(
+        f"integer `{name}` must lie in [0, {num_classes}) for {num_classes} "
+        f"classes, got values in [{lo}, {hi}].")
+
+
+def is_integer(labels: jax.Array) -> bool:
+  return jnp.issubdtype(labels.dtype, jnp.integer)
+
+
+def softmax_labels(logits: jax.Array, labels: Any,
+                   name: str = "labels") -> jax.Array:
+  """Integer labels ``[...]`` (kept as integers) or float targets ``[..., C]``.
+
+  Integer labels stay integers so the losses take their one-hot fast path.
+  Boolean targets ``[..., C]`` (one-hot or multi-hot) are float targets,
+  as in the sigmoid family. Soft targets are used as given (rows are not
+  renormalised: the losses are linear in the target, so a row summing to
+  ``s`` scales that example by ``s``).
+  """
+  labels = as_array(labels, name)
+  if labels.dtype == jnp.bool_:
+    labels = labels.astype(logits.dtype)
+  num_classes = logits.shape[-1]
+  if is_integer(labels):
+    if labels.shape != logits.shape[:-1]:
+      raise ValueError(
+          f"integer `{name}` must have shape logits.shape[:-1] = "
+          f"{logits.shape[:-1]}, got {labels.shape}.")
+    check_label_range(labels, num_classes, name)
+    return labels.astype(jnp.int32)
+  if jnp.issubdtype(labels.dtype, jnp.floating):
+    if labels.shape != logits.shape:
+      raise ValueError(
+          f"soft `{name}` must have the logits' shape {logits.shape}, got "
+          f"{labels.shape} (pass integer labels of shape {logits.shape[:-1]} "
+          "for hard labels).")
+    return labels.astype(logits.dtype)
+  raise TypeError(f"`{name}` must be integer class indices, bool or float "
+                  f"targets, got dtype {labels.dtype}.")
+
+
+def sigmoid_targets(logits: jax.Array, labels: Any,
+                    name: str = "labels") -> jax.Array:
+  """Binary or multi-hot targets (bool, int, float) as floats, logits' shape."""
+  labels = as_array(labels, name)
+  if labels.dtype == jnp.bool_ or is_integer(labels):
+    labels = labels.astype(logits.dtype)
+  elif not jnp.issubdtype(labels.dtype, jnp.floating):
+    raise TypeError(f"`{name}` must be bool, integer or float, got dtype "
+                    f"{labels.dtype}.")
+  try:
+    shape = jnp.broadcast_shapes(labels.shape, logits.shape)
+  except ValueError:
+    shape = None
+  if shape != logits.shape:
+    raise ValueError(f"`{name}` of shape {labels.shape} does not broadcast to "
+                     f"the logits' shape {logits.shape}.")
+  return jnp.broadcast_to(labels.astype(logits.dtype), logits.shape)
+
+
+def check_where(where: Any, shapes: tuple[tuple[int, ...], ...]
+                ) -> jax.Array | None:
+  """A boolean mask that broadcasts to one of ``shapes``, or None."""
+  if where is None:
+    return None
+  where = jnp.asarray(where)
+  for shape in shapes:
+    try:
+      if jnp.broadcast_shapes(where.shape, shape) == tuple(shape):
+        return where.astype(bool)
+    except ValueError:
+      pass
+  allowed = " or ".join(str(tuple(s)) for s in shapes)
+  raise ValueError(f"`where` of shape {where.shape} does not broadcast to "
+                   f"{allowed}.")
+
+
+def check_axis(logits: jax.Array, axis: int) -> int:
+  """``axis`` as a non-negative index into ``logits``' axes."""
+  if not isinstance(axis, (int, np.integer)) or not (
+      -logits.ndim <= axis < logits.ndim):
+    raise ValueError(f"`axis` must be an integer in [{-logits.ndim}, "
+                     f"{logits.ndim}) for logits of shape {logits.shape}, "
+                     f"got {axis!r}.")
+  return int(axis) % logits.ndim
+
+
+def check_probability(p: Any) -> jax.Array:
+  """A steepness curve's ``p`` as floats (half in float32), checked in [0, 1]."""
+  p = jnp.asarray(p)
+  if not jnp.issubdtype(p.dtype, jnp.floating) or p.dtype in HALF_PRECISION:
+    p = p.astype(jnp.result_type(float))
+  check_range(p, "p", 0.0, 1.0)
+  return p
+
+
+def check_binary_target(target: Any) -> jax.Array:
+  """A steepness curve's ``target``: 1 (positive) or 0 (negative)."""
+  if is_concrete(target):
+    values = np.asarray(target)
+    if not np.all((values == 0) | (values == 1)):
+      raise ValueError(
+          f"`target` must be 1 (positive) or 0 (negative), got {values}.")
+  return jnp.asarray(target)
+
+
+def check_transition_matrix(transition_matrix: Any,
+                            num_classes: int | None = None,
+                            name: str = "transition_matrix") -> jax.Array:
+  """Checks a ``[C, C]`` row-stochastic ``T[i, j] = P(noisy = j | clean = i)``.
+
+  The shape is always checked; the values (non-negative, finite, rows
+  summing to 1 within 1e-5, float32's precision for ``C`` up to thousands)
+  when they are concrete. Returns the matrix as an array, unchanged.
+
+  Raises:
+    ValueError: naming ``name`` and what is wrong.
+  """
+  t = as_array(transition_matrix, name)
+  c = t.shape[0] if num_classes is None and t.ndim else num_classes
+  if t.ndim == 2 and t.shape[0] == t.shape[1] and t.shape != (c, c):
+    raise ValueError(f"`{name}` is {t.shape[0]}x{t.shape[1]} but there are "
+                     f"{c} classes: it must have shape ({c}, {c}).")
+  if t.shape != (c, c):
+    raise ValueError(f"`{name}` must be a square matrix of shape ({c}, {c}) "
+                     f"(one row and one column per class), got {t.shape}.")
+  if is_concrete(t):
+    tn = np.asarray(t, np.float64)
+    if np.any(tn < 0) or np.any(~np.isfinite(tn)):
+      raise ValueError(f"`{name}` must be non-negative and finite.")
+    sums = tn.sum(axis=1)
+    if not np.allclose(sums, 1.0, atol=1e-5):
+      raise ValueError(f"`{name}` must be row-stochastic (each row "
+                       f"P(noisy | clean = i) must sum to 1); row sums are "
+                       f"{np.round(sums, 6)}.")
+  return t

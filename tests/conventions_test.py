@@ -1,0 +1,105 @@
+"""optax's conventions: ``where`` in both forms, ``axis``, targets, defaults."""
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import losses
+from tests import softmax_losses_test
+
+CASES = softmax_losses_test.CASES
+C = softmax_losses_test.C
+
+rng = np.random.default_rng(8)
+Z = (2.0 * rng.normal(size=(4, C))).astype(np.float32)
+Y = np.array([0, 1, 3, 4], np.int32)
+# Per-class mask: class 2 (never a label) masked everywhere, class 0 in row 1.
+MASK = np.ones((4, C), bool)
+MASK[:, 2] = False
+MASK[1, 0] = False
+
+
+def _sum_grad(loss, labels, **kwargs):
+  return jax.grad(lambda x: jnp.sum(loss(x, labels, **kwargs)))
+
+
+class WhereTest(parameterized.TestCase):
+
+  def test_both_forms_match_optax_cross_entropy(self):
+    rows = np.array([True, False, True, True])
+    np.testing.assert_allclose(
+        losses.cross_entropy(Z, Y, where=rows),
+        optax.softmax_cross_entropy_with_integer_labels(Z, Y, where=rows),
+        rtol=1e-6)
+    np.testing.assert_allclose(
+        losses.cross_entropy(Z, Y, where=MASK),
+        optax.softmax_cross_entropy_with_integer_labels(Z, Y, where=MASK),
+        rtol=1e-6)
+    t = np.eye(C, dtype=np.float32)[Y]
+    np.testing.assert_allclose(
+        losses.cross_entropy(Z, t, where=MASK),
+        optax.softmax_cross_entropy(Z, t, where=MASK), rtol=1e-6)
+
+  @parameterized.named_parameters((c[0], c[1], c[2], c[4]) for c in CASES
+                                  if c[0] != "ce_smooth")
+  def test_masked_classes_leave_the_softmax(self, loss, grad, kwargs):
+    """A class masked by ``where`` is a class with a -inf logit."""
+    mask = np.ones((4, C), bool)
+    mask[:, 2] = False
+    minus_inf = np.where(mask, Z, -np.inf).astype(np.float32)
+    np.testing.assert_allclose(loss(Z, Y, where=mask, **kwargs),
+                               loss(minus_inf, Y, **kwargs), rtol=1e-6)
+    g = _sum_grad(loss, Y, where=mask, **kwargs)(Z)
+    np.testing.assert_allclose(g, _sum_grad(loss, Y, **kwargs)(minus_inf),
+                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(g[:, 2], 0.0)
+    np.testing.assert_allclose(grad(Z, Y, where=mask, **kwargs), g,
+                               rtol=1e-5, atol=1e-7)
+
+
+class AxisTest(parameterized.TestCase):
+
+  @parameterized.named_parameters((c[0], c[1], c[2], c[4]) for c in CASES)
+  def test_class_axis_first(self, loss, grad, kwargs):
+    moved = np.ascontiguousarray(Z.T)  # [C, B]
+    np.testing.assert_allclose(loss(moved, Y, axis=0, **kwargs),
+                               loss(Z, Y, **kwargs), rtol=1e-6)
+    np.testing.assert_allclose(grad(moved, Y, axis=0, **kwargs),
+                               grad(Z, Y, **kwargs).T, rtol=1e-6)
+    t = np.eye(C, dtype=np.float32)[Y]
+    np.testing.assert_allclose(loss(moved, t.T, axis=0, **kwargs),
+                               loss(Z, t, **kwargs), rtol=1e-6)
+
+  def test_matches_optax_axis(self):
+    z = rng.normal(size=(3, C, 2)).astype(np.float32)
+    y = rng.integers(0, C, size=(3, 2))
+    np.testing.assert_allclose(
+        losses.cross_entropy(z, y, axis=1),
+        optax.softmax_cross_entropy_with_integer_labels(z, y, axis=1),
+        rtol=1e-6)
+
+
+class TargetsAndDefaultsTest(parameterized.TestCase):
+
+  @parameterized.named_parameters((c[0], c[1], c[4]) for c in CASES)
+  def test_boolean_targets_are_one_hot_floats(self, loss, kwargs):
+    one_hot = np.eye(C)[Y]
+    np.testing.assert_allclose(loss(Z, one_hot.astype(bool), **kwargs),
+                               loss(Z, one_hot.astype(np.float32), **kwargs),
+                               rtol=1e-6)
+
+  def test_sigmoid_focal_loss_has_optax_defaults(self):
+    t = (rng.random(size=Z.shape) < 0.3).astype(np.float32)
+    np.testing.assert_allclose(losses.sigmoid_focal_loss(Z, t),
+                               optax.sigmoid_focal_loss(Z, t), rtol=1e-5,
+                               atol=1e-7)
+    np.testing.assert_allclose(losses.sigmoid_focal_loss(Z, t, alpha=0.25),
+                               optax.sigmoid_focal_loss(Z, t, alpha=0.25),
+                               rtol=1e-5, atol=1e-7)
+
+
+if __name__ == "__main__":
+  absltest.main()

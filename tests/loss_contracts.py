@@ -1,0 +1,80 @@
+"""The compile contracts every loss family shares, as one test factory.
+
+``retrace_tests(traced, inputs)`` builds the TestCase that checks, for each
+``(loss, keyword, value_a, value_b)``: that a hyperparameter passed as a
+traced jit argument compiles once for every value, and that eager calls
+with a new value reuse the library's compiled core.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from absl.testing import parameterized
+import chex
+import jax
+import jax.numpy as jnp
+
+
+class Float64Test(parameterized.TestCase):
+  """A TestCase run with ``jax_enable_x64`` (float64 references)."""
+
+  def setUp(self):
+    super().setUp()
+    jax.config.update("jax_enable_x64", True)
+
+  def tearDown(self):
+    jax.config.update("jax_enable_x64", False)
+    super().tearDown()
+
+
+def compiled_cores(module) -> list[Any]:
+  """The jitted cores a loss module holds (directly or in loss objects)."""
+  found = []
+  for value in vars(module).values():
+    for item in (value.values() if isinstance(value, dict) else (value,)):
+      if hasattr(item, "_cache_size"):
+        found.append(item)
+      found.extend(getattr(item, "cores", ()))
+  return found
+
+
+def retrace_tests(traced: list[tuple[Callable, str, Any, Any]],
+                  inputs: Callable[[], tuple[Any, Any]]
+                  ) -> type[parameterized.TestCase]:
+  """A TestCase with the retrace and compile-cache checks of ``traced``.
+
+  ``inputs()`` returns float32 ``(logits, labels)`` the losses accept.
+  """
+
+  class RetraceTest(parameterized.TestCase):
+
+    @parameterized.parameters(*traced)
+    def test_hyperparameter_change_does_not_retrace(self, loss, key, a, b):
+      z, labels = inputs()
+
+      @jax.jit
+      @chex.assert_max_traces(n=1)
+      def step(z, hyper):
+        return jax.grad(lambda x: jnp.sum(loss(x, labels, **{key: hyper})))(z)
+
+      chex.clear_trace_counter()
+      # Arrays, as a schedule hands them over: each value is a tracer of the
+      # same abstract value, so only a hyperparameter the library made
+      # static (or concretised) can make this trace twice or fail.
+      step(z, jnp.asarray(a))
+      step(z, jnp.asarray(b))
+
+    @parameterized.parameters(*traced)
+    def test_eager_calls_reuse_the_compiled_core(self, loss, key, a, b):
+      z, labels = inputs()
+      cores = compiled_cores(__import__(loss.__module__, fromlist=["_"]))
+      self.assertNotEmpty(cores, f"no jitted core found in {loss.__module__}")
+      loss(z, labels, **{key: a})
+      # pylint: disable=protected-access
+      before = sum(c._cache_size() for c in cores)
+      self.assertGreater(before, 0, "the call compiled none of the cores")
+      loss(z, labels, **{key: b})
+      self.assertEqual(sum(c._cache_size() for c in cores), before)
+
+  return RetraceTest

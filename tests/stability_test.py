@@ -1,0 +1,125 @@
+"""Every softmax loss under large logit offsets and masked (-inf) classes.
+
+The cases of optax's classification stability tests, run on every softmax
+loss of ``tests/softmax_losses_test.py``: a softmax loss is invariant to a
+constant added to the logits, so uniform logits at any offset give the loss
+at zero logits, and a shift by 1e6 (exact in float32 for these logits)
+changes neither value nor gradient; a -inf logit on a non-target class gives
+the values and gradients of the problem without that class.
+"""
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from tests import softmax_losses_test as cases_module
+
+CASES = cases_module.CASES
+BY_NAME = cases_module.BY_NAME
+NAMES = cases_module.NAMES
+C = cases_module.C
+
+# Cases whose targets put mass on every class: a -inf logit makes the loss
+# truly infinite (its gradient stays finite).
+_MASS_ON_EVERY_CLASS = ("ce_smooth",)
+# Hyperparameters tied to C (ASL's smoothing spreads eps / C): the problem
+# without the class is not the same call with one column fewer; only
+# finiteness and a zero gradient are checked. (ASL's weight p^gamma_neg
+# takes a masked class's smoothed target mass to 0.)
+_TIED_TO_C = ("forward", "mse_normalized", "asl_single", "asl_single_gp")
+
+_OFFSETS = [("f32_1e6", np.float32, 1e6), ("f32_1e8", np.float32, 1e8),
+            ("f16_4096", np.float16, 4096.0), ("bf16_256", jnp.bfloat16, 256.0)]
+
+
+def _labels(soft, y, num_classes=C):
+  return np.eye(num_classes, dtype=np.float32)[y] if soft else y
+
+
+def _value_and_grad(loss, z, labels, kwargs):
+  value = loss(z, labels, **kwargs)
+  grad = jax.grad(lambda x: jnp.sum(loss(x, labels, **kwargs)))(z)
+  return (np.asarray(value, np.float32),
+          np.asarray(grad, np.float32))
+
+
+class OffsetTest(parameterized.TestCase):
+  pytestmark = pytest.mark.slow  # 368 cases, each compiling its own shapes.
+
+  @parameterized.product(case=NAMES, offset=_OFFSETS, sign=(1.0, -1.0),
+                         soft=(False, True))
+  def test_uniform_logits_at_any_offset(self, case, offset, sign, soft):
+    _, loss, grad, _, kwargs = BY_NAME[case]
+    _, dtype, magnitude = offset
+    y = np.array([0, 2, 4], np.int32)
+    labels = _labels(soft, y)
+    zero = jnp.zeros((3, C), dtype)
+    far = jnp.full((3, C), sign * magnitude, dtype)
+    want, want_grad = _value_and_grad(loss, zero, labels, kwargs)
+    got, got_grad = _value_and_grad(loss, far, labels, kwargs)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    # Half-precision gradients are rounded to their dtype: compare there.
+    tol = 1e-6 if dtype == np.float32 else 1e-2
+    np.testing.assert_allclose(got_grad, want_grad, rtol=tol, atol=tol)
+    np.testing.assert_allclose(
+        np.asarray(grad(far, labels, **kwargs), np.float32), want_grad,
+        rtol=tol, atol=tol)
+
+
+class ShiftTest(parameterized.TestCase):
+
+  @parameterized.product(case=NAMES, soft=(False, True))
+  def test_shift_by_1e6_changes_nothing(self, case, soft):
+    _, loss, _, _, kwargs = BY_NAME[case]
+    rng = np.random.default_rng(3)
+    # Multiples of 1/16: exact in float32 after adding 1e6 (spacing 1/16).
+    z = (np.round(rng.normal(size=(6, C)) * 32) / 16).astype(np.float32)
+    y = rng.integers(0, C, size=6).astype(np.int32)
+    labels = _labels(soft, y)
+    want, want_grad = _value_and_grad(loss, z, labels, kwargs)
+    for shift in (1e6, -1e6):
+      got, got_grad = _value_and_grad(loss, z + np.float32(shift), labels,
+                                      kwargs)
+      np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+      np.testing.assert_allclose(got_grad, want_grad, rtol=1e-5, atol=1e-6)
+
+
+class MaskedClassTest(parameterized.TestCase):
+
+  @parameterized.product(case=NAMES, soft=(False, True))
+  def test_minus_inf_logit_removes_its_class(self, case, soft):
+    _, loss, grad, _, kwargs = BY_NAME[case]
+    rng = np.random.default_rng(4)
+    z = (2.0 * rng.normal(size=(4, C))).astype(np.float32)
+    y = np.array([0, 1, 3, 4], np.int32)
+    masked = 2  # never a label
+    z[:, masked] = -np.inf
+    got, got_grad = _value_and_grad(loss, z, _labels(soft, y), kwargs)
+    analytic = np.asarray(grad(z, _labels(soft, y), **kwargs))
+    self.assertTrue(np.all(np.isfinite(got_grad)), got_grad)
+    np.testing.assert_allclose(analytic, got_grad, rtol=1e-5, atol=1e-6)
+    if case in _MASS_ON_EVERY_CLASS:
+      np.testing.assert_array_equal(got, np.inf)
+      return
+    self.assertTrue(np.all(np.isfinite(got)), got)
+    np.testing.assert_array_equal(got_grad[:, masked], 0.0)
+    if case in _TIED_TO_C:
+      return
+    keep = [k for k in range(C) if k != masked]
+    small_kwargs = dict(kwargs)
+    if isinstance(kwargs.get("alpha"), np.ndarray):
+      small_kwargs["alpha"] = kwargs["alpha"][keep]
+    y_small = np.where(y > masked, y - 1, y).astype(np.int32)
+    want, want_grad = _value_and_grad(loss, z[:, keep],
+                                      _labels(soft, y_small, C - 1),
+                                      small_kwargs)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_grad[:, keep], want_grad, rtol=1e-5,
+                               atol=1e-6)
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,107 @@
+"""Every public loss under every JAX transform, against its plain formula.
+
+``jax.jvp``, ``jax.linearize``, ``jax.grad``, ``jax.hessian``, ``jax.vmap``
+and ``jax.jit`` of each loss, in float64, equal the same transform of the
+plain formula of tests/*_reference.py (no custom rule there), so forward
+mode, reverse mode and second derivatives all see the stable derivative.
+"""
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from tests import asymmetric_test
+from tests import loss_contracts
+from tests import sigmoid_focal_test
+from tests import sigmoid_test
+from tests import softmax_losses_test
+
+_SOFTMAX = [(name, loss, ref, kwargs)
+            for name, loss, _, ref, kwargs in softmax_losses_test.CASES]
+_SIGMOID = [(c.name, c.loss, c.reference, c.kwargs)
+            for module in (sigmoid_test, sigmoid_focal_test, asymmetric_test)
+            for c in module.CASES]
+# Where the "gradient" is by design not the derivative of the value (a
+# prediction or focusing weight held constant), the plain formula's
+# stop_gradient blocks every order, the custom rule only the first: no
+# Hessian comparison there.
+_FIRST_ORDER_ONLY = ("boot_soft_const", "weight_as_constant")
+
+
+def _softmax_inputs():
+  rng = np.random.default_rng(5)
+  z = 2.0 * rng.normal(size=(3, 4))
+  y = np.array([0, 3, 1], np.int32)
+  return z, y, np.eye(4)[y]
+
+
+def _sigmoid_inputs():
+  rng = np.random.default_rng(6)
+  z = 2.0 * rng.normal(size=(2, 3))
+  t = (rng.random(size=z.shape) < 0.5).astype(np.float64)
+  return z, t, t
+
+
+def _functions(family, loss, ref, kwargs):
+  """``(f, f_ref, z)``: the loss and its formula, summed, as functions of z."""
+  if family == "softmax":
+    z, labels, t = _softmax_inputs()
+    if "alpha" in kwargs and np.ndim(kwargs["alpha"]) == 1:
+      kwargs = dict(kwargs, alpha=np.asarray(kwargs["alpha"])[:4])
+    if "transition_matrix" in kwargs:
+      kwargs = dict(kwargs, transition_matrix=0.7 * np.eye(4) + 0.075)
+  else:
+    z, labels, t = _sigmoid_inputs()
+  ref_kwargs = {k: jnp.asarray(v) if isinstance(v, np.ndarray) else v
+                for k, v in kwargs.items()}
+  f = lambda x: jnp.sum(loss(x, labels, **kwargs))
+  f_ref = lambda x: jnp.sum(ref(x, jnp.asarray(t), **ref_kwargs))
+  return f, f_ref, jnp.asarray(z)
+
+
+_ALL = ([(f"softmax_{n}", "softmax", l, r, k) for n, l, r, k in _SOFTMAX]
+        + [(f"sigmoid_{l.__name__}_{n}", "sigmoid", l, r, k)
+           for n, l, r, k in _SIGMOID])
+
+
+class TransformTest(loss_contracts.Float64Test):
+
+  @parameterized.named_parameters(*_ALL)
+  def test_forward_and_reverse_mode(self, family, loss, ref, kwargs):
+    f, f_ref, z = _functions(family, loss, ref, kwargs)
+    dz = jnp.asarray(np.random.default_rng(7).normal(size=z.shape))
+    value, tangent = jax.jvp(f, (z,), (dz,))
+    want_value, want_tangent = jax.jvp(f_ref, (z,), (dz,))
+    np.testing.assert_allclose(value, want_value, rtol=1e-10)
+    np.testing.assert_allclose(tangent, want_tangent, rtol=1e-9, atol=1e-12)
+    _, linear = jax.linearize(f, z)
+    np.testing.assert_allclose(linear(dz), want_tangent, rtol=1e-9,
+                               atol=1e-12)
+    np.testing.assert_allclose(jax.jit(jax.grad(f))(z), jax.grad(f_ref)(z),
+                               rtol=1e-9, atol=1e-12)
+
+
+class SecondOrderTest(loss_contracts.Float64Test):
+  pytestmark = pytest.mark.slow  # a Hessian per loss configuration
+
+  @parameterized.named_parameters(
+      c for c in _ALL if not any(s in c[0] for s in _FIRST_ORDER_ONLY))
+  def test_hessian(self, family, loss, ref, kwargs):
+    f, f_ref, z = _functions(family, loss, ref, kwargs)
+    np.testing.assert_allclose(jax.hessian(f)(z), jax.hessian(f_ref)(z),
+                               rtol=1e-7, atol=1e-10)
+
+  @parameterized.named_parameters(*_ALL)
+  def test_vmap_of_gradient(self, family, loss, ref, kwargs):
+    f, f_ref, z = _functions(family, loss, ref, kwargs)
+    batch = jnp.stack([z, 0.5 * z, -z])
+    np.testing.assert_allclose(jax.vmap(jax.grad(f))(batch),
+                               jax.vmap(jax.grad(f_ref))(batch), rtol=1e-9,
+                               atol=1e-12)
+
+
+if __name__ == "__main__":
+  absltest.main()
