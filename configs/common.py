@@ -126,8 +126,10 @@ def base_config() -> config_dict.ConfigDict:
       # instead of seed + r for replica r.
       shared_across_replicas=False))
 
+  # dtype: of activations and matmuls, float32 or bfloat16 (parameters and
+  # optimiser state stay float32, logits are cast to float32 for the loss).
   c.model = config_dict.ConfigDict(dict(
-      name="cnn1d", width=config_dict.placeholder(_INT)))
+      name="cnn1d", width=config_dict.placeholder(_INT), dtype="float32"))
 
   c.loss = loss_config("cross_entropy")
 

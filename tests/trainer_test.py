@@ -63,6 +63,19 @@ class TrainerTest(parameterized.TestCase):
     self.assertGreater(summary["test_accuracy_last"], 0.35)  # chance: 0.10
     self.assertEqual(summary["recovery_accuracy_last"], 1.0)
 
+  def test_bfloat16_learns_like_float32(self):
+    accuracy = {}
+    for dtype in ("float32", "bfloat16"):
+      config = tiny_config(**{"noise.name": "none", "noise.rate": 0.0,
+                              "num_epochs": 8, "dataset.train_size": 1024,
+                              "model.name": "cnn1d", "model.dtype": dtype})
+      summary, records, _ = _run(config)
+      self.assertTrue(all(math.isfinite(r["train_loss"]) for r in records))
+      accuracy[dtype] = summary["test_accuracy_last"]
+    self.assertGreater(accuracy["bfloat16"], 0.35)  # chance: 0.10
+    self.assertAlmostEqual(accuracy["bfloat16"], accuracy["float32"],
+                           delta=0.05)
+
   def test_diverging_loss_raises(self):
     config = tiny_config(**{"optimizer.learning_rate": 1e8,
                             "optimizer.momentum": 0.0})

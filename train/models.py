@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -235,6 +236,9 @@ _BUILDERS: dict[str, Callable[..., nnx.Module]] = {
     "resnet18": _resnet18,
 }
 MODELS = tuple(_BUILDERS)
+# config.model.dtype -> the dtype of activations and matmuls (None: as the
+# parameters, float32).
+COMPUTE_DTYPES = {"float32": None, "bfloat16": jnp.bfloat16}
 
 
 def create(name: str, input_shape: Sequence[int], num_classes: int, *,
@@ -266,11 +270,21 @@ class Classifier:
   graphdef: nnx.GraphDef
   params: nnx.State
   model_state: nnx.State
+  compute_dtype: Any = None
 
   @classmethod
-  def split(cls, model: nnx.Module) -> "Classifier":
+  def split(cls, model: nnx.Module, *, dtype: str = "float32"
+            ) -> "Classifier":
+    """Splits ``model``; ``dtype`` (``COMPUTE_DTYPES``) of its computation.
+
+    Raises:
+      ValueError: an unknown ``dtype``.
+    """
+    if dtype not in COMPUTE_DTYPES:
+      raise ValueError(f"unknown dtype {dtype!r}; known: "
+                       f"{list(COMPUTE_DTYPES)}")
     graphdef, params, model_state = nnx.split(model, nnx.Param, ...)
-    return cls(graphdef, params, model_state)
+    return cls(graphdef, params, model_state, COMPUTE_DTYPES[dtype])
 
   def apply(self, params, model_state, x, *, train: bool
             ) -> tuple[jax.Array, nnx.State]:
@@ -280,11 +294,27 @@ class Classifier:
     (under ``jax.vjp`` inside ``jax.jit``, batch norm may then update its
     statistics, which NNX forbids on variables made in an outer trace).
     """
+    stored = model_state
     params, model_state = jax.tree.map(lambda x: x, (params, model_state))
+    if self.compute_dtype is not None:
+      # Mixed precision at the model's boundary: parameters (kept in float32
+      # by the optimiser, their gradients cast back by autodiff), statistics
+      # and inputs in the compute dtype, so every layer runs in it; batch
+      # norm still reduces in float32 (flax's default).
+      params, model_state, x = _cast((params, model_state, x),
+                                     self.compute_dtype)
     model = nnx.merge(self.graphdef, params, model_state)
     logits = model(x, train=train)
     _, _, model_state = nnx.split(model, nnx.Param, ...)
+    model_state = jax.tree.map(lambda new, old: new.astype(old.dtype),
+                               model_state, stored)
     return logits.astype(jnp.float32), model_state
+
+
+def _cast(tree, dtype):
+  return jax.tree.map(
+      lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating)
+      else x, tree)
 
 
 def num_params(params: nnx.State) -> int:

@@ -156,7 +156,8 @@ class _Run:
       self._model = lambda seed: models.create(
           config.model.name, data.input_shape, data.num_classes, seed=seed,
           **model_options)
-      self._model(config.seed)
+      models.Classifier.split(self._model(config.seed),
+                              dtype=config.model.dtype)
     except ValueError as e:
       raise ConfigError(f"config.model: {e}") from None
     for stage in self.stages:
@@ -208,7 +209,8 @@ class _Run:
     """The model's graph and a fresh train state (replica r: seed + r)."""
     states = []
     for r in range(self.replicas):
-      classifier = models.Classifier.split(self._model(stage.seed + r))
+      classifier = models.Classifier.split(self._model(stage.seed + r),
+                                           dtype=self.config.model.dtype)
       states.append(steps.init_state(classifier, stage.optimizer,
                                      stage.seed + r))
     state = jax.tree.map(lambda *leaves: np.stack(leaves), *states)
