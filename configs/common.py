@@ -155,6 +155,9 @@ def base_config() -> config_dict.ConfigDict:
   # and dispatches `steps_per_dispatch` steps per call: more than 1 helps
   # models whose step is shorter than the host's dispatch.
   c.log_every_steps = 0
+  # Validation and test every `eval_every_epochs` epochs and at the end of
+  # each stage (records of the epochs between hold no val_/test_ metrics).
+  c.eval_every_epochs = 1
   c.steps_per_dispatch = 1
   # A checkpoint every `checkpoint_every_epochs` epochs, but not sooner than
   # `checkpoint_min_seconds` after the previous one, and after the last.

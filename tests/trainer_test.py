@@ -104,6 +104,13 @@ class TrainerTest(parameterized.TestCase):
                                    np.asarray(b[key], float), rtol=1e-4,
                                    atol=1e-5, err_msg=key)
 
+  def test_evaluation_every_other_epoch_and_at_the_end(self):
+    _, records, _ = _run(tiny_config(num_epochs=3, eval_every_epochs=2))
+    self.assertEqual(["test_accuracy" in r for r in records],
+                     [False, True, True])
+    self.assertEqual(["val_clean_accuracy" in r for r in records],
+                     [False, True, True])
+
   def test_relabelling_changes_labels_from_begin_on(self):
     config = tiny_config(**{"loss.name": "jo", "label_state.mode": "hard",
                             "label_state.begin": 2, "num_epochs": 3})

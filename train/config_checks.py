@@ -109,7 +109,7 @@ def check(config: config_dict.ConfigDict, *, num_devices: int) -> None:
   """
   for key in ("num_epochs", "batch_size", "eval_batch_size",
               "checkpoint_every_epochs", "keep_checkpoints", "grad_bins",
-              "steps_per_dispatch", "replicas"):
+              "steps_per_dispatch", "replicas", "eval_every_epochs"):
     _positive_int(config, key)
   _require(isinstance(config.log_every_steps, int)
            and config.log_every_steps >= 0, "log_every_steps",

@@ -298,9 +298,12 @@ class _Run:
       self.label_metrics = self.measure_labels(
           label_state.labels, self.clean_rows, self.noisy_rows)
     update_seconds = time.perf_counter() - update_start
+    # Every `eval_every_epochs` epochs and at the end of every stage.
+    due = ((epoch + 1) % config.eval_every_epochs == 0
+           or epoch == stage.last_epoch)
     evaluated = {split: self.evaluate(state["params"], state["model_state"],
                                       *arrays)
-                 for split, arrays in self.eval_sets.items()}
+                 for split, arrays in self.eval_sets.items() if due}
     # One transfer for everything the record needs.
     labels, evaluated, step = jax.device_get(
         (self.label_metrics, evaluated, state["step"][0]))
