@@ -53,6 +53,17 @@ def parse_arg(arg: str | None, **defaults) -> config_dict.ConfigDict:
   return values
 
 
+def override(c: config_dict.ConfigDict, **values) -> config_dict.ConfigDict:
+  """Sets dotted keys (``**{'loss.name': 'focal'}``) of ``c``; returns it."""
+  for key, value in values.items():
+    *path, last = key.split(".")
+    target = c
+    for part in path:
+      target = target[part]
+    target[last] = value
+  return c
+
+
 def use_loss(c: config_dict.ConfigDict, name: str, *, begin: int,
              history: int = 10) -> None:
   """Sets ``c.loss`` to ``name`` with the library's defaults.

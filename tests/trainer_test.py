@@ -1,21 +1,21 @@
 """End-to-end tests of train/trainer.py on tiny runs (about 2 s each)."""
 
-import json
 import math
 import os
-import subprocess
-import sys
 import tempfile
 
 import numpy as np
 from absl.testing import absltest
 from absl.testing import parameterized
 
+from tests.tiny import printed
+from tests.tiny import run_on_eight_devices
 from tests.tiny import tiny_config
 from train import local_data
 from train import loss_registry
 from train import reporting
 from train import trainer
+from train import training_data
 
 # Measured durations differ between identical runs; nothing else may.
 TIMINGS = ("epoch_seconds", "label_update_seconds")
@@ -161,17 +161,19 @@ class TrainerTest(parameterized.TestCase):
 
   def test_validation_labels_carry_the_noise(self):
     config = tiny_config(**{"noise.rate": 0.5})
-    data, train, val = trainer.load_data(config)
+    loaded = training_data.load(config)
+    data, (train,), (val,) = loaded.dataset, loaded.train, loaded.val
     np.testing.assert_array_equal(val.clean_labels, data.val_y)
     self.assertBetween(np.mean(val.labels != val.clean_labels), 0.35, 0.55)
     # Independent of the training draw, which the flag leaves unchanged.
     config.noise.validation = False
-    _, train_again, clean_val = trainer.load_data(config)
+    (train_again,) = training_data.load(config).train
+    (clean_val,) = training_data.load(config).val
     np.testing.assert_array_equal(train.labels, train_again.labels)
     np.testing.assert_array_equal(clean_val.labels, data.val_y)
     config.noise.validation = True
     config.noise.seed = 7
-    _, _, other = trainer.load_data(config)
+    (other,) = training_data.load(config).val
     self.assertFalse(np.array_equal(other.labels, val.labels))
 
   def test_validation_accuracy_on_noisy_and_clean_labels(self):
@@ -225,16 +227,8 @@ class EightDevicesTest(absltest.TestCase):
   """8 fake CPU devices (a subprocess: XLA reads the flag at start-up)."""
 
   def test_same_metrics_as_one_device(self):
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
-               XLA_FLAGS="--xla_force_host_platform_device_count=8")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    result = subprocess.run([sys.executable, "-c", _EIGHT_DEVICE_SCRIPT],
-                            cwd=root, env=env, capture_output=True, text=True,
-                            check=False)
-    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-    line = next(l for l in result.stdout.splitlines()
-                if l.startswith("RECORDS"))
-    eight = without_timings(json.loads(line[len("RECORDS"):]))
+    eight = without_timings(printed(
+        run_on_eight_devices(self, _EIGHT_DEVICE_SCRIPT), "RECORDS"))
     _, one, _ = _run(sharding_config())
     one = without_timings(one)
     self.assertEqual(len(one), len(eight))

@@ -201,7 +201,7 @@ def _differences(saved: Mapping, current: Mapping, prefix: str = ""
 
 
 def check_resume(workdir: str, config: config_dict.ConfigDict, *,
-                 resuming: bool) -> None:
+                 resuming: bool, write: bool = True) -> None:
   """Saves the config in the workdir; a resumed run's must match the saved.
 
   Args:
@@ -209,6 +209,7 @@ def check_resume(workdir: str, config: config_dict.ConfigDict, *,
     config: this run's config.
     resuming: whether the workdir holds a checkpoint to resume (without one,
       a saved config is that of a run that never checkpointed: replaced).
+    write: whether to save the config (one process of a multi-process run).
 
   Raises:
     ConfigError: the workdir holds a checkpoint of a different config.
@@ -224,5 +225,6 @@ def check_resume(workdir: str, config: config_dict.ConfigDict, *,
           f"--workdir={workdir!r} holds a run of another config, so its "
           f"checkpoint cannot be resumed: {'; '.join(differences)}. Use a "
           f"new workdir, or delete this one to start over.")
-  with open(path, "w") as f:
-    json.dump(current, f, indent=2, sort_keys=True)
+  if write:
+    with open(path, "w") as f:
+      json.dump(current, f, indent=2, sort_keys=True)
