@@ -111,5 +111,17 @@ class MixedPrecisionTest(absltest.TestCase):
                               dtype="float16")
 
 
+class Conv1dTest(absltest.TestCase):
+
+  def test_slices_and_matmul_equal_the_convolution(self):
+    model = models.create("cnn1d", (40, 1), 10, seed=0)
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(16, 40, 1)),
+                    jnp.float32)
+    for conv in model.convs:
+      np.testing.assert_allclose(models._conv1d_as_matmul(conv, x),  # pylint: disable=protected-access
+                                 conv(x), rtol=1e-5, atol=1e-5)
+      x = nnx.relu(conv(x))
+
+
 if __name__ == "__main__":
   absltest.main()
