@@ -40,6 +40,7 @@ from absl import flags
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from configs import common
 from configs import fashion_mnist as fashion_mnist_config
 from configs import mnist1d as mnist1d_config
 from train import label_state
@@ -50,6 +51,7 @@ from train import pipeline
 from train import reporting
 from train import steps
 from train import trainer
+from train import training_data
 
 _MODELS = flags.DEFINE_list(
     "models", ["mlp", "cnn1d", "cnn", "preact_resnet32", "resnet18"],
@@ -59,14 +61,16 @@ _STEPS = flags.DEFINE_integer("steps", 20, "Steps per timing.")
 _REPEATS = flags.DEFINE_integer("repeats", 5, "Timings per measure (median).")
 _LABEL_EXAMPLES = flags.DEFINE_integer("label_examples", 60000,
                                        "N of the label-update measure.")
-_MEASURE = flags.DEFINE_list("measure", ["loop", "steps"],
-                             "loop: the real loop against the bare step; "
-                             "steps: step times, label update.")
+_MEASURE = flags.DEFINE_list(
+    "measure", ["loop", "replicas", "dtype", "steps"],
+    "loop: the real loop against the bare step; replicas: R = 1, 4, 8; "
+    "dtype: float32 against bfloat16; steps: step times, label update.")
 _LOOP_MODELS = flags.DEFINE_list("loop_models", ["cnn1d", "cnn"],
                                  "Models of the real-loop measure.")
-_ROUNDS = flags.DEFINE_integer("rounds", 3, "Rounds of the loop measure.")
-_EPOCHS = flags.DEFINE_integer("epochs", 3,
-                               "Timed epochs per run of the loop measure.")
+_ROUNDS = flags.DEFINE_integer("rounds", 2,
+                               "Rounds of the replicas and dtype measures.")
+_EPOCHS = flags.DEFINE_integer("epochs", 8, "Epochs per run of the loop "
+                               "measures (the first is not timed).")
 _CNN_TRAIN = flags.DEFINE_integer("cnn_train_size", 5120,
                                   "Fashion-MNIST training examples of the "
                                   "2-D CNN's loop measure.")
@@ -207,13 +211,13 @@ def measure_label_update(num_examples: int, history: int = 10) -> float:
 # ---------------------------------------------------------------------------
 # The real loop: whole epochs of `python -m train` against the bare step.
 # ---------------------------------------------------------------------------
-def loop_config(model: str, loss: str, epochs: int):
+def loop_config(model: str, loss: str, epochs: int, **overrides):
   """A run of ``epochs`` epochs of ``model`` as the configs train it."""
   if model == "cnn1d":
     c = mnist1d_config.get_config(f"loss={loss},noise=0.4")
   else:
     c = fashion_mnist_config.get_config(f"loss={loss},noise=0.4")
-    # An epoch of seconds, not a minute, on 2 cores; the test split stays
+    # Epochs of seconds, not minutes, on 2 cores; the test split stays
     # whole, so evaluation weighs more here than on the full data.
     c.dataset.train_size = _CNN_TRAIN.value
     c.dataset.val_size = 1000
@@ -221,21 +225,26 @@ def loop_config(model: str, loss: str, epochs: int):
   c.label_state.begin = 1
   c.tensorboard = False
   c.progress = False
-  return c
+  return common.override(c, **overrides)
 
 
-def real_loop_rate(config, extra_epochs: int) -> float:
-  """Training examples/s of epochs 2.. of ``train_and_evaluate(config)``.
+def epoch_seconds(config, between=None) -> list[float]:
+  """Wall seconds of each epoch after the first of ``train_and_evaluate``.
 
-  Timed from the first epoch's record to the last's, so each epoch counts
-  whole: steps, label update, evaluation, record and checkpoint.
+  Timed from one epoch's record to the next, so each epoch counts whole:
+  steps, label update, evaluation, record and checkpoint. ``between()``
+  runs after each record, outside the timings (the bare step's turn).
   """
-  stamps = []
+  seconds, box = [], {}
   write = reporting.MetricWriter.write
 
   def timed_write(self, record):
     write(self, record)
-    stamps.append(time.perf_counter())
+    if "start" in box:
+      seconds.append(time.perf_counter() - box["start"])
+    if between is not None:
+      between()
+    box["start"] = time.perf_counter()
 
   reporting.MetricWriter.write = timed_write
   try:
@@ -244,26 +253,16 @@ def real_loop_rate(config, extra_epochs: int) -> float:
       trainer.train_and_evaluate(config, workdir)
   finally:
     reporting.MetricWriter.write = write
-  examples = config.batch_size * (
-      _num_train(config) // config.batch_size) * extra_epochs
-  return examples / (stamps[-1] - stamps[0])
+  return seconds
 
 
-_TRAIN_SIZES = {}
-
-
-def _num_train(config) -> int:
-  return _TRAIN_SIZES[config.model.name]
-
-
-def bare_step_rate(config, num_steps: int) -> float:
-  """Examples/s of the bare CE step on the run's model, data size and shape."""
-  data, _, _ = trainer.load_data(config)
-  _TRAIN_SIZES[config.model.name] = data.num_train
+def bare_epoch(config):
+  """``(run, steps)``: ``run()`` times one epoch of the bare CE step."""
+  data = training_data.load(config).dataset
   mesh = pipeline.make_mesh()
-  labels = data.train_y
-  train = pipeline.put_replicated({"image": data.train_x, "label": labels,
-                                   "clean_label": labels}, mesh)
+  train = pipeline.put_replicated({"image": data.train_x,
+                                   "label": data.train_y,
+                                   "clean_label": data.train_y}, mesh)
   batch = config.batch_size
   order = jax.device_put(
       pipeline.epoch_indices(0, 0, data.num_train, batch),
@@ -273,46 +272,68 @@ def bare_step_rate(config, num_steps: int) -> float:
       config.model.name, data.input_shape, data.num_classes, seed=0,
       **width))
   optimizer = optax.sgd(0.1, momentum=0.9)
-  state = jax.device_put(steps.init_state(classifier, optimizer, 0),
-                         pipeline.replicated(mesh))
+  box = {"state": jax.device_put(steps.init_state(classifier, optimizer, 0),
+                                 pipeline.replicated(mesh))}
   step = plain_ce_step(classifier, optimizer, mesh,
                        (data.crop_padding, data.flip))
-  nb = data.num_train // batch
-  box = {"state": state}
+  num_steps = data.num_train // batch
+  seconds = []
 
-  def run(i):
-    box["state"], loss = step(box["state"], train, order, i % nb)
-    return loss
+  def run():
+    start = time.perf_counter()
+    for i in range(num_steps):
+      box["state"], loss = step(box["state"], train, order, i)
+    jax.block_until_ready(loss)
+    seconds.append(time.perf_counter() - start)
 
-  seconds = _median_seconds(run, num_steps, 1)
-  return batch / seconds
+  run()  # compiles
+  seconds.clear()
+  return run, seconds, num_steps * batch
 
 
-def measure_loop(models_: list[str], rounds: int, epochs: int) -> None:
-  """Real loop (CE and JO) against the bare step, interleaved per round."""
-  print(f"\nreal loop: examples/s over {epochs} whole epochs of "
-        f"train_and_evaluate (after a first epoch), against the bare CE "
-        f"step over as many steps; median of {rounds} interleaved rounds")
-  header = (f"{'model':<10}{'bare step':>11}{'loop CE':>10}{'ratio':>8}"
-            f"{'loop JO':>10}{'ratio':>8}")
+def measure_loop(models_: list[str], epochs: int) -> None:
+  """Real loop (CE, JO) against the bare step, one bare epoch per epoch."""
+  print(f"\nreal loop: examples/s of whole epochs of train_and_evaluate "
+        f"(median of {epochs - 1}, after the first), each followed by an "
+        f"epoch of the bare CE step; ratio: median of the per-epoch ratios")
+  header = (f"{'model':<8}{'loss':<5}{'eval every':>11}{'steps/call':>11}"
+            f"{'bare step':>11}{'loop':>9}{'ratio':>8}")
   print(header)
   print("-" * len(header))
   for model in models_:
-    rates = {"bare": [], "ce": [], "jo": []}
-    for _ in range(rounds):
-      ce = loop_config(model, "ce", epochs + 1)
-      if model not in _TRAIN_SIZES:
-        bare_step_rate(ce, 5)  # warm-up and data size
-      steps_per_epoch = _TRAIN_SIZES[model] // ce.batch_size
-      rates["bare"].append(bare_step_rate(ce, epochs * steps_per_epoch))
-      rates["ce"].append(real_loop_rate(ce, epochs))
-      rates["jo"].append(real_loop_rate(loop_config(model, "jo", epochs + 1),
-                                        epochs))
-    ratio = {k: statistics.median(np.divide(rates[k], rates["bare"]))
-             for k in ("ce", "jo")}
-    med = {k: statistics.median(v) for k, v in rates.items()}
-    print(f"{model:<10}{med['bare']:>11.0f}{med['ce']:>10.0f}"
-          f"{ratio['ce']:>8.3f}{med['jo']:>10.0f}{ratio['jo']:>8.3f}",
+    rows = [("ce", 1, 1), ("jo", 1, 1), ("ce", epochs, 1), ("jo", epochs, 1)]
+    if model == "cnn1d":  # a step of a millisecond or two: dispatch shows
+      rows.append(("ce", epochs, 8))
+    for loss, every, per_call in rows:
+      config = loop_config(model, loss, epochs, eval_every_epochs=every,
+                           steps_per_dispatch=per_call)
+      bare, bare_seconds, examples = bare_epoch(config)
+      loop_seconds = epoch_seconds(config, bare)
+      bare_seconds = bare_seconds[1:]  # paired with epochs 2..
+      print(f"{model:<8}{loss:<5}{every:>11}{per_call:>11}"
+            f"{examples / statistics.median(bare_seconds):>11.0f}"
+            f"{examples / statistics.median(loop_seconds):>9.0f}"
+            f"{statistics.median(np.divide(bare_seconds, loop_seconds)):>8.3f}",
+            flush=True)
+
+
+def measure_variants(model: str, variants: dict[str, dict], epochs: int,
+                     rounds: int, title: str) -> None:
+  """Examples/s of whole epochs of config variants, interleaved by round."""
+  print(f"\n{title}: {model}, examples/s (all replicas) of whole epochs, "
+        f"median over {rounds} interleaved rounds of {epochs - 1} epochs")
+  rates = {name: [] for name in variants}
+  for _ in range(rounds):
+    for name, overrides in variants.items():
+      config = loop_config(model, "ce", epochs, **overrides)
+      data = training_data.load(config).dataset
+      examples = (data.num_train // config.batch_size * config.batch_size
+                  * config.replicas)
+      rates[name] += [examples / s for s in epoch_seconds(config)]
+  base = statistics.median(rates[next(iter(variants))])
+  for name, values in rates.items():
+    rate = statistics.median(values)
+    print(f"  {name:<22}{rate:>10.0f} examples/s  {rate / base:6.2f}x",
           flush=True)
 
 
@@ -320,7 +341,16 @@ def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
   if "loop" in _MEASURE.value:
-    measure_loop(_LOOP_MODELS.value, _ROUNDS.value, _EPOCHS.value)
+    measure_loop(_LOOP_MODELS.value, _EPOCHS.value)
+  for model in _LOOP_MODELS.value:
+    if "replicas" in _MEASURE.value:
+      measure_variants(model, {f"R = {r}": {"replicas": r}
+                               for r in (1, 4, 8)},
+                       _EPOCHS.value, _ROUNDS.value, "seed replicas")
+    if "dtype" in _MEASURE.value:
+      measure_variants(model, {d: {"model.dtype": d}
+                               for d in ("float32", "bfloat16")},
+                       _EPOCHS.value, _ROUNDS.value, "mixed precision")
   if "steps" not in _MEASURE.value:
     return
   batch, num_steps, repeats = _BATCH.value, _STEPS.value, _REPEATS.value

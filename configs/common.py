@@ -53,6 +53,17 @@ def parse_arg(arg: str | None, **defaults) -> config_dict.ConfigDict:
   return values
 
 
+def override(c: config_dict.ConfigDict, **values) -> config_dict.ConfigDict:
+  """Sets dotted keys (``**{'loss.name': 'focal'}``) of ``c``; returns it."""
+  for key, value in values.items():
+    *path, last = key.split(".")
+    target = c
+    for part in path:
+      target = target[part]
+    target[last] = value
+  return c
+
+
 def use_loss(c: config_dict.ConfigDict, name: str, *, begin: int,
              history: int = 10) -> None:
   """Sets ``c.loss`` to ``name`` with the library's defaults.
@@ -126,8 +137,10 @@ def base_config() -> config_dict.ConfigDict:
       # instead of seed + r for replica r.
       shared_across_replicas=False))
 
+  # dtype: of activations and matmuls, float32 or bfloat16 (parameters and
+  # optimiser state stay float32, logits are cast to float32 for the loss).
   c.model = config_dict.ConfigDict(dict(
-      name="cnn1d", width=config_dict.placeholder(_INT)))
+      name="cnn1d", width=config_dict.placeholder(_INT), dtype="float32"))
 
   c.loss = loss_config("cross_entropy")
 
@@ -153,6 +166,9 @@ def base_config() -> config_dict.ConfigDict:
   # and dispatches `steps_per_dispatch` steps per call: more than 1 helps
   # models whose step is shorter than the host's dispatch.
   c.log_every_steps = 0
+  # Validation and test every `eval_every_epochs` epochs and at the end of
+  # each stage (records of the epochs between hold no val_/test_ metrics).
+  c.eval_every_epochs = 1
   c.steps_per_dispatch = 1
   # A checkpoint every `checkpoint_every_epochs` epochs, but not sooner than
   # `checkpoint_min_seconds` after the previous one, and after the last.

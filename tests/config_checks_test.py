@@ -11,6 +11,7 @@ from tests.tiny import tiny_config
 from train import config_checks
 from train import loss_registry
 from train import trainer
+from train import training_data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ConfigError = config_checks.ConfigError
@@ -125,7 +126,7 @@ class BeforeTrainingTest(absltest.TestCase):
     config = tiny_config(**{"dataset.name": "fashion_mnist_mosaic",
                             "noise.name": "multilabel"})
     with self.assertRaisesRegex(ConfigError, r"multi-label.*sigmoid"):
-      trainer._check_data(config, _FakeData(multi_label=True))  # pylint: disable=protected-access
+      training_data._check(config, _FakeData(multi_label=True))  # pylint: disable=protected-access
 
   def test_dataset_option_it_does_not_take(self):
     with self.assertRaisesRegex(ConfigError, r"config.dataset.*num_train"):

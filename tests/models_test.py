@@ -78,5 +78,50 @@ class ModelsTest(parameterized.TestCase):
       models.create("cnn1d", (28, 28, 1), 10, seed=0)
 
 
+class MixedPrecisionTest(absltest.TestCase):
+
+  def test_bfloat16_computes_in_bfloat16_and_keeps_float32(self):
+    import re  # pylint: disable=g-import-not-at-top
+    for name, shape in (("cnn1d", (40, 1)), ("preact_resnet32", (8, 8, 3))):
+      model = models.create(name, shape, 10, seed=0)
+      classifier = models.Classifier.split(model, dtype="bfloat16")
+      x = jnp.ones((2, *shape))
+
+      def loss(params, classifier=classifier, x=x):
+        logits, _ = classifier.apply(params, classifier.model_state, x,
+                                     train=True)
+        return logits.sum(), logits
+
+      text = str(jax.make_jaxpr(loss)(classifier.params))
+      products = re.findall(r"(\w+)\[[\d,]*\] = (?:conv_general_dilated|"
+                            r"dot_general)", text)
+      self.assertTrue(products)
+      self.assertEqual(set(products), {"bf16"}, name)
+      grads, logits = jax.grad(loss, has_aux=True)(classifier.params)
+      self.assertEqual(logits.dtype, jnp.float32)
+      self.assertEqual({g.dtype for g in jax.tree.leaves(grads)},
+                       {jnp.dtype(jnp.float32)})
+      _, state = classifier.apply(classifier.params, classifier.model_state,
+                                  x, train=True)
+      for new, old in zip(jax.tree.leaves(state),
+                          jax.tree.leaves(classifier.model_state)):
+        self.assertEqual(new.dtype, old.dtype)
+    with self.assertRaisesRegex(ValueError, "float16"):
+      models.Classifier.split(models.create("mlp", (4, 1), 3, seed=0),
+                              dtype="float16")
+
+
+class Conv1dTest(absltest.TestCase):
+
+  def test_slices_and_matmul_equal_the_convolution(self):
+    model = models.create("cnn1d", (40, 1), 10, seed=0)
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(16, 40, 1)),
+                    jnp.float32)
+    for conv in model.convs:
+      np.testing.assert_allclose(models._conv1d_as_matmul(conv, x),  # pylint: disable=protected-access
+                                 conv(x), rtol=1e-5, atol=1e-5)
+      x = nnx.relu(conv(x))
+
+
 if __name__ == "__main__":
   absltest.main()

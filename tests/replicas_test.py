@@ -1,19 +1,17 @@
 """Seed replicas (config.replicas): R seeds trained as one program."""
 
-import json
-import os
-import subprocess
-import sys
 import tempfile
 
 import numpy as np
 from absl.testing import absltest
 
+from tests.tiny import printed
+from tests.tiny import run_on_eight_devices
 from tests.tiny import tiny_config
 from train import reporting
 from train import trainer
+from train import training_data
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMINGS = ("epoch_seconds", "label_update_seconds")
 SEED = 3
 
@@ -59,11 +57,13 @@ class ReplicasTest(absltest.TestCase):
 
   def test_shared_noise_draw(self):
     config = replica_config(replicas=2)
-    _, train, val = trainer.load_data(config)
+    loaded = training_data.load(config)
+    train, val = loaded.train, loaded.val
     self.assertFalse(np.array_equal(train[0].labels, train[1].labels))
     self.assertFalse(np.array_equal(val[0].labels, val[1].labels))
     config.noise.shared_across_replicas = True
-    _, shared, shared_val = trainer.load_data(config)
+    loaded = training_data.load(config)
+    shared, shared_val = loaded.train, loaded.val
     np.testing.assert_array_equal(shared[0].labels, shared[1].labels)
     np.testing.assert_array_equal(shared[1].labels, train[0].labels)
     np.testing.assert_array_equal(shared_val[1].labels, val[0].labels)
@@ -103,15 +103,8 @@ class EightDevicesTest(absltest.TestCase):
   """Two replicas on a 2 x 4 mesh of fake CPU devices and on one device."""
 
   def test_same_metrics_as_one_device(self):
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
-               XLA_FLAGS="--xla_force_host_platform_device_count=8")
-    result = subprocess.run([sys.executable, "-c", _EIGHT_DEVICE_SCRIPT],
-                            cwd=ROOT, env=env, capture_output=True, text=True,
-                            check=False)
-    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-    line = next(l for l in result.stdout.splitlines()
-                if l.startswith("RECORDS"))
-    (eight,) = json.loads(line[len("RECORDS"):])
+    (eight,) = printed(run_on_eight_devices(self, _EIGHT_DEVICE_SCRIPT),
+                       "RECORDS")
     _, (one,), _ = _run(replica_config(replicas=2))
     assert_close(self, one, eight)
 

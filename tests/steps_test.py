@@ -1,9 +1,5 @@
 """Tests of train/steps.py: the step's loss, schedules, sharding, metrics."""
 
-import os
-import subprocess
-import sys
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,6 +8,7 @@ from absl.testing import absltest
 from flax import nnx
 
 import losses
+from tests.tiny import run_on_eight_devices
 from train import label_state
 from train import loss_registry
 from train import metrics
@@ -20,7 +17,6 @@ from train import pipeline
 from train import schedules
 from train import steps
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 N, C, B = 48, 4, 16
 
 
@@ -38,9 +34,8 @@ class TinyBatchNormNet(nnx.Module):
     return self.head(nnx.relu(x))
 
 
-def run_steps(mesh, loss_name="joint_optimization", num_steps=3,
-              hparam_schedules=None, hyperparameters=None):
-  """A few JO steps with the label state on ``mesh``; returns everything."""
+def problem(mesh):
+  """Labels, data, the net, SGD and its fresh state: the steps' problem."""
   rng = np.random.default_rng(0)
   noisy = rng.integers(0, C, N).astype(np.int32)
   data = pipeline.put_replicated(
@@ -48,7 +43,14 @@ def run_steps(mesh, loss_name="joint_optimization", num_steps=3,
        "label": noisy, "clean_label": noisy}, mesh)
   classifier = models.Classifier.split(TinyBatchNormNet(nnx.Rngs(0)))
   optimizer = optax.sgd(0.1, momentum=0.9)
-  state = steps.init_state(classifier, optimizer, seed=0)
+  return (noisy, data, classifier, optimizer,
+          steps.init_state(classifier, optimizer, seed=0))
+
+
+def run_steps(mesh, loss_name="joint_optimization", num_steps=3,
+              hparam_schedules=None, hyperparameters=None):
+  """A few JO steps with the label state on ``mesh``; returns everything."""
+  noisy, data, classifier, optimizer, state = problem(mesh)
   state = jax.device_put(state, steps.replicate(state, mesh))
   labels = label_state.create(noisy, C, history=2, mesh=mesh)
   hparam_schedules = hparam_schedules or {}
@@ -115,14 +117,7 @@ class TrainStepTest(absltest.TestCase):
 class DispatchTest(absltest.TestCase):
 
   def _setup(self, mesh, loss_name, integer_labels, label_rows=None):
-    rng = np.random.default_rng(0)
-    noisy = rng.integers(0, C, N).astype(np.int32)
-    data = pipeline.put_replicated(
-        {"image": rng.normal(size=(N, 6, 1)).astype(np.float32),
-         "label": noisy, "clean_label": noisy}, mesh)
-    classifier = models.Classifier.split(TinyBatchNormNet(nnx.Rngs(0)))
-    optimizer = optax.sgd(0.1, momentum=0.9)
-    state = steps.init_state(classifier, optimizer, seed=0)
+    noisy, data, classifier, optimizer, state = problem(mesh)
     labels = label_state.create(noisy if label_rows is None else label_rows,
                                 C, history=0, mesh=mesh)
     cfg = steps.StepConfig(
@@ -209,13 +204,7 @@ print("ok")
 class EightDevicesTest(absltest.TestCase):
 
   def test_batch_norm_and_label_state_match_one_device(self):
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
-               XLA_FLAGS="--xla_force_host_platform_device_count=8")
-    result = subprocess.run([sys.executable, "-c", _EIGHT_DEVICE_SCRIPT],
-                            cwd=ROOT, env=env, capture_output=True, text=True,
-                            check=False)
-    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-    self.assertIn("ok", result.stdout)
+    self.assertIn("ok", run_on_eight_devices(self, _EIGHT_DEVICE_SCRIPT))
 
 
 if __name__ == "__main__":

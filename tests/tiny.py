@@ -1,6 +1,33 @@
-"""A tiny training config for tests: seconds, not minutes, on one CPU core."""
+"""A tiny training config for tests: seconds, not minutes, on one CPU core.
+
+And ``run_on_eight_devices``: a script in a subprocess that sees 8 fake CPU
+devices (XLA reads the flag at start-up).
+"""
+
+import json
+import os
+import subprocess
+import sys
 
 from configs import common
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_on_eight_devices(test, script: str) -> str:
+  """Runs ``script`` with 8 fake CPU devices; fails ``test`` if it fails."""
+  env = dict(os.environ, JAX_PLATFORMS="cpu",
+             XLA_FLAGS="--xla_force_host_platform_device_count=8")
+  result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
+                          capture_output=True, text=True, check=False)
+  test.assertEqual(result.returncode, 0, result.stderr[-3000:])
+  return result.stdout
+
+
+def printed(stdout: str, tag: str):
+  """The JSON the script printed after ``tag`` on a line of its own."""
+  line = next(l for l in stdout.splitlines() if l.startswith(tag))
+  return json.loads(line[len(tag):])
 
 
 def tiny_config(**overrides):
@@ -18,10 +45,4 @@ def tiny_config(**overrides):
   c.tensorboard = False
   c.progress = False
   c.checkpoint_min_seconds = 0.0  # every epoch: the resume tests need them
-  for key, value in overrides.items():
-    target = c
-    *path, last = key.split(".")
-    for part in path:
-      target = target[part]
-    target[last] = value
-  return c
+  return common.override(c, **overrides)

@@ -1,21 +1,21 @@
 """End-to-end tests of train/trainer.py on tiny runs (about 2 s each)."""
 
-import json
 import math
 import os
-import subprocess
-import sys
 import tempfile
 
 import numpy as np
 from absl.testing import absltest
 from absl.testing import parameterized
 
+from tests.tiny import printed
+from tests.tiny import run_on_eight_devices
 from tests.tiny import tiny_config
 from train import local_data
 from train import loss_registry
 from train import reporting
 from train import trainer
+from train import training_data
 
 # Measured durations differ between identical runs; nothing else may.
 TIMINGS = ("epoch_seconds", "label_update_seconds")
@@ -63,6 +63,19 @@ class TrainerTest(parameterized.TestCase):
     self.assertGreater(summary["test_accuracy_last"], 0.35)  # chance: 0.10
     self.assertEqual(summary["recovery_accuracy_last"], 1.0)
 
+  def test_bfloat16_learns_like_float32(self):
+    accuracy = {}
+    for dtype in ("float32", "bfloat16"):
+      config = tiny_config(**{"noise.name": "none", "noise.rate": 0.0,
+                              "num_epochs": 8, "dataset.train_size": 1024,
+                              "model.name": "cnn1d", "model.dtype": dtype})
+      summary, records, _ = _run(config)
+      self.assertTrue(all(math.isfinite(r["train_loss"]) for r in records))
+      accuracy[dtype] = summary["test_accuracy_last"]
+    self.assertGreater(accuracy["bfloat16"], 0.35)  # chance: 0.10
+    self.assertAlmostEqual(accuracy["bfloat16"], accuracy["float32"],
+                           delta=0.05)
+
   def test_diverging_loss_raises(self):
     config = tiny_config(**{"optimizer.learning_rate": 1e8,
                             "optimizer.momentum": 0.0})
@@ -90,6 +103,13 @@ class TrainerTest(parameterized.TestCase):
         np.testing.assert_allclose(np.asarray(a[key], float),
                                    np.asarray(b[key], float), rtol=1e-4,
                                    atol=1e-5, err_msg=key)
+
+  def test_evaluation_every_other_epoch_and_at_the_end(self):
+    _, records, _ = _run(tiny_config(num_epochs=3, eval_every_epochs=2))
+    self.assertEqual(["test_accuracy" in r for r in records],
+                     [False, True, True])
+    self.assertEqual(["val_clean_accuracy" in r for r in records],
+                     [False, True, True])
 
   def test_relabelling_changes_labels_from_begin_on(self):
     config = tiny_config(**{"loss.name": "jo", "label_state.mode": "hard",
@@ -141,17 +161,19 @@ class TrainerTest(parameterized.TestCase):
 
   def test_validation_labels_carry_the_noise(self):
     config = tiny_config(**{"noise.rate": 0.5})
-    data, train, val = trainer.load_data(config)
+    loaded = training_data.load(config)
+    data, (train,), (val,) = loaded.dataset, loaded.train, loaded.val
     np.testing.assert_array_equal(val.clean_labels, data.val_y)
     self.assertBetween(np.mean(val.labels != val.clean_labels), 0.35, 0.55)
     # Independent of the training draw, which the flag leaves unchanged.
     config.noise.validation = False
-    _, train_again, clean_val = trainer.load_data(config)
+    (train_again,) = training_data.load(config).train
+    (clean_val,) = training_data.load(config).val
     np.testing.assert_array_equal(train.labels, train_again.labels)
     np.testing.assert_array_equal(clean_val.labels, data.val_y)
     config.noise.validation = True
     config.noise.seed = 7
-    _, _, other = trainer.load_data(config)
+    (other,) = training_data.load(config).val
     self.assertFalse(np.array_equal(other.labels, val.labels))
 
   def test_validation_accuracy_on_noisy_and_clean_labels(self):
@@ -205,16 +227,8 @@ class EightDevicesTest(absltest.TestCase):
   """8 fake CPU devices (a subprocess: XLA reads the flag at start-up)."""
 
   def test_same_metrics_as_one_device(self):
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
-               XLA_FLAGS="--xla_force_host_platform_device_count=8")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    result = subprocess.run([sys.executable, "-c", _EIGHT_DEVICE_SCRIPT],
-                            cwd=root, env=env, capture_output=True, text=True,
-                            check=False)
-    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-    line = next(l for l in result.stdout.splitlines()
-                if l.startswith("RECORDS"))
-    eight = without_timings(json.loads(line[len("RECORDS"):]))
+    eight = without_timings(printed(
+        run_on_eight_devices(self, _EIGHT_DEVICE_SCRIPT), "RECORDS"))
     _, one, _ = _run(sharding_config())
     one = without_timings(one)
     self.assertEqual(len(one), len(eight))

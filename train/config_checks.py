@@ -110,7 +110,7 @@ def check(config: config_dict.ConfigDict, *, num_devices: int) -> None:
   """
   for key in ("num_epochs", "batch_size", "eval_batch_size",
               "checkpoint_every_epochs", "keep_checkpoints", "grad_bins",
-              "steps_per_dispatch", "replicas"):
+              "steps_per_dispatch", "replicas", "eval_every_epochs"):
     _positive_int(config, key)
   _require(isinstance(config.log_every_steps, int)
            and config.log_every_steps >= 0, "log_every_steps",
@@ -224,7 +224,7 @@ def _differences(saved: Mapping, current: Mapping, prefix: str = ""
 
 
 def check_resume(workdir: str, config: config_dict.ConfigDict, *,
-                 resuming: bool) -> None:
+                 resuming: bool, write: bool = True) -> None:
   """Saves the config in the workdir; a resumed run's must match the saved.
 
   Args:
@@ -232,6 +232,7 @@ def check_resume(workdir: str, config: config_dict.ConfigDict, *,
     config: this run's config.
     resuming: whether the workdir holds a checkpoint to resume (without one,
       a saved config is that of a run that never checkpointed: replaced).
+    write: whether to save the config (one process of a multi-process run).
 
   Raises:
     ConfigError: the workdir holds a checkpoint of a different config.
@@ -247,5 +248,6 @@ def check_resume(workdir: str, config: config_dict.ConfigDict, *,
           f"--workdir={workdir!r} holds a run of another config, so its "
           f"checkpoint cannot be resumed: {'; '.join(differences)}. Use a "
           f"new workdir, or delete this one to start over.")
-  with open(path, "w") as f:
-    json.dump(current, f, indent=2, sort_keys=True)
+  if write:
+    with open(path, "w") as f:
+      json.dump(current, f, indent=2, sort_keys=True)

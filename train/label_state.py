@@ -88,7 +88,7 @@ def create(noisy_labels: np.ndarray, num_classes: int, *, history: int,
       noisy_labels.ndim - 1 - lead)
   # Only the int labels ([N], small) cross from the host; the one-hot rows
   # are made on the devices, already sharded.
-  rows = jax.device_put(np.pad(noisy_labels, pad), NamedSharding(
+  rows = pipeline.put(np.pad(noisy_labels, pad), NamedSharding(
       mesh, P(*(pipeline.REPLICA_AXIS,) * lead, AXIS,
               *[None] * (noisy_labels.ndim - 1 - lead))))
 

@@ -56,10 +56,28 @@ def replicated(mesh: jax.sharding.Mesh) -> NamedSharding:
   return NamedSharding(mesh, P())
 
 
+def put(arrays, shardings):
+  """Host arrays (a tree) as global arrays of ``shardings`` (a tree prefix).
+
+  Every process holds the whole host array (each loads the same data), and
+  fills only the shards of its own devices: unlike ``jax.device_put`` of a
+  NumPy array onto a sharding spanning processes, nothing is all-gathered
+  to check that the processes agree.
+  """
+  def one(x, sharding):
+    x = np.asarray(x)
+    return jax.make_array_from_callback(x.shape, sharding,
+                                        lambda index: x[index])
+
+  if isinstance(shardings, jax.sharding.Sharding):
+    return jax.tree.map(lambda x: one(x, shardings), arrays)
+  return jax.tree.map(one, arrays, shardings)
+
+
 def put_replicated(arrays: Mapping[str, np.ndarray],
                    mesh: jax.sharding.Mesh) -> dict[str, jax.Array]:
   """Copies host arrays to every device of ``mesh`` (the dataset's home)."""
-  return {k: jax.device_put(v, replicated(mesh)) for k, v in arrays.items()}
+  return put(dict(arrays), replicated(mesh))
 
 
 def epoch_indices(seed: int, epoch: int, num_examples: int,

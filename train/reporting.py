@@ -42,20 +42,26 @@ class MetricWriter:
   """Appends epoch records to JSON lines and TensorBoard."""
 
   def __init__(self, workdir: str, *, resume_epoch: int,
-               tensorboard: bool = True):
+               tensorboard: bool = True, enabled: bool = True):
     self.path = os.path.join(workdir, METRICS_FILE)
+    # Only one process of a multi-process run writes.
+    self.enabled = enabled
+    self._tensorboard = None
+    if not enabled:
+      return
     kept = [r for r in read_records(workdir) if r["epoch"] <= resume_epoch]
     # Replaced whole, so that a kill now leaves the old file or the new.
     partial = self.path + ".tmp"
     with open(partial, "w") as f:
       f.writelines(json.dumps(r) + "\n" for r in kept)
     os.replace(partial, self.path)
-    self._tensorboard = None
     if tensorboard:
       from tensorboardX import SummaryWriter  # pylint: disable=g-import-not-at-top
       self._tensorboard = SummaryWriter(os.path.join(workdir, "tensorboard"))
 
   def write(self, record: Mapping[str, Any]) -> None:
+    if not self.enabled:
+      return
     with open(self.path, "a") as f:
       f.write(json.dumps(record) + "\n")
     if self._tensorboard is None:

@@ -36,6 +36,8 @@ class Stage:
   hparam_schedules: dict[str, Callable[[jax.Array], jax.Array]]
   label_update: str
   seed: int
+  loss: Callable[..., jax.Array]  # loss_registry.build's batch loss
+  family: str
 
   @property
   def last_epoch(self) -> int:
@@ -58,7 +60,11 @@ def make_optimizer(opt, learning_rate: optax.Schedule
 
 def make_stages(config, *, steps_per_epoch: int, num_classes: int,
                 noisy: noise.NoisyLabels) -> list[Stage]:
-  """Stage 1 from ``config``; stage 2 when ``config.stage2.epochs > 0``."""
+  """Stage 1 from ``config``; stage 2 when ``config.stage2.epochs > 0``.
+
+  Raises:
+    ConfigError: a loss rejects its hyperparameters for this data.
+  """
   opt = config.optimizer
   resolve = dict(num_classes=num_classes,
                  transition_matrix=noisy.transition_matrix,
@@ -81,18 +87,31 @@ def make_stages(config, *, steps_per_epoch: int, num_classes: int,
       decay_factor=opt.decay_factor, warmup_epochs=opt.warmup_epochs)
   stages = [Stage(0, 0, config.num_epochs, config.loss.name, hyper,
                   make_optimizer(opt, lr), lr, ramps, config.label_state.mode,
-                  config.seed)]
+                  config.seed,
+                  *_build_loss(config.loss.name, hyper, ramps, num_classes))]
   s2 = config.stage2
   if s2.epochs:
     lr2 = schedules.learning_rate(
         s2.schedule, base=s2.learning_rate, steps_per_epoch=steps_per_epoch,
         num_epochs=s2.epochs, boundaries=s2.boundaries,
         decay_factor=opt.decay_factor)
-    stages.append(Stage(1, config.num_epochs, s2.epochs, s2.loss,
-                        loss_registry.resolve({}, **resolve),
+    hyper2 = loss_registry.resolve({}, **resolve)
+    stages.append(Stage(1, config.num_epochs, s2.epochs, s2.loss, hyper2,
                         make_optimizer(opt, lr2), lr2, {}, "none",
-                        config.seed + s2.seed_offset))
+                        config.seed + s2.seed_offset,
+                        *_build_loss(s2.loss, hyper2, {}, num_classes)))
   return stages
+
+
+def _build_loss(name, hyperparameters, schedules_, num_classes):
+  """The stage's batch loss and its family, checked on the real classes."""
+  try:
+    return (loss_registry.build(name, hyperparameters,
+                                num_classes=num_classes,
+                                traced=tuple(schedules_)),
+            loss_registry.spec(name).family)
+  except ValueError as e:
+    raise config_checks.ConfigError(str(e)) from None
 
 
 def stage_of(stages: list[Stage], epoch: int) -> Stage:

@@ -23,107 +23,16 @@ from ml_collections import config_dict
 
 from train import checkpoints
 from train import config_checks
-from train import datasets
 from train import label_state as label_state_lib
-from train import loss_registry
 from train import metrics
 from train import models
-from train import noise
 from train import pipeline
 from train import reporting
 from train import stages
 from train import steps
+from train import training_data
 
 ConfigError = config_checks.ConfigError
-# The validation noise's seed is (noise seed, this).
-VALIDATION_NOISE_STREAM = 1
-
-
-# ---------------------------------------------------------------------------
-# Data.
-# ---------------------------------------------------------------------------
-def load_data(config) -> tuple[datasets.Dataset, list[noise.NoisyLabels],
-                              list[noise.NoisyLabels]]:
-  """The dataset and, per replica, its noisy training and validation labels.
-
-  Replica ``r`` draws its noise with seed ``(noise.seed or seed) + r``, or
-  replica 0's with ``noise.shared_across_replicas``. With
-  ``config.noise.validation`` the validation labels get the training noise
-  model too, drawn from that seed in a stream of its own (independent of the
-  training draw); else they are the clean ones. The split itself is shared
-  (seed ``dataset.split_seed``, default ``seed``).
-  """
-  d = config.dataset
-  options = {k: d[k] for k in ("num_samples", "num_train", "num_test",
-                               "mosaic_seed", "download") if d[k] is not None}
-  # ml_collections keeps val_size a float: 800.0 means 800 examples.
-  val_size = d.val_size
-  if val_size >= 1 and float(val_size).is_integer():
-    val_size = int(val_size)
-  try:
-    data = datasets.load(d.name, data_dir=d.data_dir, val_size=val_size,
-                         seed=config.seed if d.split_seed is None
-                         else d.split_seed, train_size=d.train_size,
-                         crop_padding=d.crop_padding, flip=d.flip, **options)
-  except ValueError as e:
-    raise ConfigError(f"config.dataset: {e}") from None
-  n = config.noise
-  if n.name == "human" and n.human_key not in data.train_noisy_labels:
-    raise ConfigError(
-        f"config.noise.human_key = {n.human_key!r}: dataset {d.name!r} "
-        f"has human label sets {sorted(data.train_noisy_labels)}")
-  if (n.name == "multilabel") != data.multi_label:
-    raise ConfigError(
-        f"config.noise.name = {n.name!r}: dataset {d.name!r} is "
-        f"{'multi' if data.multi_label else 'single'}-label; "
-        f"{'only multilabel' if data.multi_label else 'multilabel'} noise "
-        f"{'fits' if data.multi_label else 'does not fit'} it")
-
-  def noisy(labels, human, seed):
-    try:
-      return noise.apply_noise(
-          labels, data.num_classes, name=n.name, rate=n.rate, seed=seed,
-          exact=n.exact, include_true_class=n.include_true_class,
-          mapping=n.mapping, drop_rate=n.drop_rate, add_rate=n.add_rate,
-          noisy_labels=None if human is None else human[n.human_key])
-    except ValueError as e:
-      raise ConfigError(f"config.noise: {e}") from None
-
-  human = n.name == "human"
-  train, val = [], []
-  for r in range(config.replicas):
-    seed = (config.seed if n.seed is None else n.seed) + (
-        0 if n.shared_across_replicas else r)
-    if r and n.shared_across_replicas:
-      train.append(train[0])
-      val.append(val[0])
-      continue
-    train.append(noisy(data.train_y, data.train_noisy_labels if human
-                       else None, seed))
-    if n.validation and n.name != "none" and len(data.val_y):
-      # A stream of its own: the training draw is the same without it.
-      val.append(noisy(data.val_y, data.val_noisy_labels if human else None,
-                       (seed, VALIDATION_NOISE_STREAM)))
-    else:
-      val.append(noise.NoisyLabels(labels=data.val_y, clean_labels=data.val_y,
-                                   noise_rate=0.0, transition_matrix=None))
-  return data, train, val
-
-
-def _check_data(config, data: datasets.Dataset) -> None:
-  losses = [("loss.name", config.loss.name)]
-  if config.stage2.epochs:
-    losses.append(("stage2.loss", config.stage2.loss))
-  for key, name in losses:
-    family = loss_registry.spec(name).family
-    if data.multi_label and family != "sigmoid":
-      raise ConfigError(
-          f"config.{key} = {name!r}: dataset {data.name!r} is multi-label, "
-          f"so the loss must be a sigmoid one: "
-          f"{[k for k, v in loss_registry.LOSSES.items() if v.family == 'sigmoid']}")
-  if config.batch_size > data.num_train:
-    raise ConfigError(f"config.batch_size = {config.batch_size}: larger than "
-                      f"the {data.num_train} training examples")
 
 
 # ---------------------------------------------------------------------------
@@ -142,8 +51,8 @@ class _Run:
     self.workdir = workdir
     self.replicas = config.replicas
     self.mesh = pipeline.make_mesh(replicas=self.replicas)
-    data, noisy, val_noisy = load_data(config)
-    _check_data(config, data)
+    run_data = training_data.load(config)
+    data, noisy = run_data.dataset, run_data.train
     self.data, self.noisy = data, noisy
     self.steps_per_epoch = data.num_train // config.batch_size
     self.stages = stages.make_stages(
@@ -156,51 +65,15 @@ class _Run:
       self._model = lambda seed: models.create(
           config.model.name, data.input_shape, data.num_classes, seed=seed,
           **model_options)
-      self._model(config.seed)
+      models.Classifier.split(self._model(config.seed),
+                              dtype=config.model.dtype)
     except ValueError as e:
       raise ConfigError(f"config.model: {e}") from None
-    for stage in self.stages:
-      try:
-        loss_registry.build(stage.loss_name, stage.loss_hyperparameters,
-                            num_classes=data.num_classes,
-                            traced=tuple(stage.hparam_schedules))
-      except ValueError as e:
-        raise ConfigError(str(e)) from None
 
-    mesh, stack = self.mesh, np.stack
-    self.train_data = {"image": data.train_x,
-                       "label": stack([n.labels for n in noisy]),
-                       "clean_label": noisy[0].clean_labels}
-    self.train_data = jax.device_put(self.train_data, steps.data_shardings(
-        self.train_data, mesh, replicas=True))
-    self.eval_sets = {}
-    # Validation is measured against the labels a practitioner has (noisy
-    # with noise.validation) and against the clean ones; test is clean.
-    for split, x, labels in (
-        ("val", data.val_x, {"": stack([v.labels for v in val_noisy]),
-                             "clean_": stack([v.clean_labels
-                                              for v in val_noisy])}),
-        ("test", data.test_x, {"": stack([data.test_y] * self.replicas)})):
-      if len(x):
-        order, mask = pipeline.eval_indices(len(x), config.eval_batch_size)
-        sharding = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
-        self.eval_sets[split] = (
-            jax.device_put(x, pipeline.replicated(mesh)),
-            jax.device_put(labels, NamedSharding(
-                mesh, P(pipeline.REPLICA_AXIS))),
-            jax.device_put(order, sharding), jax.device_put(mask, sharding))
-    rows = label_state_lib.padded_size(data.num_train, mesh)
-
-    def padded(labels):
-      pad = [(0, 0), (0, rows - labels.shape[1])] + [(0, 0)] * (
-          labels.ndim - 2)
-      spec = P(pipeline.REPLICA_AXIS, pipeline.DATA_AXIS,
-               *[None] * (labels.ndim - 2))
-      return jax.device_put(np.pad(labels, pad, constant_values=-1),
-                            NamedSharding(mesh, spec))
-
-    self.clean_rows = padded(stack([n.clean_labels for n in noisy]))
-    self.noisy_rows = padded(stack([n.labels for n in noisy]))
+    placed = training_data.place(run_data, self.mesh,
+                                 eval_batch_size=config.eval_batch_size)
+    self.train_data, self.eval_sets = placed.train, placed.eval_sets
+    self.clean_rows, self.noisy_rows = placed.clean_rows, placed.noisy_rows
 
   # -- state -----------------------------------------------------------------
   def fresh_state(self, stage: stages.Stage
@@ -208,11 +81,12 @@ class _Run:
     """The model's graph and a fresh train state (replica r: seed + r)."""
     states = []
     for r in range(self.replicas):
-      classifier = models.Classifier.split(self._model(stage.seed + r))
+      classifier = models.Classifier.split(self._model(stage.seed + r),
+                                           dtype=self.config.model.dtype)
       states.append(steps.init_state(classifier, stage.optimizer,
                                      stage.seed + r))
     state = jax.tree.map(lambda *leaves: np.stack(leaves), *states)
-    return classifier, jax.device_put(
+    return classifier, pipeline.put(
         state, steps.replicate(state, self.mesh, replicas=True))
 
   def fresh_label_state(self) -> label_state_lib.LabelState:
@@ -227,12 +101,8 @@ class _Run:
     """Builds the jitted step, label update and evaluation of ``stage``."""
     ls = self.config.label_state
     multi_label = self.data.multi_label
-    family = loss_registry.spec(stage.loss_name).family
-    loss = loss_registry.build(stage.loss_name, stage.loss_hyperparameters,
-                               num_classes=self.data.num_classes,
-                               traced=tuple(stage.hparam_schedules))
     cfg = steps.StepConfig(
-        classifier=classifier, loss=loss, family=family,
+        classifier=classifier, loss=stage.loss, family=stage.family,
         optimizer=stage.optimizer, hparam_schedules=stage.hparam_schedules,
         mesh=self.mesh, crop_padding=self.data.crop_padding,
         flip=self.data.flip, multi_label=multi_label,
@@ -270,7 +140,7 @@ class _Run:
     order = np.stack([pipeline.epoch_indices(
         config.seed + r, epoch, self.data.num_train, config.batch_size)
                       for r in range(self.replicas)])
-    order = jax.device_put(order, steps.order_sharding(self.mesh,
+    order = pipeline.put(order, steps.order_sharding(self.mesh,
                                                        replicas=True))
     sums = self.zero_sums()
     # The host dispatches and never waits, but every `log_every_steps` (and
@@ -296,9 +166,12 @@ class _Run:
       self.label_metrics = self.measure_labels(
           label_state.labels, self.clean_rows, self.noisy_rows)
     update_seconds = time.perf_counter() - update_start
+    # Every `eval_every_epochs` epochs and at the end of every stage.
+    due = ((epoch + 1) % config.eval_every_epochs == 0
+           or epoch == stage.last_epoch)
     evaluated = {split: self.evaluate(state["params"], state["model_state"],
                                       *arrays)
-                 for split, arrays in self.eval_sets.items()}
+                 for split, arrays in self.eval_sets.items() if due}
     # One transfer for everything the record needs.
     labels, evaluated, step = jax.device_get(
         (self.label_metrics, evaluated, state["step"][0]))
@@ -363,7 +236,9 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   store = checkpoints.Checkpoints(os.path.join(workdir, "checkpoints"),
                                   keep=config.keep_checkpoints)
   resume_epoch = store.latest_epoch() or 0
-  config_checks.check_resume(workdir, config, resuming=bool(resume_epoch))
+  main_process = jax.process_index() == 0
+  config_checks.check_resume(workdir, config, resuming=bool(resume_epoch),
+                             write=main_process)
 
   # ----- State -----------------------------------------------------------------
   stage = stages.stage_of(run.stages, max(resume_epoch - 1, 0))
@@ -374,10 +249,9 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
       state, label_state, _ = store.restore(resume_epoch, state, label_state)
     except checkpoints.CheckpointMismatchError as e:
       raise ConfigError(str(e)) from None
-  main_process = jax.process_index() == 0
   writer = reporting.MetricWriter(
       workdir, resume_epoch=resume_epoch,
-      tensorboard=config.tensorboard and main_process)
+      tensorboard=config.tensorboard and main_process, enabled=main_process)
   progress = reporting.Progress(
       run.total_epochs, run.steps_per_epoch, first_epoch=resume_epoch,
       enabled=config.progress and main_process)

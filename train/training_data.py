@@ -1,0 +1,179 @@
+"""The run's data: the dataset, its label noise per replica, on the devices.
+
+``load(config)`` loads the dataset (``datasets``) and draws the label noise
+(``noise``) of every seed replica, checking what needs the data (a loss
+family that fits it, a batch no larger than the training set);
+``place(...)`` puts it on the mesh once: the training inputs replicated, the
+noisy labels split by replica, the evaluation splits with their index
+batches, and the padded label rows the label metrics compare against.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from train import config_checks
+from train import datasets
+from train import label_state as label_state_lib
+from train import loss_registry
+from train import noise
+from train import pipeline
+from train import steps
+
+ConfigError = config_checks.ConfigError
+# The validation noise's seed is (noise seed, this).
+VALIDATION_NOISE_STREAM = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class RunData:
+  """The host data of a run: the dataset and each replica's labels."""
+
+  dataset: datasets.Dataset
+  train: list[noise.NoisyLabels]
+  val: list[noise.NoisyLabels]
+
+
+def load(config) -> RunData:
+  """The dataset and, per replica, its noisy training and validation labels.
+
+  Replica ``r`` draws its noise with seed ``(noise.seed or seed) + r``, or
+  replica 0's with ``noise.shared_across_replicas``. With
+  ``config.noise.validation`` the validation labels get the training noise
+  model too, drawn from that seed in a stream of its own (independent of the
+  training draw); else they are the clean ones. The split itself is shared
+  (seed ``dataset.split_seed``, default ``seed``).
+  """
+  d = config.dataset
+  options = {k: d[k] for k in ("num_samples", "num_train", "num_test",
+                               "mosaic_seed", "download") if d[k] is not None}
+  # ml_collections keeps val_size a float: 800.0 means 800 examples.
+  val_size = d.val_size
+  if val_size >= 1 and float(val_size).is_integer():
+    val_size = int(val_size)
+  try:
+    data = datasets.load(d.name, data_dir=d.data_dir, val_size=val_size,
+                         seed=config.seed if d.split_seed is None
+                         else d.split_seed, train_size=d.train_size,
+                         crop_padding=d.crop_padding, flip=d.flip, **options)
+  except ValueError as e:
+    raise ConfigError(f"config.dataset: {e}") from None
+  n = config.noise
+  if n.name == "human" and n.human_key not in data.train_noisy_labels:
+    raise ConfigError(
+        f"config.noise.human_key = {n.human_key!r}: dataset {d.name!r} "
+        f"has human label sets {sorted(data.train_noisy_labels)}")
+  if (n.name == "multilabel") != data.multi_label:
+    raise ConfigError(
+        f"config.noise.name = {n.name!r}: dataset {d.name!r} is "
+        f"{'multi' if data.multi_label else 'single'}-label; "
+        f"{'only multilabel' if data.multi_label else 'multilabel'} noise "
+        f"{'fits' if data.multi_label else 'does not fit'} it")
+
+  def noisy(labels, human, seed):
+    try:
+      return noise.apply_noise(
+          labels, data.num_classes, name=n.name, rate=n.rate, seed=seed,
+          exact=n.exact, include_true_class=n.include_true_class,
+          mapping=n.mapping, drop_rate=n.drop_rate, add_rate=n.add_rate,
+          noisy_labels=None if human is None else human[n.human_key])
+    except ValueError as e:
+      raise ConfigError(f"config.noise: {e}") from None
+
+  human = n.name == "human"
+  train, val = [], []
+  for r in range(config.replicas):
+    seed = (config.seed if n.seed is None else n.seed) + (
+        0 if n.shared_across_replicas else r)
+    if r and n.shared_across_replicas:
+      train.append(train[0])
+      val.append(val[0])
+      continue
+    train.append(noisy(data.train_y, data.train_noisy_labels if human
+                       else None, seed))
+    if n.validation and n.name != "none" and len(data.val_y):
+      # A stream of its own: the training draw is the same without it.
+      val.append(noisy(data.val_y, data.val_noisy_labels if human else None,
+                       (seed, VALIDATION_NOISE_STREAM)))
+    else:
+      val.append(noise.NoisyLabels(labels=data.val_y, clean_labels=data.val_y,
+                                   noise_rate=0.0, transition_matrix=None))
+  _check(config, data)
+  return RunData(data, train, val)
+
+
+def _check(config, data: datasets.Dataset) -> None:
+  losses = [("loss.name", config.loss.name)]
+  if config.stage2.epochs:
+    losses.append(("stage2.loss", config.stage2.loss))
+  for key, name in losses:
+    family = loss_registry.spec(name).family
+    if data.multi_label and family != "sigmoid":
+      raise ConfigError(
+          f"config.{key} = {name!r}: dataset {data.name!r} is multi-label, "
+          f"so the loss must be a sigmoid one: "
+          f"{[k for k, v in loss_registry.LOSSES.items() if v.family == 'sigmoid']}")
+  if config.batch_size > data.num_train:
+    raise ConfigError(f"config.batch_size = {config.batch_size}: larger than "
+                      f"the {data.num_train} training examples")
+
+
+@dataclasses.dataclass(frozen=True)
+class Placed:
+  """A run's data on the mesh (every label array with a replica axis).
+
+  Attributes:
+    train: ``{'image', 'label', 'clean_label'}``, the step's data.
+    eval_sets: split name -> ``(x, labels, order, mask)`` of
+      ``steps.make_evaluate``.
+    clean_rows, noisy_rows: the labels padded like the label state.
+  """
+
+  train: dict[str, jax.Array]
+  eval_sets: dict[str, tuple]
+  clean_rows: jax.Array
+  noisy_rows: jax.Array
+
+
+def place(run_data: RunData, mesh: jax.sharding.Mesh, *,
+          eval_batch_size: int) -> Placed:
+  """Puts ``run_data`` on ``mesh`` (``pipeline.put``: no all-gather)."""
+  data, noisy, val_noisy = run_data.dataset, run_data.train, run_data.val
+  replicas, stack = len(noisy), np.stack
+  train = {"image": data.train_x, "label": stack([n.labels for n in noisy]),
+           "clean_label": noisy[0].clean_labels}
+  train = pipeline.put(train, steps.data_shardings(train, mesh,
+                                                   replicas=True))
+  eval_sets = {}
+  # Validation is measured against the labels a practitioner has (noisy
+  # with noise.validation) and against the clean ones; test is clean.
+  for split, x, labels in (
+      ("val", data.val_x, {"": stack([v.labels for v in val_noisy]),
+                           "clean_": stack([v.clean_labels
+                                            for v in val_noisy])}),
+      ("test", data.test_x, {"": stack([data.test_y] * replicas)})):
+    if len(x):
+      order, mask = pipeline.eval_indices(len(x), eval_batch_size)
+      sharding = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
+      eval_sets[split] = (
+          pipeline.put(x, pipeline.replicated(mesh)),
+          pipeline.put(labels, NamedSharding(mesh, P(pipeline.REPLICA_AXIS))),
+          pipeline.put(order, sharding), pipeline.put(mask, sharding))
+  rows = label_state_lib.padded_size(data.num_train, mesh)
+
+  def padded(labels):
+    pad = [(0, 0), (0, rows - labels.shape[1])] + [(0, 0)] * (
+        labels.ndim - 2)
+    spec = P(pipeline.REPLICA_AXIS, pipeline.DATA_AXIS,
+             *[None] * (labels.ndim - 2))
+    return pipeline.put(np.pad(labels, pad, constant_values=-1),
+                        NamedSharding(mesh, spec))
+
+  return Placed(train=train, eval_sets=eval_sets,
+                clean_rows=padded(stack([n.clean_labels for n in noisy])),
+                noisy_rows=padded(stack([n.labels for n in noisy])))
