@@ -177,5 +177,10 @@ def base_config() -> config_dict.ConfigDict:
   c.keep_checkpoints = 2
   c.grad_bins = 10
   c.tensorboard = True
+  # Writes workdir/probabilities_train.npy at the end: the softmax of every
+  # training example ([N, C]; [R, N, C] with replicas), what forward
+  # correction's estimated transition matrix is made from
+  # (train/transition_estimate.py).
+  c.save_train_probabilities = False
   c.progress = True
   return c

@@ -161,6 +161,13 @@ def execute(group: Sequence[study_lib.Run] | study_lib.Run, *,
     raise RunFailed(f"{run.workdir}: train exited with {code}:\n{tail}")
   seconds = (time.perf_counter() - start) / len(group)
   records = [] if diverged else reporting.read_records(run.workdir)
+  probabilities = os.path.join(run.workdir, study_lib.PROBABILITIES_FILE)
+  if len(group) > 1 and os.path.exists(probabilities):
+    # [R, N, C]: each seed's own, where its dependents look for them.
+    for member, probs in zip(group, np.load(probabilities)):
+      os.makedirs(member.workdir, exist_ok=True)
+      np.save(os.path.join(member.workdir, study_lib.PROBABILITIES_FILE),
+              probs)
   results = []
   for replica, member in enumerate(group):
     result = {"phase": member.phase, "setting": member.setting,

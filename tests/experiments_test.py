@@ -9,12 +9,14 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
 from absl.testing import absltest
 
 from experiments import protocol
 from experiments import runner
 from experiments import study as study_lib
 from train import reporting
+from train import transition_estimate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOY = os.path.join(ROOT, "tests", "toy_study.py")
@@ -217,7 +219,6 @@ class RunnerTest(absltest.TestCase):
     self.assertIsNone(runner.read_result(run))
 
   def test_transition_matrix_estimated_from_the_source_run(self):
-    import numpy as np  # pylint: disable=g-import-not-at-top
     source, workdir = tempfile.mkdtemp(), tempfile.mkdtemp()
     run = study_lib.Run("tune", "a", "fc", {}, 0, "mnist1d.py", {}, workdir,
                         transition_source=source)
@@ -314,10 +315,24 @@ class ToyStudyTest(absltest.TestCase):
     self.assertEqual(done.returncode, 0, done.stderr)
     self.assertIn("toy tune: 2 runs, 0 finished before", done.stderr)
     self.assertIn("runs 2/2", done.stderr)
+    # Forward correction waits for ce's selection, then estimates T from
+    # ce's run of the same seed.
+    self.assertIn("toy tune (dependent methods): 1 runs, 0 finished before",
+                  done.stderr)
+    self.assertIn("toy final (dependent methods): 1 runs", done.stderr)
     with open(os.path.join(out, "toy.csv")) as f:
       rows = list(csv.DictReader(f))
     self.assertEqual([(r["method"], r["seed"]) for r in rows],
-                     [("ce", "1"), ("el_at_ce", "1")])
+                     [("ce", "1"), ("el_at_ce", "1"), ("fc_est", "1")])
+    fc = os.path.join(root, "m1d_sym40", "fc_est", "final", "seed1")
+    t = np.load(os.path.join(fc, study_lib.TRANSITION_FILE))
+    self.assertEqual(t.shape, (10, 10))
+    np.testing.assert_allclose(t.sum(1), 1.0, rtol=1e-6)
+    probs = np.load(os.path.join(root, "m1d_sym40", "ce", "final", "seed1",
+                                 study_lib.PROBABILITIES_FILE))
+    self.assertEqual(probs.shape, (256, 10))
+    np.testing.assert_allclose(
+        t, transition_estimate.estimate_transition_matrix(probs))
     for row in rows:
       self.assertBetween(float(row["test_at_val"]), 0.0, 1.0)
     with open(os.path.join(out, "toy.md")) as f:

@@ -1,4 +1,4 @@
-"""A toy study for the runner's tests: four runs of seconds each.
+"""A toy study for the runner's tests: six runs of seconds each.
 
     python -m experiments --study=tests/toy_study.py --root=/tmp/toy --out=/tmp/toy_out
 """
@@ -24,6 +24,10 @@ def get_study():
           s.Method("el_at_ce", {"loss.name": "encouraging"},
                    inherit_from="ce",
                    inherit_keys=("optimizer.learning_rate",)),
+          # T estimated from ce's run of the same seed.
+          s.Method("fc_est", {"loss.name": "forward_correction"},
+                   grid={"optimizer.learning_rate": (0.1,)},
+                   transition_from="ce"),
       ),
       baseline="ce",
       claims=(s.Claim("EL beats CE", "toy", "el_at_ce", "ce"),),

@@ -188,6 +188,28 @@ class TrainerTest(parameterized.TestCase):
     self.assertNotEqual(noisy[0]["val_accuracy"],
                         noisy[0]["val_clean_accuracy"])
 
+  def test_train_probabilities_and_a_transition_matrix_file(self):
+    _, records, workdir = _run(tiny_config(**{
+        "num_epochs": 1, "replicas": 2, "save_train_probabilities": True}))
+    probs = np.load(os.path.join(workdir, trainer.PROBABILITIES_FILE))
+    self.assertEqual(probs.shape, (2, 256, 10))
+    np.testing.assert_allclose(probs.sum(-1), 1.0, rtol=1e-5)
+    self.assertFalse(np.allclose(probs[0], probs[1]))  # each replica's own
+    # A matrix saved as .npy feeds forward correction, like 'noise' does.
+    path = os.path.join(workdir, "t.npy")
+    np.save(path, np.full((10, 10), 0.1))
+    _, (record,), _ = _run(tiny_config(**{
+        "num_epochs": 1, "loss.name": "forward_correction",
+        "loss.transition_matrix": path}))
+    self.assertTrue(math.isfinite(record["train_loss"]))
+    with self.assertRaisesRegex(trainer.ConfigError, "existing .npy file"):
+      _run(tiny_config(**{"loss.name": "forward_correction",
+                          "loss.transition_matrix": path + ".missing.npy"}))
+    np.save(path, np.full((3, 3), 1 / 3))
+    with self.assertRaisesRegex(trainer.ConfigError, "3"):
+      _run(tiny_config(**{"loss.name": "forward_correction",
+                          "loss.transition_matrix": path}))
+
   def test_summary_table(self):
     summary, _, workdir = _run(tiny_config())
     table = reporting.summary_table(summary, "title")

@@ -70,8 +70,13 @@ def loss_hyperparameters(loss_config: config_dict.ConfigDict
   for key, allowed in loss_registry.RESOLVED.items():
     if key in spec.hyperparameters:
       values.setdefault(key, allowed[0])
+      if key == "transition_matrix" and loss_registry.is_matrix_file(
+          values[key]):
+        continue
       _require(values[key] in allowed, f"loss.{key}", values[key],
-               f"must be one of {list(allowed)}")
+               f"must be one of {list(allowed)}" + (
+                   " or the path of an existing .npy file"
+                   if key == "transition_matrix" else ""))
   return values
 
 
@@ -79,9 +84,10 @@ def _check_loss(loss_config) -> None:
   values = loss_hyperparameters(loss_config)
   # Resolved ones need the data: stand-ins here, the real ones are checked
   # once the data is loaded. The rest are checked by the loss itself.
-  eager = loss_registry.resolve(
-      {**values, **({"prior": "uniform"} if "prior" in values else {})},
-      num_classes=3)
+  stand_ins = {**({"prior": "uniform"} if "prior" in values else {}),
+               **({"transition_matrix": "identity"} if loss_registry
+                  .is_matrix_file(values.get("transition_matrix")) else {})}
+  eager = loss_registry.resolve({**values, **stand_ins}, num_classes=3)
   try:
     loss_registry.check(loss_config.name, eager, num_classes=3)
     schedule = loss_config.schedule

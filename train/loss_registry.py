@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -76,10 +77,18 @@ ALIASES = {
 
 # Hyperparameters given by name in a config and resolved against the data:
 # forward correction's T ('noise': the realised transition matrix of the
-# label noise, the oracle correction; 'identity'); JO's prior ('uniform',
-# 'noisy_labels': the class frequencies of the noisy training labels).
+# label noise, the oracle correction; 'identity'; or the path of a .npy file
+# holding an estimate, see train/transition_estimate.py); JO's prior
+# ('uniform', 'noisy_labels': the class frequencies of the noisy training
+# labels).
 RESOLVED = {"transition_matrix": ("noise", "identity"),
             "prior": ("uniform", "noisy_labels")}
+
+
+def is_matrix_file(value: Any) -> bool:
+  """A transition matrix given as the path of an existing ``.npy`` file."""
+  return isinstance(value, str) and value.endswith(".npy") and os.path.isfile(
+      value)
 
 
 def canonical_name(name: str) -> str:
@@ -114,6 +123,9 @@ def resolve(hyperparameters: Mapping[str, Any], *, num_classes: int,
       out["transition_matrix"] = np.eye(num_classes, dtype=np.float32)
     elif value == "noise":
       out["transition_matrix"] = np.asarray(transition_matrix, np.float32)
+    elif is_matrix_file(value):
+      out["transition_matrix"] = np.asarray(losses.check_transition_matrix(
+          np.load(value), num_classes), np.float32)
     else:
       raise ValueError(f"config.loss.transition_matrix must be one of "
                        f"{RESOLVED['transition_matrix']}, got {value!r}")

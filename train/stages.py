@@ -69,8 +69,12 @@ def make_stages(config, *, steps_per_epoch: int, num_classes: int,
   resolve = dict(num_classes=num_classes,
                  transition_matrix=noisy.transition_matrix,
                  noisy_labels=None if noisy.labels.ndim > 1 else noisy.labels)
-  hyper = loss_registry.resolve(
-      config_checks.loss_hyperparameters(config.loss), **resolve)
+  try:
+    # A matrix file's shape is checked here, against the data's classes.
+    hyper = loss_registry.resolve(
+        config_checks.loss_hyperparameters(config.loss), **resolve)
+  except ValueError as e:
+    raise config_checks.ConfigError(f"config.loss: {e}") from None
   ramps = {}
   schedule = config.loss.schedule
   if schedule.hyperparameter:

@@ -231,6 +231,35 @@ def make_train_step(cfg: StepConfig, state: TrainState,
                  static_argnums=(7,), donate_argnums=(0, 1, 2))
 
 
+def split_logits(classifier: models.Classifier, params, model_state, x,
+                 order) -> jax.Array:
+  """Float32 logits ``[B' * B, C]`` of ``x[order]``, a batch at a time."""
+  def logits_of(_, indices):
+    logits, _ = classifier.apply(params, model_state,
+                                 jnp.take(x, indices, axis=0), train=False)
+    return None, logits
+
+  _, logits = jax.lax.scan(logits_of, None, order)
+  return logits.reshape(-1, logits.shape[-1]).astype(jnp.float32)
+
+
+def make_predict(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,
+                 replicas: bool = False):
+  """``predict(params, model_state, x, order) -> softmax [B' * B, C]``.
+
+  Jitted; ``order`` as in ``make_evaluate`` (its padding rows are the
+  caller's to drop). With ``replicas`` the parameters and the result have a
+  leading replica axis.
+  """
+  def predict(params, model_state, x, order):
+    return jax.nn.softmax(split_logits(classifier, params, model_state, x,
+                                       order))
+
+  predict = over_replicas(predict, (0, 0, None, None), replicas)
+  split = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
+  return jax.jit(predict, in_shardings=(None, None, None, split))
+
+
 def make_evaluate(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,
                   multi_label: bool, replicas: bool = False):
   """``evaluate(params, model_state, x, labels, order, mask) -> metrics``.
@@ -244,13 +273,7 @@ def make_evaluate(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,
   """
 
   def evaluate(params, model_state, x, labels, order, mask):
-    def logits_of(_, indices):
-      logits, _ = classifier.apply(params, model_state,
-                                   jnp.take(x, indices, axis=0), train=False)
-      return None, logits
-
-    _, logits = jax.lax.scan(logits_of, None, order)
-    logits = logits.reshape(-1, logits.shape[-1]).astype(jnp.float32)
+    logits = split_logits(classifier, params, model_state, x, order)
     weights = mask.reshape(-1).astype(jnp.float32)
     out = {}
     for prefix, y in labels.items():

@@ -17,6 +17,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from ml_collections import config_dict
@@ -33,6 +34,7 @@ from train import steps
 from train import training_data
 
 ConfigError = config_checks.ConfigError
+PROBABILITIES_FILE = "probabilities_train.npy"
 
 
 # ---------------------------------------------------------------------------
@@ -198,6 +200,22 @@ class _Run:
     record["epoch_seconds"] = time.perf_counter() - start
     return state, label_state, record
 
+  def save_train_probabilities(self, classifier, state) -> None:
+    """``workdir/probabilities_train.npy``: softmax of the training set."""
+    order, mask = pipeline.eval_indices(self.data.num_train,
+                                        self.config.eval_batch_size)
+    predict = steps.make_predict(classifier, self.mesh, replicas=True)
+    probs = predict(state["params"], state["model_state"],
+                    self.train_data["image"], pipeline.put(
+                        order, NamedSharding(self.mesh,
+                                             P(None, pipeline.DATA_AXIS))))
+    probs = np.asarray(multihost_utils.process_allgather(probs, tiled=True))
+    # eval_indices keeps the examples in order, padding last.
+    probs = probs[:, mask.reshape(-1)]
+    if jax.process_index() == 0:
+      path = os.path.join(self.workdir, PROBABILITIES_FILE)
+      np.save(path, probs[0] if self.replicas == 1 else probs)
+
   @staticmethod
   def _check_finite(sums, epoch, done, reported, progress):
     if sums["nonfinite_steps"].any():
@@ -295,6 +313,8 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
     store.close()
     writer.close()
 
+  if config.save_train_probabilities and last == run.total_epochs:
+    run.save_train_probabilities(classifier, state)
   summary = reporting.summarise(records)
   if main_process and last == run.total_epochs:
     print(reporting.summary_table(summary, _title(config, run)), flush=True)
