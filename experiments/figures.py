@@ -209,10 +209,42 @@ def recovery(study, c, path) -> bool:
   return drawn
 
 
+def per_class_ap(study, c, path) -> bool:
+  """Test AP per class at the selected epoch, per method and setting."""
+  if not any(r.get("test_ap_per_class") for runs in c.final.values()
+             for r in runs.values()):
+    return False
+  fig, axes = _panels(len(study.settings))
+  colour = _colours(study)
+  width = 0.8 / len(study.methods)
+  for ax, s in zip(axes, study.settings):
+    for i, m in enumerate(study.methods):
+      curves = [r["test_ap_per_class"] for r in
+                c.final.get((s.name, m.name), {}).values()
+                if r.get("test_ap_per_class")]
+      if not curves:
+        continue
+      values = np.array([[np.nan if v is None else 100 * v for v in curve]
+                         for curve in curves], dtype=np.float64)
+      means, halves = zip(*(_interval(col[~np.isnan(col)])
+                            for col in values.T))
+      x = np.arange(len(means)) + (i - (len(study.methods) - 1) / 2) * width
+      ax.bar(x, means, width, yerr=halves, color=colour[m.name],
+             label=m.label or m.name, capsize=2)
+    names = study.class_names or [str(k) for k in range(len(means))]
+    ax.set_xticks(range(len(names)), names, rotation=45, ha="right",
+                  fontsize=8)
+    ax.set_ylabel("test AP (%) at the best validation epoch")
+    ax.set_title(s.label or s.name, fontsize=10)
+  _save(fig, path, axes[0])
+  return True
+
+
 FIGURES = {
     "scores": scores,
     "log_end": versus_log_end,
     "grad_by_confidence": grad_by_confidence,
     "noise": versus_noise,
     "recovery": recovery,
+    "per_class_ap": per_class_ap,
 }

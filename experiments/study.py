@@ -139,6 +139,7 @@ class Study:
     metric: ``accuracy`` (single-label) or ``map`` (multi-label).
     figures: names of ``figures.FIGURES`` drawn by the summary.
     notes: free text for the summary page (model choice, budget, ...).
+    class_names: the classes' names, for per-class figures.
   """
   name: str
   title: str
@@ -153,6 +154,7 @@ class Study:
   description: str = ""
   command: str = ""
   notes: str = ""
+  class_names: tuple[str, ...] = ()
 
   def __post_init__(self):
     names = [m.name for m in self.methods]

@@ -432,7 +432,7 @@ class SummaryTest(absltest.TestCase):
                                                "ce"),),
         tune_seeds=(0,), final_seeds=(1, 2, 3),
         figures=("scores", "log_end", "grad_by_confidence", "noise",
-                 "recovery"))
+                 "recovery", "per_class_ap"), class_names=("a", "b", "c"))
     root, out = tempfile.mkdtemp(), tempfile.mkdtemp()
     # EL is better than CE by 2 points +- 0.1 on every seed; the 0.3 rate
     # of CE wins validation.
@@ -457,6 +457,11 @@ class SummaryTest(absltest.TestCase):
     for name in study.figures:
       self.assertTrue(os.path.exists(os.path.join(out, f"fab_{name}.png")),
                       name)
+    # Per-class AP is read at the best validation epoch (the last here).
+    with open(os.path.join(root, "sym20", "ce", "final", "seed1",
+                           runner.RESULT_FILE)) as f:
+      self.assertEqual(json.load(f)["scores"]["test_ap_per_class"],
+                       [0.2, None, 0.5])
     with open(os.path.join(out, "fab.md")) as f:
       page = f.read()
     self.assertIn("| ce | learning_rate 0.3 | 90.00 | 3 | 80.00 ± 0.00 |",
@@ -469,7 +474,8 @@ class SummaryTest(absltest.TestCase):
     records = [{"epoch": e, "val_accuracy": val - 0.01 * (2 - e),
                 "test_accuracy": test - 0.01 * (2 - e),
                 "recovery_accuracy": 0.6 + 0.1 * e if recovery else 0.6,
-                "grad_by_confidence": [0.5, None, 0.1]} for e in (1, 2)]
+                "grad_by_confidence": [0.5, None, 0.1],
+                "test_ap_per_class": [0.1 * e, None, 0.5]} for e in (1, 2)]
     with open(os.path.join(run.workdir, reporting.METRICS_FILE), "w") as f:
       f.writelines(json.dumps(r) + "\n" for r in records)
     with open(os.path.join(run.workdir, runner.RESULT_FILE), "w") as f:

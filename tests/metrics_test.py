@@ -49,9 +49,12 @@ class EvaluationMetricsTest(absltest.TestCase):
     out = metrics.evaluation_metrics(
         jnp.asarray(logits), jnp.asarray(targets), jnp.asarray(weights),
         multi_label=True)
-    expected = np.mean([sk_metrics.average_precision_score(
-        targets[:190, k], logits[:190, k]) for k in range(5)])
-    self.assertAlmostEqual(float(out["map"]), expected, places=5)
+    per_class = [sk_metrics.average_precision_score(
+        targets[:190, k], logits[:190, k]) for k in range(5)]
+    self.assertAlmostEqual(float(out["map"]), np.mean(per_class), places=5)
+    np.testing.assert_allclose(out["ap_per_class"][:5], per_class,
+                               rtol=1e-5)
+    self.assertTrue(np.isnan(out["ap_per_class"][5]))
     self.assertAlmostEqual(float(out["accuracy"]), np.mean(
         (logits[:190] > 0) == (targets[:190] > 0.5)), places=6)
 

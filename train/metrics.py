@@ -146,8 +146,8 @@ def expected_calibration_error(confidence, correct, weights,
       count.sum(), 1.0)
 
 
-def mean_average_precision(scores, targets, weights) -> jax.Array:
-  """Mean over classes with a positive of the average precision; jit-able.
+def average_precision_per_class(scores, targets, weights) -> jax.Array:
+  """``[C]`` average precision of each class (NaN where none is positive).
 
   Args:
     scores: ``[N, C]`` scores; targets: ``[N, C]`` multi-hot; weights:
@@ -161,7 +161,13 @@ def mean_average_precision(scores, targets, weights) -> jax.Array:
   precision = hits / jnp.arange(1, scores.shape[0] + 1)[:, None]
   positives = targets.sum(axis=0)
   average = jnp.sum(precision * ranked, axis=0) / jnp.maximum(positives, 1.0)
-  has_positive = positives > 0
+  return jnp.where(positives > 0, average, jnp.nan)
+
+
+def mean_average_precision(scores, targets, weights) -> jax.Array:
+  """Mean over classes with a positive of the average precision; jit-able."""
+  average = average_precision_per_class(scores, targets, weights)
+  has_positive = ~jnp.isnan(average)
   return jnp.sum(jnp.where(has_positive, average, 0.0)) / jnp.maximum(
       has_positive.sum(), 1)
 
@@ -183,7 +189,7 @@ def agreement_metrics(logits, labels, weights, multi_label: bool
 
 def evaluation_metrics(logits, labels, weights, multi_label: bool
                        ) -> dict[str, jax.Array]:
-  """Accuracy, ECE, NLL (and mAP for multi-label) of a split; jit-able.
+  """Accuracy, ECE, NLL (and mAP, AP per class for multi-label); jit-able.
 
   Args:
     logits: ``[N, C]``; labels: int ``[N]`` or multi-hot ``[N, C]``;
@@ -203,6 +209,8 @@ def evaluation_metrics(logits, labels, weights, multi_label: bool
                                             entry_weights)
     nll = -(labels * jax.nn.log_sigmoid(logits)
             + (1 - labels) * jax.nn.log_sigmoid(-logits)).sum(-1)
+    out["ap_per_class"] = average_precision_per_class(logits, labels,
+                                                      weights)
   else:
     log_p = jax.nn.log_softmax(logits)
     confidence = jnp.exp(log_p.max(axis=-1))

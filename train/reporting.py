@@ -194,8 +194,9 @@ def _best(records, key):
   return sign * value, -epoch
 
 
-def _at_best(records, select, report):
-  """``report`` at the epoch of best ``select`` (earliest of ties)."""
+def at_best(records, select, report):
+  """``report`` at the epoch of best ``select`` (earliest of ties): model
+  selection on ``select``."""
   _, epoch = _best(records, select)
   if epoch is None:
     return None
@@ -280,8 +281,8 @@ def _summarise(records: list[Mapping[str, Any]]) -> dict[str, Any]:
     summary[f"{key}_last"] = last.get(key)
   for test, val in (("test_accuracy", "val_accuracy"), ("test_map",
                                                          "val_map")):
-    summary[f"{test}_at_best_val"] = _at_best(records, val, test)
-    summary[f"{test}_at_best_val_clean"] = _at_best(
+    summary[f"{test}_at_best_val"] = at_best(records, val, test)
+    summary[f"{test}_at_best_val_clean"] = at_best(
         records, val.replace("val_", "val_clean_"), test)
   summary["seconds"] = sum(r.get("epoch_seconds", 0.0) for r in records)
   return summary

@@ -184,7 +184,7 @@ class _Run:
           jax.tree.map(lambda x, r=r: x[r], fetched))
       values.update({k: float(v[r]) for k, v in labels.items()})
       for split, measured in evaluated.items():
-        values.update({f"{split}_{k}": float(v[r])
+        values.update({f"{split}_{k}": _host_value(v[r])
                        for k, v in measured.items()})
       per_replica.append(values)
     record = {"epoch": epoch + 1, "stage": stage.index + 1,
@@ -319,6 +319,13 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   if main_process and last == run.total_epochs:
     print(reporting.summary_table(summary, _title(config, run)), flush=True)
   return summary
+
+
+def _host_value(value: np.ndarray) -> float | list[float | None]:
+  """A metric for the record: a float, or a list with None for NaN."""
+  if np.ndim(value) == 0:
+    return float(value)
+  return [None if np.isnan(v) else float(v) for v in np.ravel(value)]
 
 
 def _title(config, run: _Run) -> str:

@@ -19,6 +19,7 @@ Model: an MLP (width 256) on the 56x56 mosaics, Adam with a cosine decay,
 """
 
 from experiments import study as s
+from train import local_data
 
 _LR = {"optimizer.learning_rate": (3e-4, 1e-3, 3e-3)}
 _COMMON = {"model.name": "mlp", "model.width": 256, "num_epochs": 20,
@@ -59,6 +60,7 @@ def get_study():
       command="python -m experiments --study=multilabel --workers=2",
       settings=settings, methods=methods, baseline="bce", claims=claims,
       tune_seeds=(0, 1), final_seeds=tuple(range(100, 110)), metric="map",
-      figures=("scores",),
+      figures=("scores", "per_class_ap"),
+      class_names=local_data.FASHION_MNIST_CLASSES,
       notes="Model: " + __doc__.split("\n\nModel:", 1)[1].strip(),
   )
