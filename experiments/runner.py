@@ -95,15 +95,14 @@ def replica_groups(runs: Sequence[study_lib.Run], most: int
   """Runs that differ only by consecutive seeds, at most ``most`` a group.
 
   A group trains as one program (``config.replicas``), replica r with seed
-  ``first + r``. Runs whose transition matrix is estimated per seed stay
-  alone.
+  ``first + r``. Runs that need their own seed's noise draw in the loss
+  stay alone (see ``_groups``).
   """
   groups: list[list[study_lib.Run]] = []
   for run in runs:
     last = groups[-1] if groups else None
-    if (last and most > 1 and len(last) < most
-        and run.transition_source is None
-        and last[0].transition_source is None
+    if (last and most > 1 and len(last) < most and _groups(run)
+        and _groups(last[0])
         and (run.phase, run.setting, run.method, dict(run.point)) ==
         (last[0].phase, last[0].setting, last[0].method, dict(last[0].point))
         and run.seed == last[-1].seed + 1):
@@ -111,6 +110,19 @@ def replica_groups(runs: Sequence[study_lib.Run], most: int
     else:
       groups.append([run])
   return groups
+
+
+def _groups(run: study_lib.Run) -> bool:
+  """Whether ``run`` may train as a replica of a group.
+
+  Not when its loss needs its own seed's data: an estimated transition
+  matrix, or one of the noise draw ('noise') or JO's prior from the noisy
+  labels, which ``train`` takes from replica 0 for every replica.
+  """
+  o = run.overrides
+  return (run.transition_source is None
+          and o.get("loss.transition_matrix") != "noise"
+          and o.get("loss.prior") != "noisy_labels")
 
 
 def _group_run(group: Sequence[study_lib.Run]) -> study_lib.Run:

@@ -256,6 +256,11 @@ class RunnerTest(absltest.TestCase):
     seeds = [[r.seed for r in g] for g in runner.replica_groups(runs, 2)]
     self.assertEqual(seeds, [[0, 1], [2], [4], [5, 6]])
     self.assertLen(runner.replica_groups(runs, 1), 6)
+    # The oracle transition matrix is each seed's own noise: no replicas.
+    oracle = [study_lib.Run("final", "a", "fc", {}, seed, "f.py",
+                            {"loss.transition_matrix": "noise"}, f"/r/{seed}")
+              for seed in (0, 1)]
+    self.assertLen(runner.replica_groups(oracle, 2), 2)
 
   def test_group_trains_as_replicas_and_splits_results(self):
     # A fake train: writes two epochs of two replicas' records.
