@@ -8,7 +8,7 @@ Stage 1 trains with the JO loss at a constant learning rate and relabels
 every example with the mean softmax of the last 10 epochs from epoch
 ``begin`` on (soft labels); stage 2 trains a freshly initialised network
 with cross entropy on the labels stage 1 left, with a step-decayed learning
-rate (Tanaka et al., CVPR 2018; SPEC §3).
+rate (Tanaka et al., CVPR 2018).
 
 Arguments: ``dataset``: ``mnist1d`` (default: 40 + 30 epochs of the 1-D CNN,
 about a minute on a 2-core CPU), ``cifar10`` or ``cifar100`` (the paper's

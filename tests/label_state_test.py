@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class NumpyLabelState:
-  """The update rule of SPEC §3, written out plainly."""
+  """Joint Optimization's label update rule, written out plainly."""
 
   def __init__(self, noisy, num_classes, history, multi_label=False):
     self.labels = (noisy.astype(np.float32) if multi_label

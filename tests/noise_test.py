@@ -94,7 +94,7 @@ class AsymmetricNoiseTest(parameterized.TestCase):
                            places=12)
 
   def test_spec_mappings(self):
-    # SPEC.md section 4, written out by class index.
+    # The published class mappings, written out by class index.
     self.assertEqual(dict(noise.NAMED_MAPPINGS["cifar10"][1]),
                      {9: 1, 2: 0, 3: 5, 5: 3, 4: 7})
     self.assertEqual(dict(noise.NAMED_MAPPINGS["mnist"][1]),

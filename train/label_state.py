@@ -1,6 +1,6 @@
 """The label state: every training example's current (soft) label, on device.
 
-Joint Optimization (SPEC §3) relabels the training set between epochs. The
+Joint Optimization (Tanaka et al., CVPR 2018) relabels the training set between epochs. The
 state it needs is explicit and sharded along the example axis ``'data'``:
 
 * ``labels [N', C]``: the current labels, one-hot (or multi-hot) noisy labels

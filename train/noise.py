@@ -1,4 +1,4 @@
-"""Synthetic label noise (SPEC.md section 4), on host numpy arrays.
+"""Synthetic label noise, on host numpy arrays.
 
 Every multi-class model here is a row-stochastic transition matrix
 ``T[i, j] = P(noisy = j | clean = i)`` applied by ``transition_noise``:
