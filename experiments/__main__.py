@@ -12,14 +12,12 @@ from their checkpoints. The summary (``NAME.md``, ``NAME.csv``, figures)
 goes to ``--out`` (default ``docs/results``).
 """
 
-import importlib.util
 import os
 import sys
 
 from absl import app
 from absl import flags
 
-import configs
 from experiments import runner
 from experiments import study as study_lib
 from experiments import summary
@@ -41,24 +39,7 @@ _OUT = flags.DEFINE_string("out", "docs/results",
 _DRY_RUN = flags.DEFINE_bool("dry_run", False,
                              "List the runs and their state; train nothing.")
 
-CONFIGS_DIR = os.path.dirname(os.path.abspath(configs.__file__))
-STUDIES_DIR = os.path.join(CONFIGS_DIR, "studies")
-
-
-def load_study(name_or_path: str) -> study_lib.Study:
-  """``get_study()`` of ``configs/studies/NAME.py`` or of a file's path."""
-  path = name_or_path
-  if not path.endswith(".py"):
-    path = os.path.join(STUDIES_DIR, f"{name_or_path}.py")
-  if not os.path.exists(path):
-    known = sorted(f[:-3] for f in os.listdir(STUDIES_DIR)
-                   if f.endswith(".py") and not f.startswith("_"))
-    raise ValueError(f"--study={name_or_path}: no such study; the studies "
-                     f"are {known}, or give a file's path")
-  spec = importlib.util.spec_from_file_location("_study", path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module.get_study()
+CONFIGS_DIR = study_lib.CONFIGS_DIR
 
 
 def _selected(study, root):
@@ -84,7 +65,7 @@ def main(argv):
     sys.exit(f"error: --phases: unknown {sorted(unknown)}; use tune, final, "
              f"summarize")
   try:
-    study = load_study(_STUDY.value)
+    study = study_lib.load(_STUDY.value)
   except ValueError as e:
     sys.exit(f"error: {e}")
   root = _ROOT.value or os.path.join("workdirs", "studies", study.name)

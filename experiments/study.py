@@ -18,12 +18,18 @@ Everything here is plain Python: a study file imports no JAX.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import itertools
 import os
 import re
 from typing import Any, Mapping, Sequence
 
+import configs
+
 Overrides = Mapping[str, Any]
+
+CONFIGS_DIR = os.path.dirname(os.path.abspath(configs.__file__))
+STUDIES_DIR = os.path.join(CONFIGS_DIR, "studies")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -231,13 +237,8 @@ class Run:
     Raises:
       KeyError: an override names a key the config does not have.
     """
-    import importlib.util  # pylint: disable=g-import-not-at-top
     file, _, arg = self.config.partition(":")
-    spec = importlib.util.spec_from_file_location(
-        "_config", os.path.join(configs_dir, file))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    config = module.get_config(arg or None)
+    config = _module(os.path.join(configs_dir, file)).get_config(arg or None)
     for key, value in self.overrides.items():
       target = config
       *path, last = key.split(".")
@@ -363,3 +364,32 @@ def final_runs(study: Study, root: str,
 
 def _final_dir(root, setting, method, seed):
   return os.path.join(root, setting, method, "final", f"seed{seed}")
+
+
+def names() -> list[str]:
+  """The studies of ``configs/studies/``."""
+  return sorted(f[:-3] for f in os.listdir(STUDIES_DIR)
+                if f.endswith(".py") and not f.startswith("_"))
+
+
+def load(name_or_path: str) -> Study:
+  """``get_study()`` of ``configs/studies/NAME.py`` or of a file's path.
+
+  Raises:
+    ValueError: no such study.
+  """
+  path = name_or_path
+  if not path.endswith(".py"):
+    path = os.path.join(STUDIES_DIR, f"{name_or_path}.py")
+  if not os.path.exists(path):
+    raise ValueError(f"--study={name_or_path}: no such study; the studies "
+                     f"are {names()}, or give a file's path")
+  return _module(path).get_study()
+
+
+def _module(path: str):
+  """The Python file at ``path``, imported (config and study files)."""
+  spec = importlib.util.spec_from_file_location("_loaded", path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module

@@ -391,14 +391,12 @@ class RealStudiesTest(absltest.TestCase):
   """Every run of every study in configs/studies/ passes the config checks."""
 
   def test_every_run_config_is_valid(self):
-    from experiments import __main__ as cli  # pylint: disable=g-import-not-at-top
     from train import config_checks  # pylint: disable=g-import-not-at-top
-    names = sorted(f[:-3] for f in os.listdir(cli.STUDIES_DIR)
-                   if f.endswith(".py") and not f.startswith("_"))
+    names = study_lib.names()
     self.assertContainsSubset({"el_clean", "noisy_labels", "multilabel"},
                               names)
     for name in names:
-      study = cli.load_study(name)
+      study = study_lib.load(name)
       firsts = {}
       for _ in range(2):  # methods that wait for a selection come second
         tune = study_lib.tune_runs(study, "/r", firsts)
@@ -411,7 +409,7 @@ class RealStudiesTest(absltest.TestCase):
             # The estimate is written just before the run starts.
             run = dataclasses.replace(run, overrides={
                 **run.overrides, "loss.transition_matrix": "identity"})
-          config = run.config_dict(cli.CONFIGS_DIR)
+          config = run.config_dict(study_lib.CONFIGS_DIR)
           config_checks.check(config, num_devices=1)
           self.assertEqual(config.seed, run.seed)
 
