@@ -125,9 +125,14 @@ class _Run:
     # Labels that no update moves keep their metrics: measured once a stage.
     self.label_metrics = self.measure_labels(
         label_state.labels, self.clean_rows, self.noisy_rows)
-    self.evaluate = steps.make_evaluate(classifier, self.mesh,
-                                        multi_label=multi_label,
-                                        replicas=True)
+    evaluate = steps.make_evaluate(classifier, self.mesh,
+                                   multi_label=multi_label, replicas=True)
+    # Compiled now, one executable per split, so that the first epoch that
+    # evaluates does not also compile (and the epoch times stay comparable).
+    self.evaluate = {
+        split: evaluate.lower(state["params"], state["model_state"],
+                              *arrays).compile()
+        for split, arrays in self.eval_sets.items()}
     self.zero_sums = jax.jit(
         lambda: jax.tree.map(
             lambda x: jnp.zeros((self.replicas,) + x.shape, x.dtype),
@@ -171,8 +176,8 @@ class _Run:
     # Every `eval_every_epochs` epochs and at the end of every stage.
     due = ((epoch + 1) % config.eval_every_epochs == 0
            or epoch == stage.last_epoch)
-    evaluated = {split: self.evaluate(state["params"], state["model_state"],
-                                      *arrays)
+    evaluated = {split: self.evaluate[split](state["params"],
+                                            state["model_state"], *arrays)
                  for split, arrays in self.eval_sets.items() if due}
     # One transfer for everything the record needs.
     labels, evaluated, step = jax.device_get(
