@@ -253,7 +253,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
     ConfigError: a bad config, workdir or checkpoint, before training.
     FloatingPointError: the loss became NaN or infinite.
   """
-  # ----- Checks, data, stages, model --------------------------------------------
+  # ----- Checks, data, stages, model ------------------------------------------
   # Everything the config and the data can reject, before the workdir is made.
   config_checks.check(config, num_devices=jax.device_count())
   run = _Run(config, workdir)
