@@ -58,14 +58,14 @@ class RegistryTest(parameterized.TestCase):
                            float(expected(logits, targets)), places=5)
 
   def test_traced_hyperparameter_is_a_call_argument(self):
-    batch_loss = loss_registry.build("el", {"log_end": 0.5}, num_classes=3,
-                                     traced=("bonus_weight",))
+    total = loss_registry.build("el", {"log_end": 0.5}, num_classes=3,
+                                traced=("bonus_weight",))
     logits = jnp.array([[2.0, 0.0, -1.0]])
     targets = jnp.array([[1.0, 0.0, 0.0]])
     for rho in (0.0, 0.7):
       expected = losses.encouraging_loss(logits, targets, bonus_weight=rho,
                                          log_end=0.5).sum()
-      got = jax.jit(batch_loss)(logits, targets, {"bonus_weight": rho})
+      got = jax.jit(total)(logits, targets, {"bonus_weight": rho})
       self.assertAlmostEqual(float(got), float(expected), places=6)
 
   def test_build_errors(self):
