@@ -95,8 +95,8 @@ def replica_groups(runs: Sequence[study_lib.Run], most: int
   """Runs that differ only by consecutive seeds, at most ``most`` a group.
 
   A group trains as one program (``config.replicas``), replica r with seed
-  ``first + r``. Runs that need their own seed's noise draw in the loss
-  stay alone (see ``_groups``).
+  ``first + r`` and its own noise draw. Runs whose loss reads a file of
+  their own stay alone (see ``_groups``).
   """
   groups: list[list[study_lib.Run]] = []
   for run in runs:
@@ -115,14 +115,11 @@ def replica_groups(runs: Sequence[study_lib.Run], most: int
 def _groups(run: study_lib.Run) -> bool:
   """Whether ``run`` may train as a replica of a group.
 
-  Not when its loss needs its own seed's data: an estimated transition
-  matrix, or one of the noise draw ('noise') or JO's prior from the noisy
-  labels, which ``train`` takes from replica 0 for every replica.
+  Not when its loss reads a transition matrix estimated from its own
+  seed's run (one file a run). The oracle matrix and JO's noisy-label prior
+  come from each replica's own noise draw, so those runs group.
   """
-  o = run.overrides
-  return (run.transition_source is None
-          and o.get("loss.transition_matrix") != "noise"
-          and o.get("loss.prior") != "noisy_labels")
+  return run.transition_source is None
 
 
 def _group_run(group: Sequence[study_lib.Run]) -> study_lib.Run:

@@ -256,11 +256,16 @@ class RunnerTest(absltest.TestCase):
     seeds = [[r.seed for r in g] for g in runner.replica_groups(runs, 2)]
     self.assertEqual(seeds, [[0, 1], [2], [4], [5, 6]])
     self.assertLen(runner.replica_groups(runs, 1), 6)
-    # The oracle transition matrix is each seed's own noise: no replicas.
-    oracle = [study_lib.Run("final", "a", "fc", {}, seed, "f.py",
-                            {"loss.transition_matrix": "noise"}, f"/r/{seed}")
-              for seed in (0, 1)]
-    self.assertLen(runner.replica_groups(oracle, 2), 2)
+    # Each replica resolves the oracle matrix and JO's prior from its own
+    # noise draw: such runs group; a matrix estimated per seed does not.
+    for overrides in ({"loss.transition_matrix": "noise"},
+                      {"loss.prior": "noisy_labels"}):
+      own_draw = [study_lib.Run("final", "a", "fc", {}, seed, "f.py",
+                                overrides, f"/r/{seed}") for seed in (0, 1)]
+      self.assertLen(runner.replica_groups(own_draw, 2), 1)
+    estimated = [dataclasses.replace(run, transition_source="/r/ce")
+                 for run in own_draw]
+    self.assertLen(runner.replica_groups(estimated, 2), 2)
 
   def test_group_trains_as_replicas_and_splits_results(self):
     # A fake train: writes two epochs of two replicas' records.
@@ -388,10 +393,13 @@ if __name__ == "__main__":
 
 
 class RealStudiesTest(absltest.TestCase):
-  """Every run of every study in configs/studies/ passes the config checks."""
+  """Every run of every study in configs/studies/ passes the config checks
+  and builds its loss."""
 
   def test_every_run_config_is_valid(self):
     from train import config_checks  # pylint: disable=g-import-not-at-top
+    from train import loss_registry  # pylint: disable=g-import-not-at-top
+    from train import noise  # pylint: disable=g-import-not-at-top
     names = study_lib.names()
     self.assertContainsSubset({"el_clean", "noisy_labels", "multilabel"},
                               names)
@@ -411,6 +419,14 @@ class RealStudiesTest(absltest.TestCase):
                 **run.overrides, "loss.transition_matrix": "identity"})
           config = run.config_dict(study_lib.CONFIGS_DIR)
           config_checks.check(config, num_devices=1)
+          # The loss is validated where it is built, on the data.
+          multi_label = config.noise.name == "multilabel"
+          labels = np.arange(50) % 10
+          if multi_label:
+            labels = np.eye(10, dtype=np.float32)[labels]
+          loss_registry.from_config(
+              config.loss, num_classes=10, multi_label=multi_label,
+              draws=[noise.NoisyLabels(labels, labels, 0.0, None)])
           self.assertEqual(config.seed, run.seed)
 
 

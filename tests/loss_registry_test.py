@@ -1,4 +1,5 @@
-"""Tests of train/loss_registry.py: names, reductions, checks, resolving."""
+"""Tests of train/loss_registry.py: names, reductions, checks, resolving,
+and a config's loss built and validated on its data (``from_config``)."""
 
 import jax
 import jax.numpy as jnp
@@ -7,7 +8,25 @@ from absl.testing import absltest
 from absl.testing import parameterized
 
 import losses
+from tests.tiny import tiny_config
 from train import loss_registry
+from train import noise
+
+NUM_CLASSES = 10
+
+
+def draw(seed, num_classes=NUM_CLASSES):
+  """One replica's noise draw: 40 % symmetric noise on 200 labels."""
+  return noise.apply_noise(np.arange(200) % num_classes, num_classes,
+                           name="symmetric", rate=0.4, seed=seed)
+
+
+def from_config(draws=(None,), multi_label=False, **overrides):
+  """``config.loss`` of the tiny config with ``overrides``, built."""
+  return loss_registry.from_config(
+      tiny_config(**overrides).loss, num_classes=NUM_CLASSES,
+      multi_label=multi_label,
+      draws=[draw(0) if d is None else d for d in draws])
 
 
 class RegistryTest(parameterized.TestCase):
@@ -24,29 +43,29 @@ class RegistryTest(parameterized.TestCase):
     self.assertNotIn("where", loss_registry.spec("el").hyperparameters)
 
   @parameterized.parameters(
-      ("cross_entropy", {}, lambda z, t: losses.cross_entropy(z, t).mean()),
+      ("cross_entropy", {}, lambda z, t: losses.cross_entropy(z, t).sum()),
       ("focal", {"gamma": 1.0},
-       lambda z, t: losses.focal_loss(z, t, gamma=1.0).mean()),
+       lambda z, t: losses.focal_loss(z, t, gamma=1.0).sum()),
+      # The batch value times B: each example's dL/dz is its own term's.
       ("joint_optimization", {"alpha": 0.5},
-       lambda z, t: losses.joint_optimization_loss(z, t, alpha=0.5)),
-      ("asl", {}, lambda z, t: losses.sigmoid_asymmetric_loss(z, t).sum(
-          -1).mean()))
+       lambda z, t: 6 * losses.joint_optimization_loss(z, t, alpha=0.5)),
+      ("asl", {}, lambda z, t: losses.sigmoid_asymmetric_loss(z, t).sum()))
   def test_batch_reduction(self, name, hyperparameters, expected):
     logits = jax.random.normal(jax.random.key(0), (6, 4))
     targets = jax.nn.one_hot(jnp.arange(6) % 4, 4)
-    batch_loss = loss_registry.build(name, hyperparameters, num_classes=4)
-    self.assertAlmostEqual(float(batch_loss(logits, targets)),
-                           float(expected(logits, targets)), places=6)
+    total = loss_registry.build(name, hyperparameters, num_classes=4)
+    self.assertAlmostEqual(float(total(logits, targets)),
+                           float(expected(logits, targets)), places=5)
 
   def test_traced_hyperparameter_is_a_call_argument(self):
-    batch_loss = loss_registry.build("el", {"log_end": 0.5}, num_classes=3,
-                                     traced=("bonus_weight",))
+    total = loss_registry.build("el", {"log_end": 0.5}, num_classes=3,
+                                traced=("bonus_weight",))
     logits = jnp.array([[2.0, 0.0, -1.0]])
     targets = jnp.array([[1.0, 0.0, 0.0]])
     for rho in (0.0, 0.7):
       expected = losses.encouraging_loss(logits, targets, bonus_weight=rho,
-                                         log_end=0.5).mean()
-      got = jax.jit(batch_loss)(logits, targets, {"bonus_weight": rho})
+                                         log_end=0.5).sum()
+      got = jax.jit(total)(logits, targets, {"bonus_weight": rho})
       self.assertAlmostEqual(float(got), float(expected), places=6)
 
   def test_build_errors(self):
@@ -69,6 +88,71 @@ class RegistryTest(parameterized.TestCase):
                                             num_classes=2)["prior"])
     with self.assertRaisesRegex(ValueError, r"config.loss.prior"):
       loss_registry.resolve({"prior": "zipf"}, num_classes=2)
+
+
+
+class FromConfigTest(parameterized.TestCase):
+  """A config's loss, validated once where it is built."""
+
+  @parameterized.named_parameters(
+      ("unknown_loss", {"loss.name": "hinge"},
+       r"config.loss.name: unknown loss 'hinge'"),
+      ("negative_gamma", {"loss.name": "focal", "loss.gamma": -1.0},
+       r"config.loss \(focal.*`gamma` must lie in \[0"),
+      ("gce_q", {"loss.name": "gce", "loss.q": 0.0}, r"`q` must lie in"),
+      ("log_end", {"loss.name": "el", "loss.log_end": 1.5}, r"log_end"),
+      ("foreign_hyperparameter", {"loss.name": "ce", "loss.gamma": 1.0},
+       r"'gamma': 1.0}: loss 'cross_entropy' takes none of these"),
+      ("transition_matrix", {"loss.name": "forward_correction",
+                             "loss.transition_matrix": "estimated"},
+       r"config.loss.transition_matrix = 'estimated'"),
+      ("schedule_target", {"loss.name": "el",
+                           "loss.schedule.hyperparameter": "gamma"},
+       r"loss.schedule.hyperparameter = 'gamma'"),
+      ("schedule_start", {"loss.name": "el",
+                          "loss.schedule.hyperparameter": "log_end",
+                          "loss.schedule.initial": 0.0,
+                          "loss.schedule.ramp_epochs": 1.0},
+       r"`log_end` must lie in \(0"),
+  )
+  def test_rejected(self, overrides, message):
+    with self.assertRaisesRegex(ValueError, message):
+      from_config(**overrides)
+
+  def test_softmax_loss_on_multi_label_data(self):
+    with self.assertRaisesRegex(ValueError, r"config.loss.name = 'ce': the "
+                                r"dataset is multi-label.*sigmoid"):
+      from_config(multi_label=True, **{"loss.name": "ce"})
+    self.assertEqual(from_config(multi_label=True, **{"loss.name": "bce"})
+                     .family, "sigmoid")
+
+  def test_schedule_takes_the_final_value_from_the_config(self):
+    loss = from_config(**{"loss.name": "el", "loss.bonus_weight": 0.5,
+                          "loss.schedule.hyperparameter": "bonus_weight"})
+    self.assertEqual(loss.scheduled, {"bonus_weight": 0.5})
+
+  def test_values_of_each_replicas_noise_draw(self):
+    first, second = draw(0), draw(1)
+    self.assertFalse(np.array_equal(first.transition_matrix,
+                                    second.transition_matrix))
+    loss = from_config([first, second], **{
+        "loss.name": "forward_correction",
+        "loss.transition_matrix": "noise"})
+    np.testing.assert_allclose(
+        loss.per_replica["transition_matrix"],
+        [first.transition_matrix, second.transition_matrix], rtol=1e-6)
+    loss = from_config([first, second], **{"loss.name": "jo",
+                                           "loss.prior": "noisy_labels"})
+    self.assertEqual(loss.per_replica["prior"].shape, (2, NUM_CLASSES))
+    np.testing.assert_allclose(
+        loss.per_replica["prior"][1],
+        np.bincount(second.labels, minlength=NUM_CLASSES) / 200)
+    # The same draw for every replica: constants, as in a single run.
+    shared = from_config([first, first], **{
+        "loss.name": "forward_correction",
+        "loss.transition_matrix": "noise"})
+    self.assertEqual(shared.per_replica, {})
+    self.assertEqual(from_config([first, second]).per_replica, {})
 
 
 if __name__ == "__main__":

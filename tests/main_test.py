@@ -109,10 +109,11 @@ class OneLineErrorTest(parameterized.TestCase):
        r"www.cs.toronto.edu cannot be reached"),
       ("tfds_download_off", [CIFAR10, "--config.dataset.download=false"], "",
        r"tfds dataset 'cifar10' is not prepared in .* and download is off"),
-      # Found only once the data is loaded, after the trainer made the
-      # workdir: the empty folder is taken back.
+      # Found once the data is loaded, still before the workdir is made.
       ("batch_larger_than_data", ["--config.batch_size=8192"], "",
        r"config.batch_size = 8192: larger than the 7200 training examples"),
+      ("loss_value", ["--config.loss.name=focal", "--config.loss.gamma=-1"],
+       "", r"config.loss \(focal, .*`gamma` must lie in \[0"),
   )
   def test_one_line_and_no_workdir(self, args, setup, message):
     workdir = os.path.join(tempfile.mkdtemp(), "run")

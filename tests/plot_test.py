@@ -12,8 +12,10 @@ from absl.testing import absltest
 from matplotlib import pyplot as plt
 import numpy as np
 
+from tests.tiny import tiny_config
 from train import plot
 from train import reporting
+from train import trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -68,6 +70,37 @@ class PlotTest(absltest.TestCase):
     np.testing.assert_allclose(ydata("recovery_accuracy"), [70] * 3)
     np.testing.assert_allclose(ydata("test_ece"), [10] * 3)
     np.testing.assert_allclose(ydata("train_loss"), [1, 1 / 2, 1 / 3])
+    plt.close(fig)
+
+  def test_replicas_drawn_as_mean_and_band(self):
+    workdir = os.path.join(tempfile.mkdtemp(), "seeds")
+    trainer.train_and_evaluate(tiny_config(replicas=2), workdir)
+    records = reporting.read_records(workdir)
+    accuracy = 100 * np.array([r["test_accuracy"] for r in records])
+    self.assertEqual(accuracy.shape, (2, 2))  # epochs x replicas
+    self.assertTrue(np.all(accuracy[:, 0] != accuracy[:, 1]))
+    fig = plot.figure([workdir])
+    label = "seeds" + plot.SEPARATOR + "test_accuracy"
+    (line,) = [l for ax in fig.get_axes() for l in ax.get_lines()
+               if l.get_label() == label]
+    np.testing.assert_allclose(line.get_ydata(), accuracy.mean(axis=1))
+    (band,) = [c for ax in fig.get_axes() for c in ax.collections
+               if c.get_label() == label]
+    self.assertEqual(band.get_facecolor()[0][:3].tolist(),
+                     list(matplotlib.colors.to_rgb(line.get_color())))
+    outline = band.get_paths()[0].vertices
+    for epoch, low, high in zip(line.get_xdata(), accuracy.min(axis=1),
+                                accuracy.max(axis=1)):
+      at_epoch = outline[np.isclose(outline[:, 0], epoch), 1]
+      np.testing.assert_allclose([at_epoch.min(), at_epoch.max()],
+                                 [low, high], rtol=1e-6)
+    # The gradient panel: each bin's mean over the replicas that filled it.
+    per_replica = np.array(records[-1]["grad_by_confidence"], float)
+    expected = np.nanmean(per_replica, axis=0)
+    (bins, *_) = [l for l in fig.get_axes()[-1].get_lines()
+                  if l.get_label() == "seeds" + plot.SEPARATOR + "epoch 2"]
+    np.testing.assert_allclose(bins.get_ydata(),
+                               expected[~np.isnan(expected)], rtol=1e-6)
     plt.close(fig)
 
   def test_empty_workdir(self):

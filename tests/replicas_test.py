@@ -4,6 +4,7 @@ import tempfile
 
 import numpy as np
 from absl.testing import absltest
+from absl.testing import parameterized
 
 from tests.tiny import printed
 from tests.tiny import run_on_eight_devices
@@ -38,7 +39,7 @@ def assert_close(test, single, replicated, err=""):
                                rtol=2e-4, atol=2e-5, err_msg=err + key)
 
 
-class ReplicasTest(absltest.TestCase):
+class ReplicasTest(parameterized.TestCase):
 
   def test_replica_r_is_the_single_run_of_seed_plus_r(self):
     _, records, _ = _run(replica_config(replicas=3))
@@ -54,6 +55,29 @@ class ReplicasTest(absltest.TestCase):
                    f"replica {r}: ")
     # The replicas differ: their own seeds, data order and noise.
     self.assertNotEqual(record["train_loss"][0], record["train_loss"][1])
+
+  @parameterized.named_parameters(
+      ("oracle_forward_correction", {"loss.name": "forward_correction",
+                                     "loss.transition_matrix": "noise",
+                                     "label_state.mode": "none"},
+       "transition_matrix"),
+      ("jo_noisy_label_prior", {"loss.prior": "noisy_labels"}, "prior"))
+  def test_loss_of_each_replicas_noise_draw(self, overrides, hyperparameter):
+    # Each replica's loss reads its own draw's T or class frequencies,
+    # which differ when the noise is drawn example by example.
+    overrides = {"noise.exact": False, **overrides}
+    loaded = training_data.load(replica_config(replicas=2, **overrides))
+    first, second = loaded.train[0], loaded.train[1]
+    self.assertFalse(np.array_equal(np.bincount(first.labels),
+                                    np.bincount(second.labels)))
+    self.assertFalse(np.array_equal(first.transition_matrix,
+                                    second.transition_matrix))
+    _, (record,), _ = _run(replica_config(replicas=2, **overrides))
+    _, (single,), _ = _run(replica_config(**{
+        "seed": SEED + 1, "dataset.split_seed": SEED, "noise.seed": SEED + 1,
+        **overrides}))
+    assert_close(self, single, reporting.replica_record(record, 1),
+                 f"{hyperparameter}, replica 1: ")
 
   def test_shared_noise_draw(self):
     config = replica_config(replicas=2)

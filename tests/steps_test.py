@@ -173,7 +173,8 @@ class GradientBinsTest(absltest.TestCase):
     logits = jnp.log(jnp.array([[0.05, 0.95], [0.55, 0.45]]))
     targets = jnp.eye(2)[jnp.array([1, 1])]
     probs = jax.nn.softmax(logits)
-    grad = jax.grad(lambda z: losses.cross_entropy(z, targets).mean())(logits)
+    # The gradient of the batch's total: each example's own term's.
+    grad = jax.grad(lambda z: losses.cross_entropy(z, targets).sum())(logits)
     sums = metrics.training_sums(
         loss=jnp.float32(0), logits=logits, logit_grad=grad, probs=probs,
         targets=targets, noisy_labels=jnp.array([1, 1]),

@@ -159,13 +159,6 @@ def _parse_flags(argv: list[str]) -> list[str]:
     _fail(f"--{name}={value}: {detail}")
 
 
-def _remove_if_empty(workdir: str) -> None:
-  try:
-    os.rmdir(workdir)
-  except OSError:
-    pass  # not empty: a run's files are kept
-
-
 def main(argv):
   if len(argv) > 1:
     _fail(f"unexpected arguments {argv[1:]}: flags are written "
@@ -178,7 +171,6 @@ def main(argv):
   if flags.FLAGS.jax_distributed:
     jax.distributed.initialize()
   config, workdir = flags.FLAGS.config, flags.FLAGS.workdir
-  new_workdir = not os.path.exists(workdir)
   try:
     if quiet:
       # tfds logs its folder probes at WARNING: an error stays one line.
@@ -190,10 +182,6 @@ def main(argv):
       logging.set_verbosity(logging.WARNING)
     trainer.train_and_evaluate(config, workdir)
   except config_checks.ConfigError as e:
-    # What only the loaded data shows comes after the trainer made the
-    # workdir: take back an empty one.
-    if new_workdir:
-      _remove_if_empty(workdir)
     _fail(str(e))
   except FloatingPointError as e:
     _fail(str(e), status=DIVERGED)

@@ -1,11 +1,9 @@
 """Reject a bad config before any data is loaded or any step compiled.
 
 Every message names the key, the value and what is allowed. ``check`` covers
-what the config alone decides; the loss is checked by calling it
-(``loss_registry.check``), so its hyperparameters' ranges stay the library's.
-What needs the data (a softmax loss on multi-label data, the resolved
-transition matrix) is checked by the trainer once the data is loaded, still
-before the first step. ``check_data`` finds the data without loading it.
+what the config alone decides, but the loss: a loss is validated where it is
+built, against the data (``loss_registry.from_config``), still before the
+workdir is made. ``check_data`` finds the data without loading it.
 ``check_workdir`` and ``check_resume`` guard the workdir: writable, and
 holding no run of another config.
 """
@@ -22,7 +20,6 @@ from ml_collections import config_dict
 
 from train import datasets
 from train import label_state
-from train import loss_registry
 from train import models
 from train import noise
 from train import schedules
@@ -48,64 +45,6 @@ def _positive_int(config, key: str) -> None:
   value = config[key]
   _require(isinstance(value, int) and not isinstance(value, bool)
            and value > 0, key, value, "must be a positive integer")
-
-
-def loss_hyperparameters(loss_config: config_dict.ConfigDict
-                         ) -> dict[str, Any]:
-  """The hyperparameters set (not ``None``) in ``config.loss``.
-
-  Raises:
-    ConfigError: unknown loss, or a set hyperparameter it does not take.
-  """
-  try:
-    spec = loss_registry.spec(loss_config.name)
-  except ValueError as e:
-    raise ConfigError(str(e)) from None
-  values = {k: v for k, v in loss_config.items()
-            if k not in ("name", "schedule") and v is not None}
-  unused = sorted(set(values) - set(spec.hyperparameters))
-  _require(not unused, "loss", {k: values[k] for k in unused},
-           f"loss {loss_registry.canonical_name(loss_config.name)!r} takes "
-           f"none of these; it takes {sorted(spec.hyperparameters)}")
-  for key, allowed in loss_registry.RESOLVED.items():
-    if key in spec.hyperparameters:
-      values.setdefault(key, allowed[0])
-      if key == "transition_matrix" and loss_registry.is_matrix_file(
-          values[key]):
-        continue
-      _require(values[key] in allowed, f"loss.{key}", values[key],
-               f"must be one of {list(allowed)}" + (
-                   " or the path of an existing .npy file"
-                   if key == "transition_matrix" else ""))
-  return values
-
-
-def _check_loss(loss_config) -> None:
-  values = loss_hyperparameters(loss_config)
-  # Resolved ones need the data: stand-ins here, the real ones are checked
-  # once the data is loaded. The rest are checked by the loss itself.
-  stand_ins = {**({"prior": "uniform"} if "prior" in values else {}),
-               **({"transition_matrix": "identity"} if loss_registry
-                  .is_matrix_file(values.get("transition_matrix")) else {})}
-  eager = loss_registry.resolve({**values, **stand_ins}, num_classes=3)
-  try:
-    loss_registry.check(loss_config.name, eager, num_classes=3)
-    schedule = loss_config.schedule
-    name = schedule.hyperparameter
-    if name:
-      spec = loss_registry.spec(loss_config.name)
-      _require(isinstance(spec.hyperparameters.get(name, ""), (int, float))
-               and not isinstance(spec.hyperparameters.get(name), bool),
-               "loss.schedule.hyperparameter", name,
-               f"must be a float hyperparameter of the loss: one of "
-               f"{[k for k, v in spec.hyperparameters.items() if type(v) is float]}")
-      schedules.ramp(schedule.kind, initial=schedule.initial, final=1.0,
-                     start_epoch=schedule.start_epoch,
-                     ramp_epochs=schedule.ramp_epochs, steps_per_epoch=1)
-      loss_registry.check(loss_config.name, {**eager, name: schedule.initial},
-                          num_classes=3)
-  except ValueError as e:
-    raise ConfigError(str(e)) from None
 
 
 def check(config: config_dict.ConfigDict, *, num_devices: int) -> None:
@@ -139,12 +78,6 @@ def check(config: config_dict.ConfigDict, *, num_devices: int) -> None:
            "must lie in [0, 1)")
   _require(config.model.name in models.MODELS, "model.name",
            config.model.name, f"must be one of {list(models.MODELS)}")
-
-  _check_loss(config.loss)
-  try:
-    loss_registry.canonical_name(config.stage2.loss)
-  except ValueError as e:
-    raise ConfigError(f"config.stage2.loss: {e}") from None
 
   opt = config.optimizer
   _require(opt.name in OPTIMIZERS, "optimizer.name", opt.name,

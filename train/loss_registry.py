@@ -1,15 +1,21 @@
-"""Every loss of the library by name, reduced to the batch scalar training needs.
+"""Every loss of the library by name, built as training needs it.
 
 A ``LossSpec`` names a library function, its family (``softmax``: one value
 per example; ``sigmoid``: one per element; ``batch``: already the batch
 scalar, Joint Optimization) and the hyperparameters it takes, read from its
-signature so that the registry follows the library. ``build`` checks a
-config's choice eagerly, by calling the loss once on a tiny batch with the
-concrete values, so a bad hyperparameter fails before training with the
-library's own message, and returns ``batch_loss(logits, targets, hparams)``:
-the mean over examples (per-element losses are summed over classes first,
-the usual ASL reduction). Hyperparameters passed in ``hparams`` are traced
-(schedules); the others are closed over as constants.
+signature so that the registry follows the library.
+
+``from_config`` is where a config's loss is validated, once: the name, the
+hyperparameters it takes, the values named in ``RESOLVED`` (resolved against
+each replica's noise draw), the scheduled hyperparameter, and every value by
+calling the loss once on a tiny batch (``check``), so a bad hyperparameter
+fails before training with the library's own message. ``build`` returns
+``total(logits, targets, hparams)``: the sum over the batch's examples
+(per-element losses summed over classes first, the usual ASL reduction; Joint
+Optimization's batch value times the batch size), so each example's
+``dL/dz`` is its own term's; the step follows the batch mean. Hyperparameters
+passed in ``hparams`` are traced (schedules, per-replica values); the others
+are closed over as constants.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -25,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import losses
+from train import noise
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,7 +101,7 @@ def is_matrix_file(value: Any) -> bool:
 def canonical_name(name: str) -> str:
   name = ALIASES.get(name, name)
   if name not in LOSSES:
-    raise ValueError(f"config.loss.name: unknown loss {name!r}; known: "
+    raise ValueError(f"unknown loss {name!r}; known: "
                      f"{sorted(LOSSES)} (aliases {sorted(ALIASES)})")
   return name
 
@@ -146,12 +153,13 @@ def build(name: str, hyperparameters: Mapping[str, Any], *, num_classes: int,
           traced: tuple[str, ...] = ()
           ) -> Callable[[jax.Array, jax.Array, Mapping[str, jax.Array]],
                         jax.Array]:
-  """The batch loss ``f(logits, targets, hparams) -> scalar`` of loss ``name``.
+  """The batch's total ``f(logits, targets, hparams) -> scalar`` of ``name``.
 
   Args:
     name: a name of ``LOSSES`` or an alias.
     hyperparameters: values for some of the loss's keyword arguments (after
-      ``resolve``); the others keep the library's defaults.
+      ``resolve``; traced ones too, for the eager check); the others keep the
+      library's defaults.
     num_classes: ``C``, for the eager check.
     traced: names of hyperparameters given at call time in ``hparams``
       (scheduled ones) rather than fixed now.
@@ -174,15 +182,15 @@ def build(name: str, hyperparameters: Mapping[str, Any], *, num_classes: int,
   fixed = {k: v for k, v in hyperparameters.items() if k not in traced}
   check(name, hyperparameters, num_classes=num_classes)
 
-  def batch_loss(logits, targets, hparams=None):
+  def total(logits, targets, hparams=None):
     values = loss.fn(logits, targets, **fixed, **(hparams or {}))
     if loss.family == "batch":
-      return values
+      return values * logits.shape[0]
     if loss.family == "sigmoid":
       values = values.sum(axis=-1)
-    return values.mean()
+    return values.sum()
 
-  return batch_loss
+  return total
 
 
 def check(name: str, hyperparameters: Mapping[str, Any], *,
@@ -203,3 +211,130 @@ def check(name: str, hyperparameters: Mapping[str, Any], *,
   except (ValueError, TypeError) as e:
     raise ValueError(f"config.loss ({canonical_name(name)}, "
                      f"{dict(hyperparameters)}): {e}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class Loss:
+  """A config's loss, built and checked against the data it trains on.
+
+  Attributes:
+    name: as the config names it.
+    family: ``'softmax'``, ``'sigmoid'`` or ``'batch'``.
+    total: ``build``'s ``total(logits, targets, hparams)``.
+    scheduled: the scheduled hyperparameter -> its final value.
+    per_replica: hyperparameters whose value differs between seed replicas
+      (resolved from each replica's own noise draw) -> ``[R, ...]`` arrays,
+      given to ``total`` in ``hparams`` under the replicas' ``vmap``.
+  """
+
+  name: str
+  family: str
+  total: Callable[..., jax.Array]
+  scheduled: dict[str, float]
+  per_replica: dict[str, np.ndarray]
+
+
+def config_values(loss_config) -> dict[str, Any]:
+  """The hyperparameters set (not ``None``) in ``config.loss``.
+
+  Raises:
+    ValueError: unknown loss, a set hyperparameter it does not take, or a
+      value of ``RESOLVED`` that is not one of the allowed names.
+  """
+  try:
+    loss = spec(loss_config.name)
+  except ValueError as e:
+    raise ValueError(f"config.loss.name: {e}") from None
+  values = {k: v for k, v in loss_config.items()
+            if k not in ("name", "schedule") and v is not None}
+  unused = sorted(set(values) - set(loss.hyperparameters))
+  if unused:
+    raise ValueError(
+        f"config.loss = {({k: values[k] for k in unused})!r}: loss "
+        f"{canonical_name(loss_config.name)!r} takes none of these; it takes "
+        f"{sorted(loss.hyperparameters)}")
+  for key, allowed in RESOLVED.items():
+    if key not in loss.hyperparameters:
+      continue
+    values.setdefault(key, allowed[0])
+    if values[key] not in allowed and not (key == "transition_matrix"
+                                           and is_matrix_file(values[key])):
+      raise ValueError(
+          f"config.loss.{key} = {values[key]!r}: must be one of "
+          f"{list(allowed)}" + (" or the path of an existing .npy file"
+                                if key == "transition_matrix" else ""))
+  return values
+
+
+def from_config(loss_config, *, num_classes: int, multi_label: bool,
+                draws: Sequence[noise.NoisyLabels]) -> Loss:
+  """``config.loss`` (with its schedule), built and checked once.
+
+  Args:
+    loss_config: ``config.loss``.
+    num_classes: ``C`` of the data.
+    multi_label: whether the data is multi-label (a sigmoid loss only).
+    draws: each seed replica's noisy training labels (one at least), which
+      ``RESOLVED`` values are taken from.
+
+  Raises:
+    ValueError: naming the config key, the value and what is allowed.
+  """
+  return configure(loss_config.name, config_values(loss_config),
+                   schedule=loss_config.schedule, num_classes=num_classes,
+                   multi_label=multi_label, draws=draws)
+
+
+def configure(name: str, values: Mapping[str, Any], *, num_classes: int,
+              multi_label: bool, draws: Sequence[noise.NoisyLabels],
+              schedule=None, key: str = "loss.name") -> Loss:
+  """Loss ``name`` with ``values`` (``config_values``) on this data.
+
+  ``schedule`` is ``config.loss.schedule`` (its hyperparameter is checked at
+  its initial and its final value); ``key`` names the loss in messages.
+
+  Raises:
+    ValueError: as ``from_config``.
+  """
+  try:
+    loss = spec(name)
+  except ValueError as e:
+    raise ValueError(f"config.{key}: {e}") from None
+  if multi_label and loss.family != "sigmoid":
+    raise ValueError(
+        f"config.{key} = {name!r}: the dataset is multi-label, so the loss "
+        f"must be a sigmoid one: "
+        f"{[k for k, v in LOSSES.items() if v.family == 'sigmoid']}")
+  scheduled = {}
+  if schedule is not None and schedule.hyperparameter:
+    h = schedule.hyperparameter
+    floats = [k for k, v in loss.hyperparameters.items() if type(v) is float]
+    if h not in floats:
+      raise ValueError(f"config.loss.schedule.hyperparameter = {h!r}: must "
+                       f"be a float hyperparameter of the loss: one of "
+                       f"{floats}")
+    scheduled[h] = float(values.get(h, loss.hyperparameters[h]))
+  try:
+    # A matrix file's shape is checked here, against the data's classes.
+    resolved = [resolve({**values, **scheduled}, num_classes=num_classes,
+                        transition_matrix=d.transition_matrix,
+                        noisy_labels=None if d.labels.ndim > 1 else d.labels)
+                for d in draws]
+  except ValueError as e:
+    raise ValueError(f"config.loss: {e}") from None
+  per_replica = {k: np.stack([r[k] for r in resolved]) for k in resolved[0]
+                 if any(not _same(resolved[0][k], r[k]) for r in resolved)}
+  for values_r in resolved[1:]:
+    check(name, values_r, num_classes=num_classes)
+  if scheduled:
+    check(name, {**resolved[0], h: schedule.initial},
+          num_classes=num_classes)
+  total = build(name, resolved[0], num_classes=num_classes,
+                traced=(*scheduled, *per_replica))
+  return Loss(name, loss.family, total, scheduled, per_replica)
+
+
+def _same(a, b) -> bool:
+  if a is None or b is None:
+    return a is b
+  return np.array_equal(a, b)

@@ -8,7 +8,7 @@ once.
 
 The gradient-by-confidence bins measure the Encouraging Loss paper's claim on
 real training: the mean magnitude of ``dL_i/dz_i`` (the example's own loss
-term, so the batch mean's ``1/B`` is undone) in bins of the probability the
+term: the gradient of the batch's total loss) in bins of the probability the
 model gives the example's current training target, ``p_t = sum_k t_k p_k``
 (``p_y`` for a hard label). Cross entropy's gradient vanishes as ``p_t -> 1``;
 the Encouraging Loss's should not. On multi-label data each (example, class)
@@ -67,9 +67,9 @@ def training_sums(*, loss, logits, logit_grad, probs, targets, noisy_labels,
   """One step's contribution to the epoch's training metrics; jit-able.
 
   Args:
-    loss: the batch loss (a mean over the batch).
-    logits, logit_grad, probs: ``[B, C]``: logits, ``dL/dz`` of the batch
-      loss, probabilities (softmax or sigmoid).
+    loss: the batch's total loss (a sum over its examples).
+    logits, logit_grad, probs: ``[B, C]``: logits, ``dL/dz`` of the total
+      (each example's own term's), probabilities (softmax or sigmoid).
     targets: the current targets, ``[B, C]``, or integer labels ``[B]``.
     noisy_labels, clean_labels: the given and the true labels of the batch.
     multi_label: static.
@@ -84,16 +84,16 @@ def training_sums(*, loss, logits, logit_grad, probs, targets, noisy_labels,
   changed = changed.astype(jnp.float32)
   if multi_label:
     confidence = targets * probs + (1 - targets) * (1 - probs)
-    magnitude = jnp.abs(logit_grad) * batch
+    magnitude = jnp.abs(logit_grad)
   else:
     if jnp.issubdtype(targets.dtype, jnp.integer):
       confidence = jnp.take_along_axis(probs, targets[:, None], axis=-1)[:, 0]
     else:
       confidence = jnp.sum(targets * probs, axis=-1)
-    magnitude = jnp.linalg.norm(logit_grad, axis=-1) * batch
+    magnitude = jnp.linalg.norm(logit_grad, axis=-1)
   grad_sum, grad_count = _bin_sums(magnitude, confidence,
                                    jnp.ones_like(magnitude), num_bins)
-  return {"loss": loss * batch, "examples": jnp.float32(batch),
+  return {"loss": loss, "examples": jnp.float32(batch),
           "correct_noisy": noisy.sum(), "correct_clean": clean.sum(),
           "noisy_examples": changed.sum(), "memorised": (noisy * changed).sum(),
           "grad_sum": grad_sum, "grad_count": grad_count,

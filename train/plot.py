@@ -10,6 +10,9 @@ first, middle and last epoch (the Encouraging Loss paper's claim, measured).
 Several workdirs are overlaid, each in one colour in every panel and named
 by its folder in the legend on top; a panel's line styles tell its curves
 apart. Accuracies, label shares and ECE are in percent, as in the summary.
+A run of seed replicas (``config.replicas``) is drawn as the replicas' mean
+in a band from their minimum to their maximum (the gradient panel: the mean
+only, three epochs of bands would hide each other).
 """
 
 from __future__ import annotations
@@ -52,10 +55,35 @@ _STYLES = ("-", "--", ":")
 SEPARATOR = " | "
 
 
+def _replicas(record):
+  """The record of each replica (one for a run without replicas)."""
+  if "replicas" not in record:
+    return [record]
+  return [reporting.replica_record(record, r)
+          for r in range(record["replicas"])]
+
+
 def _series(records, key, scale):
-  points = [(r["epoch"], scale * r[key]) for r in records
-            if r.get(key) is not None]
-  return [p[0] for p in points], [p[1] for p in points]
+  """Epochs, and the replicas' mean, minimum and maximum of ``key`` there."""
+  points = []
+  for record in records:
+    values = [scale * r[key] for r in _replicas(record)
+              if r.get(key) is not None]
+    if values:
+      points.append((record["epoch"], sum(values) / len(values),
+                     min(values), max(values)))
+  return tuple(map(list, zip(*points))) if points else ([], [], [], [])
+
+
+def _mean_bins(record):
+  """``grad_by_confidence`` averaged over replicas, bin by bin (None: no
+  replica had an example in the bin)."""
+  per_replica = [r.get("grad_by_confidence") or [] for r in _replicas(record)]
+  means = []
+  for values in zip(*per_replica):
+    values = [v for v in values if v is not None]
+    means.append(sum(values) / len(values) if values else None)
+  return means
 
 
 def _style_legend(ax, labels):
@@ -91,10 +119,13 @@ def figure(workdirs: Sequence[str]):
     drawn = []
     for (key, what), style in zip(keys, _STYLES):
       for name, records in runs:
-        x, y = _series(records, key, 100.0 if percent else 1.0)
+        x, y, low, high = _series(records, key, 100.0 if percent else 1.0)
         if x:
           ax.plot(x, y, color=colour[name], linestyle=style,
                   label=name + SEPARATOR + key)
+          if low != high:
+            ax.fill_between(x, low, high, color=colour[name], alpha=0.2,
+                            linewidth=0, label=name + SEPARATOR + key)
           drawn.append(what)
     _style_legend(ax, list(dict.fromkeys(w for w in drawn if w)))
     ax.set(title=title, xlabel="epoch", ylabel=ylabel)
@@ -104,7 +135,7 @@ def figure(workdirs: Sequence[str]):
   for name, records in runs:
     middle = records[len(records) // 2]
     for record, style in zip((records[0], middle, records[-1]), _STYLES[::-1]):
-      bins = record.get("grad_by_confidence") or []
+      bins = _mean_bins(record)
       centres = [(i + 0.5) / len(bins) for i in range(len(bins))]
       points = [(c, g) for c, g in zip(centres, bins) if g is not None]
       if points:

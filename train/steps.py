@@ -41,10 +41,14 @@ class StepConfig:
 
   Attributes:
     classifier: the split model.
-    loss: ``batch_loss(logits, targets, hparams)`` of ``loss_registry``.
+    loss: ``total(logits, targets, hparams)`` of ``loss_registry.build``,
+      the batch's summed loss (the parameters follow its mean).
     family: ``'softmax'``, ``'sigmoid'`` or ``'batch'``.
     optimizer: the optax transformation.
     hparam_schedules: ``{name: value(step)}``, traced hyperparameters.
+    replica_hparams: ``{name: [R, ...] array}``, traced hyperparameters with
+      a value per replica (``loss_registry.Loss.per_replica``); without
+      ``replicas``, one value each.
     mesh: the device mesh.
     crop_padding, flip: augmentation.
     multi_label: whether targets are multi-hot.
@@ -64,6 +68,7 @@ class StepConfig:
   optimizer: optax.GradientTransformation
   hparam_schedules: Mapping[str, Callable[[jax.Array], jax.Array]]
   mesh: jax.sharding.Mesh
+  replica_hparams: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   crop_padding: int = 0
   flip: bool = False
   multi_label: bool = False
@@ -171,14 +176,15 @@ def make_train_step(cfg: StepConfig, state: TrainState,
                             dtype=jnp.float32)
     return batch["label"]
 
-  def step(state, label_state, sums, data, order, epoch, i):
+  def step(state, label_state, sums, replica_hparams, data, order, epoch, i):
     indices = order[i]
     key = jax.random.fold_in(jax.random.fold_in(
         jax.random.wrap_key_data(state["rng"]), epoch), i)
     batch = pipeline.train_batch(data, indices, key,
                                  crop_padding=cfg.crop_padding, flip=cfg.flip)
     targets = targets_of(label_state, batch, indices)
-    hparams = {k: v(state["step"]) for k, v in cfg.hparam_schedules.items()}
+    hparams = {**replica_hparams,
+               **{k: v(state["step"]) for k, v in cfg.hparam_schedules.items()}}
 
     def forward(params):
       return cfg.classifier.apply(params, state["model_state"],
@@ -186,8 +192,11 @@ def make_train_step(cfg: StepConfig, state: TrainState,
 
     logits, network_vjp, model_state = jax.vjp(forward, state["params"],
                                                has_aux=True)
-    loss, logit_grad = jax.value_and_grad(cfg.loss)(logits, targets, hparams)
-    (grads,) = network_vjp(logit_grad)
+    # Each example's own dL_i/dz_i for the metrics; the parameters follow
+    # the batch mean.
+    total, logit_grad = jax.value_and_grad(cfg.loss)(logits, targets,
+                                                     hparams)
+    (grads,) = network_vjp(logit_grad / logits.shape[0])
     updates, opt_state = cfg.optimizer.update(grads, state["opt_state"],
                                               state["params"])
     params = optax.apply_updates(state["params"], updates)
@@ -195,7 +204,7 @@ def make_train_step(cfg: StepConfig, state: TrainState,
     if cfg.record:
       label_state = label_state_lib.record(label_state, indices, probs, mesh)
     step_sums = metrics.training_sums(
-        loss=loss, logits=logits, logit_grad=logit_grad, probs=probs,
+        loss=total, logits=logits, logit_grad=logit_grad, probs=probs,
         targets=targets, noisy_labels=batch["label"],
         clean_labels=batch["clean_label"], multi_label=cfg.multi_label,
         num_bins=cfg.grad_bins)
@@ -205,7 +214,7 @@ def make_train_step(cfg: StepConfig, state: TrainState,
              "rng": state["rng"]}
     return state, label_state, sums
 
-  step = over_replicas(step, (0, 0, 0, data_axes(data), 0, None, None),
+  step = over_replicas(step, (0, 0, 0, 0, data_axes(data), 0, None, None),
                        cfg.replicas)
 
   def steps(state, label_state, sums, data, order, epoch, first, count=1):
@@ -213,7 +222,8 @@ def make_train_step(cfg: StepConfig, state: TrainState,
     # Straight-line steps: XLA:CPU ran the same steps inside a while loop
     # (fori_loop, rolled or unrolled) eight times slower.
     for j in range(count):
-      carry = step(*carry, data, order, epoch, first + j)
+      carry = step(*carry, dict(cfg.replica_hparams), data, order, epoch,
+                   first + j)
     return carry
 
   state_sh = replicate(state, mesh, replicas=cfg.replicas)

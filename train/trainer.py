@@ -57,9 +57,13 @@ class _Run:
     data, noisy = run_data.dataset, run_data.train
     self.data, self.noisy = data, noisy
     self.steps_per_epoch = data.num_train // config.batch_size
-    self.stages = stages.make_stages(
-        config, steps_per_epoch=self.steps_per_epoch,
-        num_classes=data.num_classes, noisy=noisy[0])
+    try:
+      self.stages = stages.make_stages(
+          config, steps_per_epoch=self.steps_per_epoch,
+          num_classes=data.num_classes, multi_label=data.multi_label,
+          draws=noisy)
+    except ValueError as e:
+      raise ConfigError(str(e)) from None
     self.total_epochs = self.stages[-1].last_epoch + 1
     model_options = ({"width": config.model.width}
                      if config.model.width is not None else {})
@@ -104,8 +108,10 @@ class _Run:
     ls = self.config.label_state
     multi_label = self.data.multi_label
     cfg = steps.StepConfig(
-        classifier=classifier, loss=stage.loss, family=stage.family,
-        optimizer=stage.optimizer, hparam_schedules=stage.hparam_schedules,
+        classifier=classifier, loss=stage.loss.total,
+        family=stage.loss.family, optimizer=stage.optimizer,
+        hparam_schedules=stage.hparam_schedules,
+        replica_hparams=stage.loss.per_replica,
         mesh=self.mesh, crop_padding=self.data.crop_padding,
         flip=self.data.flip, multi_label=multi_label,
         record=stage.label_update != "none", grad_bins=self.config.grad_bins,
@@ -252,10 +258,11 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
     ConfigError: a bad config, workdir or checkpoint, before training.
     FloatingPointError: the loss became NaN or infinite.
   """
-  # ----- Checks and data ------------------------------------------------------
+  # ----- Checks, data, stages, model ------------------------------------------
+  # Everything the config and the data can reject, before the workdir is made.
   config_checks.check(config, num_devices=jax.device_count())
-  config_checks.check_workdir(workdir)
   run = _Run(config, workdir)
+  config_checks.check_workdir(workdir)
   store = checkpoints.Checkpoints(os.path.join(workdir, "checkpoints"),
                                   keep=config.keep_checkpoints)
   resume_epoch = store.latest_epoch() or 0
@@ -337,6 +344,6 @@ def _title(config, run: _Run) -> str:
   noise_text = (f"{config.noise.name} noise {config.noise.rate:.0%} "
                 f"(realised {run.noisy[0].noise_rate:.1%})"
                 if config.noise.name != "none" else "clean labels")
-  parts = " + ".join(f"{s.loss_name} x{s.num_epochs}" for s in run.stages)
+  parts = " + ".join(f"{s.loss.name} x{s.num_epochs}" for s in run.stages)
   return (f"\nSummary: {config.dataset.name}, {noise_text}, "
           f"{config.model.name}, {parts}")

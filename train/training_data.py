@@ -1,8 +1,8 @@
 """The run's data: the dataset, its label noise per replica, on the devices.
 
 ``load(config)`` loads the dataset (``datasets``) and draws the label noise
-(``noise``) of every seed replica, checking what needs the data (a loss
-family that fits it, a batch no larger than the training set);
+(``noise``) of every seed replica, checking what needs the data (a batch
+no larger than the training set);
 ``place(...)`` puts it on the mesh once: the training inputs replicated, the
 noisy labels split by replica, the evaluation splits with their index
 batches, and the padded label rows the label metrics compare against.
@@ -20,7 +20,6 @@ from jax.sharding import PartitionSpec as P
 from train import config_checks
 from train import datasets
 from train import label_state as label_state_lib
-from train import loss_registry
 from train import noise
 from train import pipeline
 from train import steps
@@ -103,24 +102,10 @@ def load(config) -> RunData:
     else:
       val.append(noise.NoisyLabels(labels=data.val_y, clean_labels=data.val_y,
                                    noise_rate=0.0, transition_matrix=None))
-  _check(config, data)
-  return RunData(data, train, val)
-
-
-def _check(config, data: datasets.Dataset) -> None:
-  losses = [("loss.name", config.loss.name)]
-  if config.stage2.epochs:
-    losses.append(("stage2.loss", config.stage2.loss))
-  for key, name in losses:
-    family = loss_registry.spec(name).family
-    if data.multi_label and family != "sigmoid":
-      raise ConfigError(
-          f"config.{key} = {name!r}: dataset {data.name!r} is multi-label, "
-          f"so the loss must be a sigmoid one: "
-          f"{[k for k, v in loss_registry.LOSSES.items() if v.family == 'sigmoid']}")
   if config.batch_size > data.num_train:
     raise ConfigError(f"config.batch_size = {config.batch_size}: larger than "
                       f"the {data.num_train} training examples")
+  return RunData(data, train, val)
 
 
 @dataclasses.dataclass(frozen=True)
