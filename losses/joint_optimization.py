@@ -48,9 +48,10 @@ def _stats(logits, targets, prior, where, where_classes):
   """Everything the value and the gradient share, with one ``exp`` per element.
 
   ``p = e / sum e`` with ``e = exp(s)``, ``s = z - max z``; the entropy and
-  ``sum_k t_k log p_k`` come from sums over ``e`` and ``s``
-  (``log p = s - log sum e``, never stored), so the loss is invariant to a
-  constant added to the logits at any offset. ``log p_bar`` is
+  ``sum_k t_k log p_k`` come from sums over ``e`` and ``log p = s - log sum
+  e``, so the loss is invariant to a constant added to the logits at any
+  offset. ``e`` and ``log p`` are the only ``[B, C]`` arrays written to
+  memory besides the gradient. ``log p_bar`` is
   ``log(mean_i p_i)``, exact unless a class's mean probability underflows
   (logit gaps near 88 in float32, for a whole batch); then a ``lax.cond``
   (one branch runs) takes the log-space mean, a second ``exp`` per element.
@@ -61,19 +62,22 @@ def _stats(logits, targets, prior, where, where_classes):
   w, total = _weights(logits, where)
   if where is not None:  # Padding may be NaN: keep it out of every sum.
     logits = jnp.where(where[..., None], logits, 0.0)
-  s = _numerics.shifted(logits)
+  # Finite once, where it is formed: every sum below reads it as is, with
+  # no clamp of its own (a clamp inside a reduction made XLA:CPU write a
+  # [B, C] buffer of the constant and read it back).
+  s = _numerics.finite_log(_numerics.shifted(logits))
   exps = jnp.exp(s)
   sums = jnp.sum(exps, axis=-1, keepdims=True)
   log_sums = jnp.log(sums)
-  log_p = _numerics.finite_log(s - log_sums)
+  log_p = s - log_sums
   mean = jnp.sum(exps * (w[..., None] / sums), axis=_batch_axes(exps)) / total
   # The predicate is a scalar: a device-side branch, no host sync.
   direct = jnp.all(mean > 1e6 * jnp.finfo(mean.dtype).tiny)
   log_mean = jax.lax.cond(
       direct, lambda: jnp.log(mean),
       lambda: _log_mean_probs(log_p, w, total))
-  entropy = log_sums[..., 0] - jnp.sum(
-      exps * _numerics.finite_log(s), axis=-1) / sums[..., 0]
+  # From log p, not s: s then needs no buffer of its own.
+  entropy = -jnp.sum(exps * log_p, axis=-1) / sums[..., 0]
   if _validation.is_integer(targets):  # One-hot: KL(e_y || p) = -log p_y.
     s_y = jnp.take_along_axis(s, targets[..., None], axis=-1,
                               mode="clip")[..., 0]
