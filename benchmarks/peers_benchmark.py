@@ -195,7 +195,7 @@ CASES = (
          official_asl, "multi_hot"),
     Case("asl_detached",
          lambda z, t: losses.sigmoid_asymmetric_loss(
-             z, t, focal_weight_as_constant=True),
+             z, t, prediction_as_constant=True),
          lambda x, t: official_asl(x, t, detach_weight=True), "multi_hot"),
 )
 

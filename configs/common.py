@@ -18,9 +18,9 @@ _FLOAT, _INT, _STR, _BOOL = float, int, str, bool
 #   encouraging / sigmoid_encouraging: bonus_weight, log_end, floor
 #   focal: gamma, alpha                      sigmoid_focal: alpha, gamma
 #   asymmetric_single_label: gamma_pos, gamma_neg, label_smoothing
-#   sigmoid_asymmetric: gamma_pos, gamma_neg, clip, focal_weight_as_constant
+#   sigmoid_asymmetric: gamma_pos, gamma_neg, clip, prediction_as_constant
 #   probability_mse: normalize               generalized_cross_entropy: q
-#   symmetric_cross_entropy: alpha, beta, label_floor
+#   symmetric_cross_entropy: alpha, beta, floor
 #   bootstrapping: beta, mode, prediction_as_constant
 #   forward_correction: transition_matrix ('noise' | 'identity')
 #   joint_optimization: alpha, beta, prior ('uniform' | 'noisy_labels')
@@ -28,8 +28,7 @@ LOSS_HYPERPARAMETERS = {
     "alpha": _FLOAT, "beta": _FLOAT, "gamma": _FLOAT, "gamma_pos": _FLOAT,
     "gamma_neg": _FLOAT, "label_smoothing": _FLOAT, "epsilon": _FLOAT,
     "bonus_weight": _FLOAT, "log_end": _FLOAT, "floor": _FLOAT, "q": _FLOAT,
-    "label_floor": _FLOAT, "clip": _FLOAT, "normalize": _BOOL,
-    "prediction_as_constant": _BOOL, "focal_weight_as_constant": _BOOL,
+    "clip": _FLOAT, "normalize": _BOOL, "prediction_as_constant": _BOOL,
     "mode": _STR, "transition_matrix": _STR, "prior": _STR,
 }
 

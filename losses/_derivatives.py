@@ -136,6 +136,21 @@ def prepare_softmax(logits: Any, labels: Any, where: Any, axis: int = -1
   return logits, labels, None, jnp.broadcast_to(where, logits.shape), axis
 
 
+def mask_classes(logits: jax.Array, where: jax.Array | None,
+                 where_classes: jax.Array | None
+                 ) -> tuple[jax.Array, jax.Array | None]:
+  """Masked classes at -inf logits, and the row mask without empty rows.
+
+  A -inf logit is exactly a class outside the softmax (``p = 0``); a row
+  with no class left is masked as a whole.
+  """
+  if where_classes is None:
+    return logits, where
+  any_class = jnp.any(where_classes, axis=-1)
+  return (jnp.where(where_classes, logits, -jnp.inf),
+          any_class if where is None else where & any_class)
+
+
 def _masked_inputs(logits, labels, where, where_classes):
   """Logits with masked classes at -inf and masked rows at 0, and the row mask.
 
@@ -144,10 +159,7 @@ def _masked_inputs(logits, labels, where, where_classes):
   ``0 * NaN``. Under jit an out-of-range integer label cannot raise; it
   masks its example, as ``where=False`` would (loss 0, zero gradient).
   """
-  if where_classes is not None:
-    logits = jnp.where(where_classes, logits, -jnp.inf)
-    any_class = jnp.any(where_classes, axis=-1)
-    where = any_class if where is None else where & any_class
+  logits, where = mask_classes(logits, where, where_classes)
   if where is not None:
     logits = jnp.where(where[..., None], logits, 0.0)
   if _validation.is_integer(labels):

@@ -80,18 +80,18 @@ def _asl(z, t, gamma_pos, gamma_neg, clip, weight_as_constant):
 _ASL = _derivatives.ElementwiseLoss(_asl)
 
 
-def _asl_hyper(gamma_pos, gamma_neg, clip, focal_weight_as_constant):
+def _asl_hyper(gamma_pos, gamma_neg, clip, prediction_as_constant):
   clip = 0.0 if clip is None else clip
   _validation.check_range(gamma_pos, "gamma_pos", 0.0)
   _validation.check_range(gamma_neg, "gamma_neg", 0.0)
   _validation.check_range(clip, "clip", 0.0, 1.0)
   # A traced flag, not a static one: switching it reuses the compiled code.
   return (_validation.as_float(gamma_pos), _validation.as_float(gamma_neg),
-          _validation.as_float(clip), jnp.asarray(focal_weight_as_constant, bool))
+          _validation.as_float(clip), jnp.asarray(prediction_as_constant, bool))
 
 
 def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
-                            clip=0.05, focal_weight_as_constant=False,
+                            clip=0.05, prediction_as_constant=False,
                             where=None) -> jax.Array:
   r"""Asymmetric loss (ASL) for multi-label classification, per element.
 
@@ -126,8 +126,11 @@ def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
       traced.
     clip: probability margin ``m`` in ``[0, 1]`` (default 0.05); ``None`` or 0
       disables it; traced.
-    focal_weight_as_constant: stop the gradient through the focusing weights
-      (official ``disable_torch_grad_focal_loss``). Default False, the
+    prediction_as_constant: hold the prediction constant inside the
+      focusing weights, a stop-gradient (official
+      ``disable_torch_grad_focal_loss``; the name is the one
+      :func:`losses.bootstrapping_loss` uses for the same operation, the
+      prediction as a constant weight of ``log p``). Default False, the
       official behaviour: ``AsymmetricLossOptimized`` defaults to False, and
       ``AsymmetricLoss`` has the statements that honour its True default
       commented out, so both differentiate the weights.
@@ -143,40 +146,40 @@ def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
     ``src/loss_functions/losses.py``.
   """
   return _ASL.value(logits, labels, where, *_asl_hyper(
-      gamma_pos, gamma_neg, clip, focal_weight_as_constant))
+      gamma_pos, gamma_neg, clip, prediction_as_constant))
 
 
 def sigmoid_asymmetric_loss_grad(logits, labels, *, gamma_pos=1.0,
                                  gamma_neg=4.0, clip=0.05,
-                                 focal_weight_as_constant=False, where=None
+                                 prediction_as_constant=False, where=None
                                  ) -> jax.Array:
   """Analytic ``d sum(loss) / d logits``, ``logits.shape``.
 
   A positive: ``(1-p)^g+ (g+ p log p - (1-p))``; a negative with ``p > m``:
   ``p p_m^g- [(1-p)/(1-p_m) - g- (1-p) log(1-p_m)/p_m]``, else 0. With
-  ``focal_weight_as_constant`` the ``g`` terms are dropped.
+  ``prediction_as_constant`` the ``g`` terms are dropped.
   """
   return _ASL.grad(logits, labels, where, *_asl_hyper(
-      gamma_pos, gamma_neg, clip, focal_weight_as_constant))
+      gamma_pos, gamma_neg, clip, prediction_as_constant))
 
 
 def sigmoid_asymmetric_loss_steepness(p, *, gamma_pos=1.0, gamma_neg=4.0,
                                       clip=0.05,
-                                      focal_weight_as_constant=False,
+                                      prediction_as_constant=False,
                                       target=1) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against the sigmoid probability ``p``.
 
   Positive (``target=1``): ``L = -(1-p)^g+ log p``, ``dL/dp = g+ (1-p)^(g+
   - 1) log p - (1-p)^g+ / p``. Negative (``target=0``): ``L = -p_m^g-
   log(1-p_m)``, ``dL/dp = p_m^g- / (1-p_m) - g- p_m^(g- - 1) log(1-p_m)``
-  for ``p > m``, 0 below. With ``focal_weight_as_constant`` the derivative
+  for ``p > m``, 0 below. With ``prediction_as_constant`` the derivative
   is the one the optimiser sees (weight held constant). ``target`` may be an
   array of 0/1 broadcastable with ``p``.
   """
   p = _validation.check_probability(p)
   target = _validation.check_binary_target(target)
   gamma_pos, gamma_neg, clip, constant = _asl_hyper(
-      gamma_pos, gamma_neg, clip, focal_weight_as_constant)
+      gamma_pos, gamma_neg, clip, prediction_as_constant)
   log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
   pos, dpos = _numerics.focal_curve(log1m_p, log_p, gamma_pos, constant)
   _, _, log_x, log1m_x, active = _clipped(p, 1.0 - p, log_p, log1m_p, clip)

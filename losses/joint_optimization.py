@@ -44,34 +44,40 @@ def _soft_kl(targets, log_p):
   return jnp.sum(targets * (jnp.log(jnp.maximum(targets, tiny)) - log_p), -1)
 
 
-def _stats(logits, targets, prior, where):
+def _stats(logits, targets, prior, where, where_classes):
   """Everything the value and the gradient share, with one ``exp`` per element.
 
   ``p = e / sum e`` with ``e = exp(s)``, ``s = z - max z``; the entropy and
-  ``sum_k t_k log p_k`` come from sums over ``e`` and ``s``
-  (``log p = s - log sum e``, never stored), so the loss is invariant to a
-  constant added to the logits at any offset. ``log p_bar`` is
+  ``sum_k t_k log p_k`` come from sums over ``e`` and ``log p = s - log sum
+  e``, so the loss is invariant to a constant added to the logits at any
+  offset. ``e`` and ``log p`` are the only ``[B, C]`` arrays written to
+  memory besides the gradient. ``log p_bar`` is
   ``log(mean_i p_i)``, exact unless a class's mean probability underflows
   (logit gaps near 88 in float32, for a whole batch); then a ``lax.cond``
   (one branch runs) takes the log-space mean, a second ``exp`` per element.
-  A -inf logit has ``p = 0`` and leaves every sum (``finite_log``).
+  A -inf logit has ``p = 0`` and leaves every sum (``finite_log``); so does
+  a class masked by ``where_classes``, which becomes one.
   """
+  logits, where = _derivatives.mask_classes(logits, where, where_classes)
   w, total = _weights(logits, where)
   if where is not None:  # Padding may be NaN: keep it out of every sum.
     logits = jnp.where(where[..., None], logits, 0.0)
-  s = _numerics.shifted(logits)
+  # Finite once, where it is formed: every sum below reads it as is, with
+  # no clamp of its own (a clamp inside a reduction made XLA:CPU write a
+  # [B, C] buffer of the constant and read it back).
+  s = _numerics.finite_log(_numerics.shifted(logits))
   exps = jnp.exp(s)
   sums = jnp.sum(exps, axis=-1, keepdims=True)
   log_sums = jnp.log(sums)
-  log_p = _numerics.finite_log(s - log_sums)
+  log_p = s - log_sums
   mean = jnp.sum(exps * (w[..., None] / sums), axis=_batch_axes(exps)) / total
   # The predicate is a scalar: a device-side branch, no host sync.
   direct = jnp.all(mean > 1e6 * jnp.finfo(mean.dtype).tiny)
   log_mean = jax.lax.cond(
       direct, lambda: jnp.log(mean),
       lambda: _log_mean_probs(log_p, w, total))
-  entropy = log_sums[..., 0] - jnp.sum(
-      exps * _numerics.finite_log(s), axis=-1) / sums[..., 0]
+  # From log p, not s: s then needs no buffer of its own.
+  entropy = -jnp.sum(exps * log_p, axis=-1) / sums[..., 0]
   if _validation.is_integer(targets):  # One-hot: KL(e_y || p) = -log p_y.
     s_y = jnp.take_along_axis(s, targets[..., None], axis=-1,
                               mode="clip")[..., 0]
@@ -119,53 +125,59 @@ def _logit_grad(targets, alpha, beta, parts):
       lambda: grad(lambda _, log_p: prior * jnp.exp(log_p - log_mean)))
 
 
-def _parts(logits, targets, alpha, beta, prior, where):
-  terms, parts = _stats(logits, targets, prior, where)
+def _parts(logits, targets, alpha, beta, prior, where, where_classes):
+  terms, parts = _stats(logits, targets, prior, where, where_classes)
+  g = _logit_grad(targets, alpha, beta, parts)
+  # A masked class is out of the problem: no gradient, even where a soft
+  # target (wrongly) puts mass on it.
   return (_value(terms, alpha, beta),
-          _logit_grad(targets, alpha, beta, parts))
+          g if where_classes is None else jnp.where(where_classes, g, 0.0))
 
 
 _jo = jax.jit(_derivatives.batch_loss(_parts))
 
 
 @jax.jit
-def _jo_grad(logits, targets, alpha, beta, prior, where):
-  return _parts(logits, targets, alpha, beta, prior, where)[1]
+def _jo_grad(logits, targets, alpha, beta, prior, where, where_classes):
+  return _parts(logits, targets, alpha, beta, prior, where, where_classes)[1]
 
 
 @jax.jit
-def _jo_terms(logits, targets, prior, where):
-  return _stats(logits, targets, prior, where)[0]
+def _jo_terms(logits, targets, prior, where, where_classes):
+  return _stats(logits, targets, prior, where, where_classes)[0]
 
 
-def _prepare(logits, labels, where, prior):
+def _prepare(logits, labels, where, prior, axis):
+  """Checked inputs with the class axis last, as :func:`losses.cross_entropy`.
+
+  ``labels=None`` (the prior and entropy terms, which read none) stands for
+  zero targets. Integer labels stay integers: the loss takes a one-hot fast
+  path.
+  """
   if labels is None:
-    logits = _validation.check_logits(logits)
-    targets = jnp.zeros_like(logits)
-    where = _validation.check_where(where, (logits.shape[:-1],))
-  else:
-    # Integer labels stay integers: the loss takes a one-hot fast path.
-    logits = _validation.check_logits(logits)
-    targets = _validation.softmax_labels(logits, labels)
-    where = _validation.check_where(where, (logits.shape[:-1],))
+    labels = jnp.zeros_like(_validation.check_logits(logits))
+  logits, targets, where, where_classes, axis = _derivatives.prepare_softmax(
+      logits, labels, where, axis)
   if prior is not None:
     prior = _validation.as_float(prior)
     if prior.shape != logits.shape[-1:]:
       raise ValueError(f"`prior` must have shape ({logits.shape[-1]},), got "
                        f"{prior.shape}.")
     _validation.check_range(prior, "prior", 0.0, 1.0)
-  return logits, targets, where, prior
+  return logits, targets, where, where_classes, prior, axis
 
 
-def joint_optimization_terms(logits, labels, *, prior=None, where=None
+def joint_optimization_terms(logits, labels, *, prior=None, axis=-1,
+                             where=None
                              ) -> tuple[jax.Array, jax.Array, jax.Array]:
   """The batch terms ``(L_c, L_p, L_e)`` of :func:`joint_optimization_loss`."""
-  logits, targets, where, prior = _prepare(logits, labels, where, prior)
-  return _jo_terms(logits, targets, prior, where)
+  logits, targets, where, where_classes, prior, _ = _prepare(
+      logits, labels, where, prior, axis)
+  return _jo_terms(logits, targets, prior, where, where_classes)
 
 
 def joint_optimization_loss(logits, labels, *, alpha=1.0, beta=0.5,
-                            prior=None, where=None) -> jax.Array:
+                            prior=None, axis=-1, where=None) -> jax.Array:
   r"""The Joint Optimization batch loss (a scalar: it needs the batch mean).
 
   .. math::
@@ -186,10 +198,13 @@ def joint_optimization_loss(logits, labels, *, alpha=1.0, beta=0.5,
       noise, 0.8 at 40 % asymmetric).
     beta: entropy-term weight (default 0.5; official: 0.8 and 0.4).
     prior: class prior ``P`` ``[C]`` (default uniform).
-    where: optional boolean mask ``[...]``: masked examples leave every
-      mean, ``p_bar`` included (``B`` counts the unmasked ones). Per example
-      only: a per-class mask would change the prior term's classes, which
-      the JO paper does not define.
+    axis: the class axis of ``logits`` (default -1).
+    where: optional boolean mask in either of optax's forms. Per example
+      (the logits' shape without ``axis``): masked examples leave every
+      mean, ``p_bar`` included (``B`` counts the unmasked ones). Per class
+      (the logits' shape): a masked class leaves that example's softmax, as
+      a -inf logit would (``p = 0``, zero gradient). A class masked in every
+      example has ``p_bar = 0``: give it ``P = 0``, or ``L_p`` is infinite.
 
   Returns:
     A float scalar.
@@ -198,9 +213,10 @@ def joint_optimization_loss(logits, labels, *, alpha=1.0, beta=0.5,
     Tanaka et al., Joint Optimization Framework for Learning with Noisy
     Labels, CVPR 2018.
   """
-  logits, targets, where, prior = _prepare(logits, labels, where, prior)
+  logits, targets, where, where_classes, prior, _ = _prepare(
+      logits, labels, where, prior, axis)
   return _jo(logits, targets, _validation.as_float(alpha),
-             _validation.as_float(beta), prior, where)
+             _validation.as_float(beta), prior, where, where_classes)
 
 
 def _classification_parts(logits, targets):
@@ -221,22 +237,30 @@ def jo_classification_loss(logits, labels, *, axis=-1, where=None
   return _CLASSIFICATION.value(logits, labels, where, axis)
 
 
-def jo_prior_loss(logits, *, prior=None, where=None) -> jax.Array:
+def jo_prior_loss(logits, *, prior=None, axis=-1, where=None) -> jax.Array:
   """The scalar prior term ``L_p = sum_j P_j log(P_j / p_bar_j)``."""
-  return joint_optimization_terms(logits, None, prior=prior, where=where)[1]
+  return joint_optimization_terms(logits, None, prior=prior, axis=axis,
+                                  where=where)[1]
 
 
-def jo_entropy_loss(logits, *, where=None) -> jax.Array:
-  """Per-example prediction entropy ``H_i`` (``L_e`` is its batch mean)."""
-  logits = _validation.check_logits(logits)
-  where = _validation.check_where(where, (logits.shape[:-1],))
+def jo_entropy_loss(logits, *, axis=-1, where=None) -> jax.Array:
+  """Per-example prediction entropy ``H_i`` (``L_e`` is its batch mean).
+
+  ``where`` per example or per class, as :func:`losses.cross_entropy`.
+  """
+  logits, _, where, where_classes, _, _ = _prepare(logits, None, where, None,
+                                                   axis)
+  logits, where = _derivatives.mask_classes(logits, where, where_classes)
+  if where is not None:  # Padding may be NaN: keep it out of the sum.
+    logits = jnp.where(where[..., None], logits, 0.0)
   log_p = _numerics.finite_log(_numerics.log_softmax(logits))
   entropy = -jnp.sum(jnp.exp(log_p) * log_p, -1)
   return entropy if where is None else jnp.where(where, entropy, 0.0)
 
 
 def joint_optimization_loss_grad(logits, labels, *, alpha=1.0, beta=0.5,
-                                 prior=None, where=None) -> jax.Array:
+                                 prior=None, axis=-1, where=None
+                                 ) -> jax.Array:
   """Analytic ``dL/dz`` of the batch loss, ``[..., C]``.
 
   Derivation: docs/losses.md, section ``joint_optimization_loss``.
@@ -245,6 +269,8 @@ def joint_optimization_loss_grad(logits, labels, *, alpha=1.0, beta=0.5,
   ``dL_p/dz_ik = (p_ik/B)[sum_j P_j p_ij/p_bar_j - P_k/p_bar_k]``;
   ``dL_e/dz_ik = -(p_ik/B)(log p_ik + H_i)``.
   """
-  logits, targets, where, prior = _prepare(logits, labels, where, prior)
-  return _jo_grad(logits, targets, _validation.as_float(alpha),
-                  _validation.as_float(beta), prior, where)
+  logits, targets, where, where_classes, prior, axis = _prepare(
+      logits, labels, where, prior, axis)
+  g = _jo_grad(logits, targets, _validation.as_float(alpha),
+               _validation.as_float(beta), prior, where, where_classes)
+  return g if axis == g.ndim - 1 else jnp.moveaxis(g, -1, axis)

@@ -81,19 +81,19 @@ def generalized_cross_entropy_steepness(p, *, q=0.7
 # --------------------------------------------------------------------------
 # Symmetric cross entropy.
 # --------------------------------------------------------------------------
-def _sce_soft(logits, targets, alpha, beta, label_floor):
+def _sce_soft(logits, targets, alpha, beta, floor):
   log_p = _numerics.log_softmax(logits)
   probs = jnp.exp(log_p)
-  log_t = jnp.log(jnp.maximum(targets, label_floor))
+  log_t = jnp.log(jnp.maximum(targets, floor))
   value = (-alpha * jnp.sum(_numerics.xlogp(targets, log_p), axis=-1)
            - beta * jnp.sum(probs * log_t, axis=-1))
   ce = probs * jnp.sum(targets, -1, keepdims=True) - targets
   return value, alpha * ce + beta * _numerics.softmax_vjp(probs, -log_t)
 
 
-def _sce_terms(log_p, log1m_p, labels, alpha, beta, label_floor):
+def _sce_terms(log_p, log1m_p, labels, alpha, beta, floor):
   del labels
-  log_a = jnp.log(label_floor)
+  log_a = jnp.log(floor)
   one_minus_p = jnp.exp(log1m_p)
   return (-alpha * log_p - beta * log_a * one_minus_p,
           (alpha - beta * log_a * jnp.exp(log_p)) * one_minus_p)
@@ -103,15 +103,15 @@ _SCE = _derivatives.SoftmaxLoss(
     _sce_soft, _derivatives.target_probability_parts(_sce_terms))
 
 
-def _check_sce(alpha, beta, label_floor):
+def _check_sce(alpha, beta, floor):
   _validation.check_range(alpha, "alpha", 0.0)
   _validation.check_range(beta, "beta", 0.0)
-  _validation.check_range(label_floor, "label_floor", 0.0, 1.0, low_open=True)
-  return tuple(_validation.as_float(x) for x in (alpha, beta, label_floor))
+  _validation.check_range(floor, "floor", 0.0, 1.0, low_open=True)
+  return tuple(_validation.as_float(x) for x in (alpha, beta, floor))
 
 
 def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
-                            label_floor=1e-4, axis=-1, where=None
+                            floor=1e-4, axis=-1, where=None
                             ) -> jax.Array:
   r"""Symmetric cross entropy: cross entropy plus reverse cross entropy.
 
@@ -128,8 +128,9 @@ def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
     labels: integer labels ``[...]`` or soft targets ``[..., C]``.
     alpha: cross-entropy weight (default 0.1, the paper's CIFAR-10 value).
     beta: reverse-cross-entropy weight (default 1.0).
-    label_floor: ``A`` in ``(0, 1]``, the stand-in for ``log 0`` (default
-      1e-4, the paper's).
+    floor: ``A`` in ``(0, 1]``, the lower bound on a target inside the
+      log, the stand-in for ``log 0`` (default 1e-4, the paper's; named as
+      the Encouraging Loss's bound on ``1 - p``, the same role).
     axis: the class axis of ``logits`` (default -1).
     where: optional boolean mask, per example or per class (see
       :func:`losses.cross_entropy`).
@@ -142,23 +143,23 @@ def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
     Labels, ICCV 2019.
   """
   return _SCE.value(logits, labels, where, axis,
-                    *_check_sce(alpha, beta, label_floor))
+                    *_check_sce(alpha, beta, floor))
 
 
 def symmetric_cross_entropy_grad(logits, labels, *, alpha=0.1, beta=1.0,
-                                 label_floor=1e-4, axis=-1, where=None
+                                 floor=1e-4, axis=-1, where=None
                             ) -> jax.Array:
   """Analytic gradient: ``alpha (p sum t - t)`` plus the softmax Jacobian
   times ``-beta log max(t, A)``."""
   return _SCE.grad(logits, labels, where, axis,
-                   *_check_sce(alpha, beta, label_floor))
+                   *_check_sce(alpha, beta, floor))
 
 
 def symmetric_cross_entropy_steepness(p, *, alpha=0.1, beta=1.0,
-                                      label_floor=1e-4
+                                      floor=1e-4
                                       ) -> tuple[jax.Array, jax.Array]:
   """Loss ``-a log p - b log(A)(1-p)`` and ``dL/dp = -a/p + b log A``."""
   p = jnp.asarray(p, jnp.float32)
-  log_a = jnp.log(label_floor)
+  log_a = jnp.log(floor)
   return (-alpha * jnp.log(p) - beta * log_a * (1.0 - p),
           -alpha / p + beta * log_a)

@@ -16,10 +16,10 @@ LOG3 = np.log(3.0)  # the logit of p = 0.75
 
 
 def _asl_limit(z, t, gamma_neg=4.0, gamma_pos=1.0, clip=0.05,
-               focal_weight_as_constant=False):
+               prediction_as_constant=False):
   """At ``|z| >= 100``: positives as BCE; negatives 0 below the clip, and at
   ``p = 1`` the constant ``-(1-m)^g- log m`` (``z``, slope 1, without clip)."""
-  del gamma_pos, focal_weight_as_constant  # the weights are 0 or 1 here
+  del gamma_pos, prediction_as_constant  # the weights are 0 or 1 here
   if clip > 0:
     top = (-(1 - clip) ** gamma_neg * np.log(clip), 0.0)
   else:
@@ -36,12 +36,12 @@ def _case(name, **kwargs):
                   ref.asymmetric, _asl_limit, kwargs,
                   steepness_has_target=True,
                   derivative_is_gradient=not kwargs.get(
-                      "focal_weight_as_constant", False))
+                      "prediction_as_constant", False))
 
 
 CASES = [
     _case("default"),
-    _case("weight_as_constant", focal_weight_as_constant=True),
+    _case("weight_as_constant", prediction_as_constant=True),
     _case("gammas05_no_clip", gamma_neg=0.5, gamma_pos=0.5, clip=0.0),
     _case("gamma_neg2_clip02", gamma_neg=2.0, gamma_pos=0.0, clip=0.2),
 ]
@@ -50,7 +50,7 @@ TRACED = [
     (asymmetric.sigmoid_asymmetric_loss, "gamma_neg", 2.0, 4.0),
     (asymmetric.sigmoid_asymmetric_loss, "gamma_pos", 0.0, 1.0),
     (asymmetric.sigmoid_asymmetric_loss, "clip", 0.05, 0.1),
-    (asymmetric.sigmoid_asymmetric_loss, "focal_weight_as_constant", False,
+    (asymmetric.sigmoid_asymmetric_loss, "prediction_as_constant", False,
      True),
 ]
 

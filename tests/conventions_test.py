@@ -82,6 +82,66 @@ class AxisTest(parameterized.TestCase):
         rtol=1e-6)
 
 
+class JointOptimizationTest(parameterized.TestCase):
+  """The batch loss takes ``axis`` and both ``where`` forms like the others."""
+
+  PRIOR = np.array([0.25, 0.25, 0.0, 0.25, 0.25], np.float32)  # no class 2
+
+  def test_class_axis_first(self):
+    moved = np.ascontiguousarray(Z.T)  # [C, B]
+    t = np.eye(C, dtype=np.float32)[Y]
+    for labels, moved_labels in ((Y, Y), (t, t.T)):
+      np.testing.assert_allclose(
+          losses.joint_optimization_loss(moved, moved_labels, axis=0),
+          losses.joint_optimization_loss(Z, labels), rtol=1e-6)
+      want = losses.joint_optimization_loss_grad(Z, labels)
+      np.testing.assert_allclose(
+          losses.joint_optimization_loss_grad(moved, moved_labels, axis=0),
+          want.T, rtol=1e-6)
+      np.testing.assert_allclose(
+          jax.grad(lambda x, y=moved_labels: losses.joint_optimization_loss(
+              x, y, axis=0))(moved), want.T, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        losses.joint_optimization_terms(moved, Y, axis=0),
+        losses.joint_optimization_terms(Z, Y), rtol=1e-6)
+    np.testing.assert_allclose(losses.jo_entropy_loss(moved, axis=0),
+                               losses.jo_entropy_loss(Z), rtol=1e-6)
+
+  @parameterized.parameters(True, False)
+  def test_masked_classes_leave_the_softmax(self, integer):
+    labels = Y if integer else np.eye(C, dtype=np.float32)[Y]
+    minus_inf = np.where(MASK, Z, -np.inf).astype(np.float32)
+    kw = dict(prior=self.PRIOR)
+    value = losses.joint_optimization_loss(Z, labels, where=MASK, **kw)
+    self.assertTrue(np.isfinite(value))
+    np.testing.assert_allclose(
+        value, losses.joint_optimization_loss(minus_inf, labels, **kw),
+        rtol=1e-6)
+    g = jax.grad(lambda x: losses.joint_optimization_loss(
+        x, labels, where=MASK, **kw))(Z)
+    np.testing.assert_allclose(
+        g, jax.grad(lambda x: losses.joint_optimization_loss(
+            x, labels, **kw))(minus_inf), rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(g[~MASK], 0.0)
+    np.testing.assert_allclose(
+        losses.joint_optimization_loss_grad(Z, labels, where=MASK, **kw), g,
+        rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        losses.jo_entropy_loss(Z, where=MASK),
+        losses.jo_entropy_loss(minus_inf), rtol=1e-6)
+
+  def test_a_row_without_classes_leaves_the_batch(self):
+    mask = MASK.copy()
+    mask[3] = False
+    kw = dict(prior=self.PRIOR)
+    np.testing.assert_allclose(
+        losses.joint_optimization_loss(Z, Y, where=mask, **kw),
+        losses.joint_optimization_loss(np.where(MASK, Z, -np.inf)[:3], Y[:3],
+                                       **kw), rtol=1e-6)
+    g = losses.joint_optimization_loss_grad(Z, Y, where=mask, **kw)
+    np.testing.assert_array_equal(g[3], 0.0)
+
+
 class TargetsAndDefaultsTest(parameterized.TestCase):
 
   @parameterized.named_parameters((c[0], c[1], c[4]) for c in CASES)

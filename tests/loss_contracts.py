@@ -14,6 +14,14 @@ from absl.testing import parameterized
 import chex
 import jax
 import jax.numpy as jnp
+import pytest
+
+
+def slow(test_case: type[parameterized.TestCase]
+         ) -> type[parameterized.TestCase]:
+  """``test_case`` marked slow: CI runs it, ``pytest -m "not slow"`` not."""
+  test_case.pytestmark = pytest.mark.slow
+  return test_case
 
 
 class Float64Test(parameterized.TestCase):

@@ -60,11 +60,11 @@ def focal(z, t, alpha=None, gamma=2.0):
 
 
 def asymmetric(z, t, gamma_pos=1.0, gamma_neg=4.0, clip=0.05,
-               focal_weight_as_constant=False):
+               prediction_as_constant=False):
   p = sigmoid(z)
   p_m = jnp.maximum(p - clip, 0.0)
   w_pos, w_neg = (1 - p) ** gamma_pos, p_m ** gamma_neg
-  if focal_weight_as_constant:
+  if prediction_as_constant:
     w_pos, w_neg = jax.lax.stop_gradient((w_pos, w_neg))
   return -(t * w_pos * jnp.log(p) + (1 - t) * w_neg * jnp.log(1 - p_m))
 

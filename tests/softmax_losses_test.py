@@ -14,7 +14,6 @@ import jax
 import jax.test_util  # noqa: F401  (check_grads)
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import losses
 from tests import loss_contracts
@@ -77,6 +76,18 @@ CASES = [
 
 BY_NAME = {c[0]: c for c in CASES}
 NAMES = tuple(BY_NAME)
+# One case per loss function (and per label-smoothing and bootstrapping
+# mode, separate code paths): the sweeps' fast subset, which
+# `pytest -m "not slow"` runs; the other cases run in the slow sweeps.
+FAST_NAMES = ("ce", "ce_smooth", "poly1", "el_le075", "focal_g05_alpha",
+              "asl_single", "mse", "mae", "gce", "sce", "boot_soft",
+              "boot_hard", "forward")
+SLOW_NAMES = tuple(n for n in NAMES if n not in FAST_NAMES)
+# Fewer still for the property sweeps (extremes, offsets, masks,
+# transforms): the fast subset keeps every property on a loss of each
+# kind (cross entropy; a bonus with a tangent region; focusing weights;
+# a prediction-dependent target), every case stays in the slow sweeps.
+PROPERTY_NAMES = ("ce", "el_le075", "asl_single", "boot_soft")
 
 
 def _inputs(soft: bool, dtype=np.float64, scale=2.0):
@@ -95,89 +106,99 @@ def _ref_kwargs(kwargs):
           for k, v in kwargs.items()}
 
 
-class SoftmaxLossTest(loss_contracts.Float64Test):
+def _softmax_loss_tests(names):
+  """The per-loss checks, over the cases named ``names``."""
+  cases = [c for c in CASES if c[0] in names]
 
-  @chex.all_variants(with_pmap=False, with_device=False)
-  @parameterized.product(case=NAMES, soft=(False, True))
-  def test_value_matches_formula(self, case, soft):
-    _, loss, _, reference, kwargs = BY_NAME[case]
-    z, labels, t = _inputs(soft)
-    got = self.variant(functools.partial(loss, **kwargs))(z, labels)
-    want = reference(jnp.asarray(z), jnp.asarray(t), **_ref_kwargs(kwargs))
-    chex.assert_shape(got, z.shape[:-1])
-    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+  class SoftmaxLossTest(loss_contracts.Float64Test):
 
-  @parameterized.product(case=NAMES, soft=(False, True))
-  def test_gradients_match_autodiff_of_formula(self, case, soft):
-    _, loss, grad, reference, kwargs = BY_NAME[case]
-    z, labels, t = _inputs(soft)
-    want = jax.grad(lambda x: jnp.sum(reference(
-        x, jnp.asarray(t), **_ref_kwargs(kwargs))))(jnp.asarray(z))
-    analytic = grad(z, labels, **kwargs)
-    via_grad = jax.grad(lambda x: jnp.sum(loss(x, labels, **kwargs)))(z)
-    np.testing.assert_allclose(analytic, want, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(via_grad, want, rtol=1e-9, atol=1e-12)
+    @chex.all_variants(with_pmap=False, with_device=False)
+    @parameterized.product(case=names, soft=(False, True))
+    def test_value_matches_formula(self, case, soft):
+      _, loss, _, reference, kwargs = BY_NAME[case]
+      z, labels, t = _inputs(soft)
+      got = self.variant(functools.partial(loss, **kwargs))(z, labels)
+      want = reference(jnp.asarray(z), jnp.asarray(t), **_ref_kwargs(kwargs))
+      chex.assert_shape(got, z.shape[:-1])
+      np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
 
-  @parameterized.named_parameters(
-      (name, loss, grad, kwargs) for name, loss, grad, _, kwargs in CASES)
-  def test_integer_labels_equal_one_hot_targets_at_ties(self, loss, grad,
-                                                        kwargs):
-    # All-equal logits (a network at initialisation) and two-way ties: the
-    # integer fast paths must pick the same arg max and give the same
-    # gradient as the dense one-hot path.
-    z = np.zeros((3, C))
-    z[1, 2:4] = 1.5
-    z[2] = [-1.0, 2.0, 2.0, 0.5, -3.0]
-    y = np.array([1, 3, 2], np.int32)
-    one_hot = np.eye(C)[y]
-    value = lambda x, t: jnp.sum(loss(x, t, **kwargs))
-    np.testing.assert_allclose(loss(z, y, **kwargs),
-                               loss(z, one_hot, **kwargs), rtol=1e-12)
-    np.testing.assert_allclose(jax.grad(value)(z, y),
-                               jax.grad(value)(z, one_hot), atol=1e-12)
-    np.testing.assert_allclose(grad(z, y, **kwargs),
-                               grad(z, one_hot, **kwargs), atol=1e-12)
+    @parameterized.product(case=names, soft=(False, True))
+    def test_gradients_match_autodiff_of_formula(self, case, soft):
+      _, loss, grad, reference, kwargs = BY_NAME[case]
+      z, labels, t = _inputs(soft)
+      want = jax.grad(lambda x: jnp.sum(reference(
+          x, jnp.asarray(t), **_ref_kwargs(kwargs))))(jnp.asarray(z))
+      analytic = grad(z, labels, **kwargs)
+      via_grad = jax.grad(lambda x: jnp.sum(loss(x, labels, **kwargs)))(z)
+      np.testing.assert_allclose(analytic, want, rtol=1e-9, atol=1e-12)
+      np.testing.assert_allclose(via_grad, want, rtol=1e-9, atol=1e-12)
 
-  @parameterized.named_parameters(
-      (name, loss, kwargs) for name, loss, _, _, kwargs in CASES
-      # MAE and hard bootstrapping have kinks; soft bootstrapping with a
-      # constant prediction is by design not the derivative of its value.
-      if name not in ("mae", "boot_hard", "boot_soft_const"))
-  def test_finite_differences(self, loss, kwargs):
-    z, labels, _ = _inputs(soft=False)
-    jax.test_util.check_grads(
-        lambda x: jnp.sum(loss(x, labels, **kwargs)), (jnp.asarray(z),),
-        order=1, modes=["rev"], eps=1e-6)
+    @parameterized.named_parameters(
+        (name, loss, grad, kwargs) for name, loss, grad, _, kwargs in cases)
+    def test_integer_labels_equal_one_hot_targets_at_ties(self, loss, grad,
+                                                          kwargs):
+      # All-equal logits (a network at initialisation) and two-way ties: the
+      # integer fast paths must pick the same arg max and give the same
+      # gradient as the dense one-hot path.
+      z = np.zeros((3, C))
+      z[1, 2:4] = 1.5
+      z[2] = [-1.0, 2.0, 2.0, 0.5, -3.0]
+      y = np.array([1, 3, 2], np.int32)
+      one_hot = np.eye(C)[y]
+      value = lambda x, t: jnp.sum(loss(x, t, **kwargs))
+      np.testing.assert_allclose(loss(z, y, **kwargs),
+                                 loss(z, one_hot, **kwargs), rtol=1e-12)
+      np.testing.assert_allclose(jax.grad(value)(z, y),
+                                 jax.grad(value)(z, one_hot), atol=1e-12)
+      np.testing.assert_allclose(grad(z, y, **kwargs),
+                                 grad(z, one_hot, **kwargs), atol=1e-12)
 
-  @parameterized.named_parameters((c[0], c[1], c[4]) for c in CASES)
-  def test_bfloat16_is_computed_in_float32(self, loss, kwargs):
-    with jax.enable_x64(False):
-      z, labels, _ = _inputs(soft=False, dtype=np.float32, scale=4.0)
-      z16 = jnp.asarray(z, jnp.bfloat16)
-      value = loss(z16, labels, **kwargs)
-      self.assertEqual(value.dtype, jnp.float32)
-      want = loss(z16.astype(jnp.float32), labels, **kwargs)
-      np.testing.assert_allclose(value, want, rtol=1e-6)
-      g = jax.grad(lambda x: jnp.sum(loss(x, labels, **kwargs)))(z16)
-      self.assertEqual(g.dtype, jnp.bfloat16)
-      self.assertTrue(np.all(np.isfinite(np.asarray(g, np.float32))))
-      z16 = jnp.asarray(1e4 * np.sign(z), jnp.bfloat16)
-      self.assertTrue(np.all(np.isfinite(loss(z16, labels, **kwargs))))
+    @parameterized.named_parameters(
+        (name, loss, kwargs) for name, loss, _, _, kwargs in CASES
+        # MAE and hard bootstrapping have kinks; soft bootstrapping with a
+        # constant prediction is by design not the derivative of its value.
+        if name not in ("mae", "boot_hard", "boot_soft_const"))
+    def test_finite_differences(self, loss, kwargs):
+      z, labels, _ = _inputs(soft=False)
+      jax.test_util.check_grads(
+          lambda x: jnp.sum(loss(x, labels, **kwargs)), (jnp.asarray(z),),
+          order=1, modes=["rev"], eps=1e-6)
 
-  @parameterized.named_parameters((c[0], c[1], c[2], c[4]) for c in CASES)
-  def test_where_masks_value_and_gradient(self, loss, grad, kwargs):
-    z, labels, _ = _inputs(soft=False)
-    where = np.array([True, False, True, True, False, True])
-    value = loss(z, labels, where=where, **kwargs)
-    np.testing.assert_array_equal(value[~where], 0.0)
-    np.testing.assert_allclose(value[where],
-                               loss(z, labels, **kwargs)[where])
-    g = jax.grad(lambda x: jnp.sum(loss(x, labels, where=where, **kwargs)))(z)
-    np.testing.assert_array_equal(g[~where], 0.0)
-    np.testing.assert_array_equal(grad(z, labels, where=where, **kwargs)[~where],
-                                  0.0)
-    self.assertTrue(np.any(g[where] != 0))
+    @parameterized.named_parameters((c[0], c[1], c[4]) for c in cases)
+    def test_bfloat16_is_computed_in_float32(self, loss, kwargs):
+      with jax.enable_x64(False):
+        z, labels, _ = _inputs(soft=False, dtype=np.float32, scale=4.0)
+        z16 = jnp.asarray(z, jnp.bfloat16)
+        value = loss(z16, labels, **kwargs)
+        self.assertEqual(value.dtype, jnp.float32)
+        want = loss(z16.astype(jnp.float32), labels, **kwargs)
+        np.testing.assert_allclose(value, want, rtol=1e-6)
+        g = jax.grad(lambda x: jnp.sum(loss(x, labels, **kwargs)))(z16)
+        self.assertEqual(g.dtype, jnp.bfloat16)
+        self.assertTrue(np.all(np.isfinite(np.asarray(g, np.float32))))
+        z16 = jnp.asarray(1e4 * np.sign(z), jnp.bfloat16)
+        self.assertTrue(np.all(np.isfinite(loss(z16, labels, **kwargs))))
 
+    @parameterized.named_parameters((c[0], c[1], c[2], c[4]) for c in cases)
+    def test_where_masks_value_and_gradient(self, loss, grad, kwargs):
+      z, labels, _ = _inputs(soft=False)
+      where = np.array([True, False, True, True, False, True])
+      value = loss(z, labels, where=where, **kwargs)
+      np.testing.assert_array_equal(value[~where], 0.0)
+      np.testing.assert_allclose(value[where],
+                                 loss(z, labels, **kwargs)[where])
+      g = jax.grad(lambda x: jnp.sum(loss(x, labels, where=where, **kwargs)))(z)
+      np.testing.assert_array_equal(g[~where], 0.0)
+      np.testing.assert_array_equal(grad(z, labels, where=where, **kwargs)[~where],
+                                    0.0)
+      self.assertTrue(np.any(g[where] != 0))
+
+
+  return SoftmaxLossTest
+
+
+SoftmaxLossTest = _softmax_loss_tests(FAST_NAMES)
+SoftmaxLossSweepTest = loss_contracts.slow(_softmax_loss_tests(SLOW_NAMES))
 
 # (loss, traced keyword, two values)
 TRACED = [
@@ -194,50 +215,62 @@ TRACED = [
 ]
 
 
-class ExtremeLogitTest(loss_contracts.Float64Test):
-  pytestmark = pytest.mark.slow  # 184 cases, float64 references.
+def _extreme_logit_tests(names, magnitudes):
+  """Logits at +-``magnitudes`` for the cases named ``names``."""
 
-  @parameterized.product(case=NAMES, magnitude=(100.0, 1e4),
-                         target_wins=(True, False), masked=(False, True))
-  def test_extreme_logits_match_their_limits(self, case, magnitude,
-                                             target_wins, masked):
-    """p_y exactly 1 or 0 in float32: finite, and equal to the float64 limit.
+  class ExtremeLogitTest(loss_contracts.Float64Test):
 
-    ``masked``: class 2 (never a label) also has a -inf logit.
-    """
-    _, loss, grad, reference, kwargs = BY_NAME[case]
-    y = np.array([0, 3])
-    z = np.full((2, C), -magnitude)
-    sign = 1.0 if target_wins else -1.0
-    z[0, 0], z[1, 3] = sign * magnitude, sign * magnitude
-    if not target_wins:
-      z[:, 1] = magnitude
-    if masked:
-      z[:, 2] = -np.inf
-    t = np.eye(C)[y]
-    with jax.enable_x64(False):
-      z32 = jnp.asarray(z, jnp.float32)
-      value = loss(z32, y, **kwargs)
-      g_public = jax.grad(lambda x: jnp.sum(loss(x, y, **kwargs)))(z32)
-      g_analytic = grad(z32, y, **kwargs)
-    # Label smoothing puts target mass on the masked class: infinite loss.
-    infinite_loss = masked and case == "ce_smooth"
-    for arr in ((g_public, g_analytic) if infinite_loss
-                else (value, g_public, g_analytic)):
-      self.assertTrue(np.all(np.isfinite(arr)), f"{arr}")
-    if infinite_loss:
-      np.testing.assert_array_equal(value, np.inf)
-    want = reference(jnp.asarray(z), jnp.asarray(t), **_ref_kwargs(kwargs))
-    # The plain formula can meet 0 * inf (log 0 times a zero weight) where
-    # the limit is finite; those entries are checked for finiteness only.
-    ok = np.isfinite(want)
-    np.testing.assert_allclose(np.asarray(value)[ok], want[ok], rtol=1e-5,
-                               atol=1e-4)
-    want_g = jax.grad(lambda x: jnp.sum(reference(
-        x, jnp.asarray(t), **_ref_kwargs(kwargs))))(jnp.asarray(z))
-    ok = np.isfinite(want_g)
-    np.testing.assert_allclose(np.asarray(g_public)[ok], want_g[ok], atol=1e-5)
-    np.testing.assert_allclose(g_analytic, g_public, atol=1e-6)
+    @parameterized.product(case=names, magnitude=magnitudes,
+                           target_wins=(True, False), masked=(False, True))
+    def test_extreme_logits_match_their_limits(self, case, magnitude,
+                                               target_wins, masked):
+      """p_y exactly 1 or 0 in float32: finite, and equal to the float64 limit.
+
+      ``masked``: class 2 (never a label) also has a -inf logit.
+      """
+      _, loss, grad, reference, kwargs = BY_NAME[case]
+      y = np.array([0, 3])
+      z = np.full((2, C), -magnitude)
+      sign = 1.0 if target_wins else -1.0
+      z[0, 0], z[1, 3] = sign * magnitude, sign * magnitude
+      if not target_wins:
+        z[:, 1] = magnitude
+      if masked:
+        z[:, 2] = -np.inf
+      t = np.eye(C)[y]
+      with jax.enable_x64(False):
+        z32 = jnp.asarray(z, jnp.float32)
+        value = loss(z32, y, **kwargs)
+        g_public = jax.grad(lambda x: jnp.sum(loss(x, y, **kwargs)))(z32)
+        g_analytic = grad(z32, y, **kwargs)
+      # Label smoothing puts target mass on the masked class: infinite loss.
+      infinite_loss = masked and case == "ce_smooth"
+      for arr in ((g_public, g_analytic) if infinite_loss
+                  else (value, g_public, g_analytic)):
+        self.assertTrue(np.all(np.isfinite(arr)), f"{arr}")
+      if infinite_loss:
+        np.testing.assert_array_equal(value, np.inf)
+      want = reference(jnp.asarray(z), jnp.asarray(t), **_ref_kwargs(kwargs))
+      # The plain formula can meet 0 * inf (log 0 times a zero weight) where
+      # the limit is finite; those entries are checked for finiteness only.
+      ok = np.isfinite(want)
+      np.testing.assert_allclose(np.asarray(value)[ok], want[ok], rtol=1e-5,
+                                 atol=1e-4)
+      want_g = jax.grad(lambda x: jnp.sum(reference(
+          x, jnp.asarray(t), **_ref_kwargs(kwargs))))(jnp.asarray(z))
+      ok = np.isfinite(want_g)
+      np.testing.assert_allclose(np.asarray(g_public)[ok], want_g[ok], atol=1e-5)
+      np.testing.assert_allclose(g_analytic, g_public, atol=1e-6)
+
+  return ExtremeLogitTest
+
+
+ExtremeLogitTest = _extreme_logit_tests(PROPERTY_NAMES, (1e4,))
+# The rest of every case at both magnitudes (184 in all, float64 references).
+ExtremeLogitSweepTest = loss_contracts.slow(_extreme_logit_tests(
+    tuple(n for n in NAMES if n not in PROPERTY_NAMES), (1e4,)))
+ExtremeLogitAt100Test = loss_contracts.slow(
+    _extreme_logit_tests(NAMES, (100.0,)))
 
 
 def _retrace_inputs():

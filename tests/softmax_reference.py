@@ -62,8 +62,8 @@ def gce(z, t, q=0.7):
   return jnp.sum(t * (1 - probs(z) ** q) / q, -1)
 
 
-def sce(z, t, alpha=0.1, beta=1.0, label_floor=1e-4):
-  rce = -jnp.sum(probs(z) * jnp.log(jnp.maximum(t, label_floor)), -1)
+def sce(z, t, alpha=0.1, beta=1.0, floor=1e-4):
+  rce = -jnp.sum(probs(z) * jnp.log(jnp.maximum(t, floor)), -1)
   return alpha * cross_entropy(z, t) + beta * rce
 
 

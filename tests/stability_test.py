@@ -13,13 +13,14 @@ from absl.testing import parameterized
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
+from tests import loss_contracts
 from tests import softmax_losses_test as cases_module
 
 CASES = cases_module.CASES
 BY_NAME = cases_module.BY_NAME
-NAMES = cases_module.NAMES
+FAST_NAMES = cases_module.PROPERTY_NAMES
+SLOW_NAMES = tuple(n for n in cases_module.NAMES if n not in FAST_NAMES)
 C = cases_module.C
 
 # Cases whose targets put mass on every class: a -inf logit makes the loss
@@ -46,79 +47,97 @@ def _value_and_grad(loss, z, labels, kwargs):
           np.asarray(grad, np.float32))
 
 
-class OffsetTest(parameterized.TestCase):
-  pytestmark = pytest.mark.slow  # 368 cases, each compiling its own shapes.
+def _offset_tests(names, offsets):
+  """Uniform logits at ``offsets`` for the cases named ``names``."""
 
-  @parameterized.product(case=NAMES, offset=_OFFSETS, sign=(1.0, -1.0),
-                         soft=(False, True))
-  def test_uniform_logits_at_any_offset(self, case, offset, sign, soft):
-    _, loss, grad, _, kwargs = BY_NAME[case]
-    _, dtype, magnitude = offset
-    y = np.array([0, 2, 4], np.int32)
-    labels = _labels(soft, y)
-    zero = jnp.zeros((3, C), dtype)
-    far = jnp.full((3, C), sign * magnitude, dtype)
-    want, want_grad = _value_and_grad(loss, zero, labels, kwargs)
-    got, got_grad = _value_and_grad(loss, far, labels, kwargs)
-    np.testing.assert_allclose(got, want, rtol=1e-6)
-    # Half-precision gradients are rounded to their dtype: compare there.
-    tol = 1e-6 if dtype == np.float32 else 1e-2
-    np.testing.assert_allclose(got_grad, want_grad, rtol=tol, atol=tol)
-    np.testing.assert_allclose(
-        np.asarray(grad(far, labels, **kwargs), np.float32), want_grad,
-        rtol=tol, atol=tol)
+  class OffsetTest(parameterized.TestCase):
+
+    @parameterized.product(case=names, offset=offsets, sign=(1.0, -1.0),
+                           soft=(False, True))
+    def test_uniform_logits_at_any_offset(self, case, offset, sign, soft):
+      _, loss, grad, _, kwargs = BY_NAME[case]
+      _, dtype, magnitude = offset
+      y = np.array([0, 2, 4], np.int32)
+      labels = _labels(soft, y)
+      zero = jnp.zeros((3, C), dtype)
+      far = jnp.full((3, C), sign * magnitude, dtype)
+      want, want_grad = _value_and_grad(loss, zero, labels, kwargs)
+      got, got_grad = _value_and_grad(loss, far, labels, kwargs)
+      np.testing.assert_allclose(got, want, rtol=1e-6)
+      # Half-precision gradients are rounded to their dtype: compare there.
+      tol = 1e-6 if dtype == np.float32 else 1e-2
+      np.testing.assert_allclose(got_grad, want_grad, rtol=tol, atol=tol)
+      np.testing.assert_allclose(
+          np.asarray(grad(far, labels, **kwargs), np.float32), want_grad,
+          rtol=tol, atol=tol)
+
+  return OffsetTest
 
 
-class ShiftTest(parameterized.TestCase):
+OffsetTest = _offset_tests(FAST_NAMES, _OFFSETS[1:2])
+# The rest of every case at every offset (368 in all, each compiling its
+# own shapes).
+OffsetSweepTest = loss_contracts.slow(_offset_tests(SLOW_NAMES, _OFFSETS))
+OffsetSweepOtherOffsetsTest = loss_contracts.slow(
+    _offset_tests(FAST_NAMES, _OFFSETS[:1] + _OFFSETS[2:]))
 
-  @parameterized.product(case=NAMES, soft=(False, True))
-  def test_shift_by_1e6_changes_nothing(self, case, soft):
-    _, loss, _, _, kwargs = BY_NAME[case]
-    rng = np.random.default_rng(3)
-    # Multiples of 1/16: exact in float32 after adding 1e6 (spacing 1/16).
-    z = (np.round(rng.normal(size=(6, C)) * 32) / 16).astype(np.float32)
-    y = rng.integers(0, C, size=6).astype(np.int32)
-    labels = _labels(soft, y)
-    want, want_grad = _value_and_grad(loss, z, labels, kwargs)
-    for shift in (1e6, -1e6):
-      got, got_grad = _value_and_grad(loss, z + np.float32(shift), labels,
-                                      kwargs)
+
+def _shift_and_mask_tests(names):
+  """A shift by 1e6 and a -inf logit for the cases named ``names``."""
+
+  class ShiftAndMaskTest(parameterized.TestCase):
+
+    @parameterized.product(case=names, soft=(False, True))
+    def test_shift_by_1e6_changes_nothing(self, case, soft):
+      _, loss, _, _, kwargs = BY_NAME[case]
+      rng = np.random.default_rng(3)
+      # Multiples of 1/16: exact in float32 after adding 1e6 (spacing 1/16).
+      z = (np.round(rng.normal(size=(6, C)) * 32) / 16).astype(np.float32)
+      y = rng.integers(0, C, size=6).astype(np.int32)
+      labels = _labels(soft, y)
+      want, want_grad = _value_and_grad(loss, z, labels, kwargs)
+      for shift in (1e6, -1e6):
+        got, got_grad = _value_and_grad(loss, z + np.float32(shift), labels,
+                                        kwargs)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got_grad, want_grad, rtol=1e-5, atol=1e-6)
+
+    @parameterized.product(case=names, soft=(False, True))
+    def test_minus_inf_logit_removes_its_class(self, case, soft):
+      _, loss, grad, _, kwargs = BY_NAME[case]
+      rng = np.random.default_rng(4)
+      z = (2.0 * rng.normal(size=(4, C))).astype(np.float32)
+      y = np.array([0, 1, 3, 4], np.int32)
+      masked = 2  # never a label
+      z[:, masked] = -np.inf
+      got, got_grad = _value_and_grad(loss, z, _labels(soft, y), kwargs)
+      analytic = np.asarray(grad(z, _labels(soft, y), **kwargs))
+      self.assertTrue(np.all(np.isfinite(got_grad)), got_grad)
+      np.testing.assert_allclose(analytic, got_grad, rtol=1e-5, atol=1e-6)
+      if case in _MASS_ON_EVERY_CLASS:
+        np.testing.assert_array_equal(got, np.inf)
+        return
+      self.assertTrue(np.all(np.isfinite(got)), got)
+      np.testing.assert_array_equal(got_grad[:, masked], 0.0)
+      if case in _TIED_TO_C:
+        return
+      keep = [k for k in range(C) if k != masked]
+      small_kwargs = dict(kwargs)
+      if isinstance(kwargs.get("alpha"), np.ndarray):
+        small_kwargs["alpha"] = kwargs["alpha"][keep]
+      y_small = np.where(y > masked, y - 1, y).astype(np.int32)
+      want, want_grad = _value_and_grad(loss, z[:, keep],
+                                        _labels(soft, y_small, C - 1),
+                                        small_kwargs)
       np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-      np.testing.assert_allclose(got_grad, want_grad, rtol=1e-5, atol=1e-6)
+      np.testing.assert_allclose(got_grad[:, keep], want_grad, rtol=1e-5,
+                                 atol=1e-6)
+
+  return ShiftAndMaskTest
 
 
-class MaskedClassTest(parameterized.TestCase):
-
-  @parameterized.product(case=NAMES, soft=(False, True))
-  def test_minus_inf_logit_removes_its_class(self, case, soft):
-    _, loss, grad, _, kwargs = BY_NAME[case]
-    rng = np.random.default_rng(4)
-    z = (2.0 * rng.normal(size=(4, C))).astype(np.float32)
-    y = np.array([0, 1, 3, 4], np.int32)
-    masked = 2  # never a label
-    z[:, masked] = -np.inf
-    got, got_grad = _value_and_grad(loss, z, _labels(soft, y), kwargs)
-    analytic = np.asarray(grad(z, _labels(soft, y), **kwargs))
-    self.assertTrue(np.all(np.isfinite(got_grad)), got_grad)
-    np.testing.assert_allclose(analytic, got_grad, rtol=1e-5, atol=1e-6)
-    if case in _MASS_ON_EVERY_CLASS:
-      np.testing.assert_array_equal(got, np.inf)
-      return
-    self.assertTrue(np.all(np.isfinite(got)), got)
-    np.testing.assert_array_equal(got_grad[:, masked], 0.0)
-    if case in _TIED_TO_C:
-      return
-    keep = [k for k in range(C) if k != masked]
-    small_kwargs = dict(kwargs)
-    if isinstance(kwargs.get("alpha"), np.ndarray):
-      small_kwargs["alpha"] = kwargs["alpha"][keep]
-    y_small = np.where(y > masked, y - 1, y).astype(np.int32)
-    want, want_grad = _value_and_grad(loss, z[:, keep],
-                                      _labels(soft, y_small, C - 1),
-                                      small_kwargs)
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(got_grad[:, keep], want_grad, rtol=1e-5,
-                               atol=1e-6)
+ShiftAndMaskTest = _shift_and_mask_tests(FAST_NAMES)
+ShiftAndMaskSweepTest = loss_contracts.slow(_shift_and_mask_tests(SLOW_NAMES))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ from absl.testing import parameterized
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 from tests import asymmetric_test
 from tests import loss_contracts
@@ -65,42 +64,60 @@ def _functions(family, loss, ref, kwargs):
 _ALL = ([(f"softmax_{n}", "softmax", l, r, k) for n, l, r, k in _SOFTMAX]
         + [(f"sigmoid_{l.__name__}_{n}", "sigmoid", l, r, k)
            for n, l, r, k in _SIGMOID])
+# The fast subset (`pytest -m "not slow"`): the softmax property cases and
+# the first case of each sigmoid loss; the slow sweeps take the rest.
+_FIRST_SIGMOID = {l: n for n, l, _, _ in reversed(_SIGMOID)}
+_FAST = [c for c in _ALL
+         if c[0] in {f"softmax_{n}" for n in softmax_losses_test.PROPERTY_NAMES}
+         or c[0] in {f"sigmoid_{l.__name__}_{n}"
+                     for l, n in _FIRST_SIGMOID.items()}]
+_SLOW = [c for c in _ALL if c not in _FAST]
 
 
-class TransformTest(loss_contracts.Float64Test):
+def _transform_tests(cases):
+  """First- and second-order transforms of ``cases`` (rows of ``_ALL``)."""
 
-  @parameterized.named_parameters(*_ALL)
-  def test_forward_and_reverse_mode(self, family, loss, ref, kwargs):
-    f, f_ref, z = _functions(family, loss, ref, kwargs)
-    dz = jnp.asarray(np.random.default_rng(7).normal(size=z.shape))
-    value, tangent = jax.jvp(f, (z,), (dz,))
-    want_value, want_tangent = jax.jvp(f_ref, (z,), (dz,))
-    np.testing.assert_allclose(value, want_value, rtol=1e-10)
-    np.testing.assert_allclose(tangent, want_tangent, rtol=1e-9, atol=1e-12)
-    _, linear = jax.linearize(f, z)
-    np.testing.assert_allclose(linear(dz), want_tangent, rtol=1e-9,
-                               atol=1e-12)
-    np.testing.assert_allclose(jax.jit(jax.grad(f))(z), jax.grad(f_ref)(z),
-                               rtol=1e-9, atol=1e-12)
+  class TransformTest(loss_contracts.Float64Test):
+
+    @parameterized.named_parameters(*cases)
+    def test_forward_and_reverse_mode(self, family, loss, ref, kwargs):
+      f, f_ref, z = _functions(family, loss, ref, kwargs)
+      dz = jnp.asarray(np.random.default_rng(7).normal(size=z.shape))
+      value, tangent = jax.jvp(f, (z,), (dz,))
+      want_value, want_tangent = jax.jvp(f_ref, (z,), (dz,))
+      np.testing.assert_allclose(value, want_value, rtol=1e-10)
+      np.testing.assert_allclose(tangent, want_tangent, rtol=1e-9, atol=1e-12)
+      _, linear = jax.linearize(f, z)
+      np.testing.assert_allclose(linear(dz), want_tangent, rtol=1e-9,
+                                 atol=1e-12)
+      np.testing.assert_allclose(jax.jit(jax.grad(f))(z), jax.grad(f_ref)(z),
+                                 rtol=1e-9, atol=1e-12)
 
 
-class SecondOrderTest(loss_contracts.Float64Test):
-  pytestmark = pytest.mark.slow  # a Hessian per loss configuration
+  class SecondOrderTest(loss_contracts.Float64Test):
 
-  @parameterized.named_parameters(
-      c for c in _ALL if not any(s in c[0] for s in _FIRST_ORDER_ONLY))
-  def test_hessian(self, family, loss, ref, kwargs):
-    f, f_ref, z = _functions(family, loss, ref, kwargs)
-    np.testing.assert_allclose(jax.hessian(f)(z), jax.hessian(f_ref)(z),
-                               rtol=1e-7, atol=1e-10)
+    @parameterized.named_parameters(
+        c for c in cases if not any(s in c[0] for s in _FIRST_ORDER_ONLY))
+    def test_hessian(self, family, loss, ref, kwargs):
+      f, f_ref, z = _functions(family, loss, ref, kwargs)
+      np.testing.assert_allclose(jax.hessian(f)(z), jax.hessian(f_ref)(z),
+                                 rtol=1e-7, atol=1e-10)
 
-  @parameterized.named_parameters(*_ALL)
-  def test_vmap_of_gradient(self, family, loss, ref, kwargs):
-    f, f_ref, z = _functions(family, loss, ref, kwargs)
-    batch = jnp.stack([z, 0.5 * z, -z])
-    np.testing.assert_allclose(jax.vmap(jax.grad(f))(batch),
-                               jax.vmap(jax.grad(f_ref))(batch), rtol=1e-9,
-                               atol=1e-12)
+    @parameterized.named_parameters(*cases)
+    def test_vmap_of_gradient(self, family, loss, ref, kwargs):
+      f, f_ref, z = _functions(family, loss, ref, kwargs)
+      batch = jnp.stack([z, 0.5 * z, -z])
+      np.testing.assert_allclose(jax.vmap(jax.grad(f))(batch),
+                                 jax.vmap(jax.grad(f_ref))(batch), rtol=1e-9,
+                                 atol=1e-12)
+
+  return TransformTest, SecondOrderTest
+
+
+TransformTest, SecondOrderTest = _transform_tests(_FAST)
+# The other cases: a Hessian per loss configuration.
+TransformSweepTest, SecondOrderSweepTest = (
+    loss_contracts.slow(t) for t in _transform_tests(_SLOW))
 
 
 if __name__ == "__main__":
