@@ -71,11 +71,28 @@ def scores(study, c, path) -> bool:
                       height=max(3.6, 1.2 + 0.28 * len(study.methods)))
   colour = _colours(study)
   for ax, s in zip(axes, study.settings):
-    for i, m in enumerate(study.methods):
-      mean, half = _test_interval(c, s.name, m.name)
-      if math.isfinite(mean):
-        ax.errorbar(mean, i, xerr=half, fmt="o", color=colour[m.name],
-                    capsize=3)
+    points = {i: _test_interval(c, s.name, m.name)
+              for i, m in enumerate(study.methods)}
+    points = {i: p for i, p in points.items() if math.isfinite(p[0])}
+    # The axis spans the methods within 10 points of the best, so that one
+    # failing method (MAE on p, say) does not squash the others into a dot;
+    # a method off the axis is written at its left edge with its mean.
+    best = max((mean for mean, _ in points.values()), default=math.nan)
+    near = [(mean, half) for mean, half in points.values()
+            if mean >= best - 10]
+    if near:
+      ax.set_xlim(max(0.0, min(m - h for m, h in near) - 0.5),
+                  min(100.0, max(m + h for m, h in near)) + 0.5)
+    left = ax.get_xlim()[0]
+    for i, (mean, half) in points.items():
+      m = study.methods[i]
+      if near and mean < best - 10:
+        ax.annotate(f"\u25c0 {mean:.1f}", (left, i), va="center",
+                    fontsize=8, color=colour[m.name])
+        continue
+      # A score is a percentage: the interval is cut at 0 and 100.
+      ax.errorbar(mean, i, xerr=[[min(half, mean)], [min(half, 100 - mean)]],
+                  fmt="o", color=colour[m.name], capsize=3)
     ax.set_yticks(range(len(study.methods)),
                   [m.label or m.name for m in study.methods])
     ax.invert_yaxis()
