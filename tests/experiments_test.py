@@ -488,6 +488,31 @@ class SummaryTest(absltest.TestCase):
     with open(os.path.join(out, "fab.csv")) as f:
       self.assertLen(list(csv.DictReader(f)), 18)
 
+  def test_scores_axis_leaves_out_a_failing_method(self):
+    # Two methods near 97 %, one at 60 %: the axis spans the first two, the
+    # third is written at its edge; an interval past 100 % is cut there.
+    from experiments import figures  # pylint: disable=g-import-not-at-top
+    study = study_lib.Study(
+        name="ax", title="Axis", settings=(study_lib.Setting("s", "x.py"),),
+        methods=tuple(study_lib.Method(m) for m in ("ce", "el", "mae")),
+        baseline="ce", claims=(), tune_seeds=(0,), final_seeds=(1, 2))
+    seeds = {"ce": (0.97, 0.975), "el": (0.98, 0.9999), "mae": (0.5, 0.7)}
+    c = type("C", (), {"final": {
+        ("s", m): {i: {"test_at_val": v} for i, v in enumerate(vs)}
+        for m, vs in seeds.items()}})()
+    captured = {}
+    save = figures._save
+    figures._save = lambda fig, path, legend_ax=None: captured.update(fig=fig)
+    try:
+      self.assertTrue(figures.scores(study, c, "unused.png"))
+    finally:
+      figures._save = save
+    ax = captured["fig"].axes[0]
+    low, high = ax.get_xlim()
+    self.assertGreater(low, 70)  # 60 % is off the axis
+    self.assertLessEqual(high, 100.5)
+    self.assertEqual([t.get_text() for t in ax.texts], ["\u25c0 60.0"])
+
   def _result(self, run, val, test, recovery=False):
     os.makedirs(run.workdir, exist_ok=True)
     records = [{"epoch": e, "val_accuracy": val - 0.01 * (2 - e),
