@@ -269,7 +269,8 @@ def epoch_seconds(config, between=None) -> list[float]:
   """Wall seconds of each epoch after the first of ``train_and_evaluate``.
 
   Timed from one epoch's record to the next, so each epoch counts whole:
-  steps, label update, evaluation, record and checkpoint. ``between()``
+  steps, label update, evaluation, record and checkpoint (a cut training
+  set gets its test split cut alike: ``scaled_test_split``). ``between()``
   runs after each record, outside the timings (the bare step's turn).
   """
   seconds, box = [], {}
@@ -286,7 +287,7 @@ def epoch_seconds(config, between=None) -> list[float]:
   reporting.MetricWriter.write = timed_write
   try:
     with tempfile.TemporaryDirectory() as workdir, \
-        contextlib.redirect_stdout(io.StringIO()):
+        contextlib.redirect_stdout(io.StringIO()), scaled_test_split(config):
       trainer.train_and_evaluate(config, workdir)
   finally:
     reporting.MetricWriter.write = write
@@ -352,9 +353,8 @@ def measure_loop(models_: list[str], every: int) -> None:
       config = loop_config(model, loss, eval_every + 2,
                            eval_every_epochs=eval_every,
                            steps_per_dispatch=per_call)
-      with scaled_test_split(config):
-        bare, bare_seconds, examples = bare_epoch(config)
-        loop_seconds = epoch_seconds(config, bare)[:eval_every]
+      bare, bare_seconds, examples = bare_epoch(config)
+      loop_seconds = epoch_seconds(config, bare)[:eval_every]
       bare_seconds = bare_seconds[1:eval_every + 1]  # paired with those
       bare_rate = examples * len(bare_seconds) / sum(bare_seconds)
       loop_rate = examples * len(loop_seconds) / sum(loop_seconds)
