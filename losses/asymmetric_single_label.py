@@ -38,37 +38,62 @@ def _integer(logits, labels, gamma_pos, gamma_neg, label_smoothing):
 
   With ``a_y = 1 - eps + eps/C`` and ``a_o = eps/C``:
   ``L = -a_y (1-p_y)^g+ log p_y - a_o sum_{k != y} p_k^g- log p_k``.
-  Two exps per element: ``e = exp(z - max z)`` (``p = e / sum e``) and the
-  weights ``p_k^g- = exp(g- log p_k)``. ``1 - p_y = sum_{k != y} e_k /
-  sum e`` is a sum, not a difference; should all other classes underflow,
+  Two exps per element, ``e = exp(s)`` and ``e^g- = exp(g- s)`` with
+  ``s = z - max z``; ``p^g- = e^g- / (sum e)^g-``. Every sum runs over all
+  classes and the target's term is taken back out from its gathered ``s_y``:
+  a mask inside a reduction makes XLA:CPU write the masked array to memory
+  first, which costs more than the reduction. The subtraction is exact
+  relative to the target's term, far below ``a_y log p_y``.
+
+  ``1 - p_y`` is a sum, not a difference: ``log1p(-p_y)`` where
+  ``p_y <= 1/2``, and above that (``y`` is then the unique max, ``e_y = 1``
+  and every other ``e_k < 1``) ``sum_{k != y} e_k / sum e``, whose sum drops
+  the one ``e = 1`` by arithmetic alone. Should all other classes underflow,
   ``log(1 - p_y) = -inf`` gives the target weight its limit (0, or 1 at
-  ``g+ = 0``) and ``log_ratio`` its -1. A masked class (``p = 0``) has
+  ``g+ = 0``) and ``log_ratio`` its -1. A masked class (``e = 0``) has
   weight 0 and contributes nothing, at any ``eps``.
   """
   num_classes = logits.shape[-1]
-  is_y = _numerics.is_target(logits, labels)
   s = _numerics.shifted(logits)
-  exps = jnp.exp(s)
-  total = jnp.sum(exps, axis=-1, keepdims=True)
-  others = jnp.sum(jnp.where(is_y, 0.0, exps), axis=-1)
+  log_e = _numerics.finite_log(s)  # -inf (a masked class) raised: 0 * s = 0.
+  e = jnp.exp(s)
+  total = jnp.sum(e, axis=-1)
+  # e * [e < 1]: 0 for the one e = 1 exactly, e_k for every e_k <= 1 - 2^-24;
+  # the indicator is a constant for the derivatives (Hessians see a step).
+  below_one = jnp.sum(
+      e * jax.lax.stop_gradient(jnp.minimum((1.0 - e) * 2.0**30, 1.0)),
+      axis=-1)
+  e_g = jnp.exp(gamma_neg * log_e)
+  sum_w = jnp.sum(e_g, axis=-1)
+  sum_wl = jnp.sum(e_g * log_e, axis=-1)
   log_total = jnp.log(total)
-  log_p = s - log_total
-  log_p_y = jnp.take_along_axis(log_p, labels[..., None], axis=-1,
-                                mode="clip")[..., 0]
-  log1m_p_y = jnp.log(others) - log_total[..., 0]
-  weights = jnp.where(is_y, 0.0, _numerics.pow_from_log(log_p, gamma_neg))
+  s_y = jnp.take_along_axis(s, labels[..., None], axis=-1, mode="clip")[..., 0]
+  log_e_y = _numerics.finite_log(s_y)
+  e_g_y = jnp.exp(gamma_neg * log_e_y)
+  log_p_y = s_y - log_total
+  high = (s_y == 0) & (total < 2.0)  # p_y > 1/2
+  log1m_p_y = jnp.where(
+      high, jnp.log(below_one) - log_total,
+      jnp.log1p(-jnp.exp(jnp.where(high, -1.0, log_p_y))))
+  # Over k != y: s0 = sum p_k^g-, s1 = sum p_k^g- log p_k.
+  scale = jnp.exp(-gamma_neg * log_total)
+  s0 = scale * (sum_w - e_g_y)
+  s1 = scale * ((sum_wl - e_g_y * log_e_y) - log_total * (sum_w - e_g_y))
   a_y = 1.0 - label_smoothing + label_smoothing / num_classes
   a_o = label_smoothing / num_classes
-  weighted_log = _numerics.xlogp(weights, log_p)
-  # dL/dlog p_k = -a_o p_k^g- (1 + g- log p_k) for k != y, and its row sum.
-  d_others = -a_o * (weights + gamma_neg * weighted_log)
   w_y = _numerics.pow_from_log(log1m_p_y, gamma_pos)
-  loss = -a_y * w_y * log_p_y - a_o * jnp.sum(weighted_log, axis=-1)
+  loss = -a_y * w_y * log_p_y - a_o * s1
   d_y = -a_y * w_y * (1.0 - gamma_pos * jnp.exp(log_p_y)
                       * _numerics.log_ratio(log_p_y, log1m_p_y))
-  d_total = d_y + jnp.sum(d_others, axis=-1)
-  d_log_p = jnp.where(is_y, d_y[..., None], d_others)
-  return loss, d_log_p - (exps / total) * d_total[..., None]
+  # dL/dlog p_k = -a_o p_k^g- (1 + g- log p_k) for k != y; d_total its sum
+  # over all classes.
+  d_total = d_y - a_o * (s0 + gamma_neg * s1)
+  log_p = log_e - log_total[..., None]
+  w = jnp.exp(gamma_neg * log_p)
+  d_others = -a_o * (w + gamma_neg * (w * log_p))
+  d_log_p = jnp.where(_numerics.is_target(logits, labels), d_y[..., None],
+                      d_others)
+  return loss, d_log_p - (e / total[..., None]) * d_total[..., None]
 
 
 _ASL = _derivatives.SoftmaxLoss(_soft, _integer)
