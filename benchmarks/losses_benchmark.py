@@ -84,6 +84,20 @@ def _softmax_cases(c):
       # above 1.3x optax. A second exponential per element (ASL's p^g-):
       "floor: 2 exp/element": lambda z, y, t: jnp.sum(
           jnp.exp(4.0 * jax.nn.log_softmax(z)), -1),
+      # A second sum over z - max z beside CE's (label smoothing's mean
+      # log p, bootstrapping's entropy): XLA:CPU writes the shifted logits
+      # (or the broadcast max) to memory for it.
+      "floor: CE + sum of z - max z": lambda z, y, t: (
+          optax.softmax_cross_entropy_with_integer_labels(z, y)
+          + jnp.mean(z - jax.lax.stop_gradient(jnp.max(z, -1, keepdims=True)),
+                     -1)),
+      # The max over the classes other than the target (losses of p_y that
+      # keep log(1 - p_y) exact when every other class underflows): the
+      # masked logits are written to memory first.
+      "floor: CE + masked max": lambda z, y, t: (
+          optax.softmax_cross_entropy_with_integer_labels(z, y)
+          + jax.lax.stop_gradient(jnp.max(jnp.where(
+              jax.nn.one_hot(y, z.shape[-1]) > 0, -jnp.inf, z), -1))),
       # A batch mean of p and its log (JO's prior term), soft targets:
       "floor: CE + batch mean p": lambda z, y, t: (
           optax.softmax_cross_entropy(z, t)
