@@ -8,7 +8,8 @@ r"""The training program's speed: the real loop, replicas, dtypes, steps.
 
 1. **loop**: examples/s of whole epochs of ``train_and_evaluate`` (steps,
    label update, evaluation, record and checkpoint) against the bare CE
-   step (pipeline + integer-label CE + SGD, nothing else), each loop epoch
+   step (pipeline + optax's integer-label CE + the run's optimiser, nothing
+   else), each loop epoch
    followed by a bare epoch so both see the same machine. Evaluation every
    epoch and every ``--eval_every`` epochs; CE and Joint Optimization.
    MNIST-1D for the 1-D CNN; Fashion-MNIST for the 2-D CNN, cut to
@@ -54,6 +55,7 @@ from train import metrics
 from train import models
 from train import pipeline
 from train import reporting
+from train import stages
 from train import steps
 from train import trainer
 from train import training_data
@@ -309,7 +311,10 @@ def bare_epoch(config):
   classifier = models.Classifier.split(models.create(
       config.model.name, data.input_shape, data.num_classes, seed=0,
       **width))
-  optimizer = optax.sgd(0.1, momentum=0.9)
+  # The run's own optimiser (weight decay included), at its first learning
+  # rate: what the loop adds is measured, not what the config asks for.
+  optimizer = stages.make_optimizer(config.optimizer,
+                                    config.optimizer.learning_rate)
   box = {"state": jax.device_put(steps.init_state(classifier, optimizer, 0),
                                  pipeline.replicated(mesh))}
   step = plain_ce_step(classifier, optimizer, mesh,
