@@ -171,15 +171,11 @@ def main(argv):
   if flags.FLAGS.jax_distributed:
     jax.distributed.initialize()
   config, workdir = flags.FLAGS.config, flags.FLAGS.workdir
+  if quiet:
+    # Orbax and JAX log every checkpoint and backend probe at INFO.
+    logging.set_verbosity(logging.WARNING)
   try:
-    if quiet:
-      # tfds logs its folder probes at WARNING: an error stays one line.
-      logging.set_verbosity(logging.ERROR)
-    config_checks.check(config, num_devices=jax.device_count())
-    config_checks.check_data(config)
-    if quiet:
-      # Orbax and JAX log every checkpoint and backend probe at INFO.
-      logging.set_verbosity(logging.WARNING)
+    # Checks the config and finds the data before it makes the workdir.
     trainer.train_and_evaluate(config, workdir)
   except config_checks.ConfigError as e:
     _fail(str(e))

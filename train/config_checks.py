@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
+from absl import logging
 from ml_collections import config_dict
 
 from train import datasets
@@ -128,10 +129,15 @@ def check_data(config: config_dict.ConfigDict) -> None:
   """
   d = config.dataset
   options = {} if d.download is None else {"download": d.download}
+  # tfds logs each folder it probes at WARNING: an error stays one line.
+  verbosity = logging.get_verbosity()
+  logging.set_verbosity(min(verbosity, logging.ERROR))
   try:
     datasets.check_available(d.name, data_dir=d.data_dir, **options)
   except (ValueError, OSError, RuntimeError) as e:
     raise ConfigError(f"config.dataset: {e}") from None
+  finally:
+    logging.set_verbosity(verbosity)
 
 
 def check_workdir(workdir: str) -> None:

@@ -71,8 +71,10 @@ class _Run:
       self._model = lambda seed: models.create(
           config.model.name, data.input_shape, data.num_classes, seed=seed,
           **model_options)
-      models.Classifier.split(self._model(config.seed),
-                              dtype=config.model.dtype)
+      # Built now so that a bad model option fails before the workdir is
+      # made; kept for the first replica of the stage with this seed.
+      self._built = {config.seed: models.Classifier.split(
+          self._model(config.seed), dtype=config.model.dtype)}
     except ValueError as e:
       raise ConfigError(f"config.model: {e}") from None
 
@@ -87,8 +89,9 @@ class _Run:
     """The model's graph and a fresh train state (replica r: seed + r)."""
     states = []
     for r in range(self.replicas):
-      classifier = models.Classifier.split(self._model(stage.seed + r),
-                                           dtype=self.config.model.dtype)
+      classifier = self._built.pop(stage.seed + r, None) or (
+          models.Classifier.split(self._model(stage.seed + r),
+                                  dtype=self.config.model.dtype))
       states.append(steps.init_state(classifier, stage.optimizer,
                                      stage.seed + r))
     state = jax.tree.map(lambda *leaves: np.stack(leaves), *states)
@@ -167,12 +170,14 @@ class _Run:
     first = lambda tree: jax.tree.map(lambda x: x[0], tree)
     lead = lambda tree: jax.tree.map(lambda x: x[None], tree)
     template = jax.eval_shape(first, state)
+    # Donated: dropping or adding an axis of 1 is a bitcast, so the moves
+    # reuse the buffers instead of copying the state and the label state.
     leave = jax.jit(first, out_shardings=(
         steps.replicate(template, mesh),
-        label_state_lib.shardings(mesh)))
+        label_state_lib.shardings(mesh)), donate_argnums=0)
     enter = jax.jit(lead, out_shardings=(
         steps.replicate(state, mesh, replicas=True),
-        label_state_lib.shardings(mesh, replicas=True)))
+        label_state_lib.shardings(mesh, replicas=True)), donate_argnums=0)
     per_replica = {k: v for k, v in self.train_data.items()
                    if k in steps.PER_REPLICA_DATA}
     data = dict(self.train_data)
@@ -305,6 +310,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   # ----- Checks, data, stages, model ------------------------------------------
   # Everything the config and the data can reject, before the workdir is made.
   config_checks.check(config, num_devices=jax.device_count())
+  config_checks.check_data(config)
   run = _Run(config, workdir)
   config_checks.check_workdir(workdir)
   store = checkpoints.Checkpoints(os.path.join(workdir, "checkpoints"),
