@@ -110,23 +110,24 @@ class _Run:
     """Builds the jitted step, label update and evaluation of ``stage``."""
     ls = self.config.label_state
     multi_label = self.data.multi_label
+    # One replica trains without the replica axis: the step compiled over
+    # [1, ...] arrays ran 10-17 % slower on XLA:CPU (2-D CNN). The axis is
+    # taken off at an epoch's start and put back at its end.
+    single = self.replicas == 1
     cfg = steps.StepConfig(
         classifier=classifier, loss=stage.loss.total,
         family=stage.loss.family, optimizer=stage.optimizer,
         hparam_schedules=stage.hparam_schedules,
         replica_hparams=({k: v[0] for k, v in stage.loss.per_replica.items()}
-                         if self.replicas == 1 else stage.loss.per_replica),
+                         if single else stage.loss.per_replica),
         mesh=self.mesh, crop_padding=self.data.crop_padding,
         flip=self.data.flip, multi_label=multi_label,
         record=stage.label_update != "none", grad_bins=self.config.grad_bins,
         # Labels that never change need no label state: the losses' integer
         # fast paths (stage 2 too, when stage 1 never relabelled).
         integer_labels=(ls.mode == "none" and not multi_label),
-        num_classes=self.data.num_classes, replicas=self.replicas > 1)
-    if self.replicas == 1:
-      # One replica trains without the replica axis: the step compiled over
-      # [1, ...] arrays ran 10-17 % slower on XLA:CPU (2-D CNN). The axis
-      # is taken off at an epoch's start and put back at its end.
+        num_classes=self.data.num_classes, replicas=not single)
+    if single:
       self._leave_replicas, self._enter_replicas, self.step_data = (
           self._single_replica_moves(state, label_state))
       step_arrays = jax.eval_shape(self._leave_replicas,
@@ -154,7 +155,6 @@ class _Run:
                               *arrays).compile()
         for split, arrays in self.eval_sets.items()}
     # The step's sums: one set, or one per replica split along 'replica'.
-    single = self.replicas == 1
     lead = () if single else (self.replicas,)
     self.zero_sums = jax.jit(
         lambda: jax.tree.map(
