@@ -8,7 +8,10 @@ A study is a file of ``configs/studies/`` (or a path to one) defining
 ``get_study()``. Its runs go to ``--root`` (default
 ``workdirs/studies/NAME``), one ordinary ``python -m train`` workdir each;
 running the same command again skips finished runs and resumes killed ones
-from their checkpoints. The summary (``NAME.md``, ``NAME.csv``, figures)
+from their checkpoints. Each finished run is also recorded in the study's
+ledger (``--ledger``, default ``docs/results/runs/NAME.jsonl``): commit it,
+and the same command continues the study on a fresh clone where the root
+is gone. The summary (``NAME.md``, ``NAME.csv``, figures)
 goes to ``--out`` (default ``docs/results``).
 """
 
@@ -36,6 +39,10 @@ _REPLICAS = flags.DEFINE_integer(
     "as one program (config.replicas); 1: each seed alone.", lower_bound=1)
 _OUT = flags.DEFINE_string("out", "docs/results",
                            "Where the summary and figures go.")
+_LEDGER = flags.DEFINE_string(
+    "ledger", None, "JSON-lines record of the finished runs, restored into "
+    "the root before anything runs (default OUT/runs/NAME.jsonl; '' for "
+    "none).")
 _DRY_RUN = flags.DEFINE_bool("dry_run", False,
                              "List the runs and their state; train nothing.")
 
@@ -70,8 +77,16 @@ def main(argv):
     sys.exit(f"error: {e}")
   root = _ROOT.value or os.path.join("workdirs", "studies", study.name)
   root = os.path.abspath(root)
+  ledger_path = (os.path.join(_OUT.value, "runs", f"{study.name}.jsonl")
+                 if _LEDGER.value is None else _LEDGER.value)
+  ledger = runner.Ledger(ledger_path, root) if ledger_path else None
+  if ledger is not None:
+    restored = ledger.restore()
+    if restored:
+      print(f"{study.name}: {restored} finished run(s) restored from "
+            f"{ledger_path}", file=sys.stderr)
   common = dict(workers=_WORKERS.value, configs_dir=CONFIGS_DIR,
-                metric=study.metric, replicas=_REPLICAS.value)
+                metric=study.metric, replicas=_REPLICAS.value, ledger=ledger)
   if _DRY_RUN.value:
     tune = study_lib.tune_runs(study, root, _selected(study, root)[0])
     done = sum(runner.read_result(r) is not None for r in tune)

@@ -6,6 +6,13 @@ run with a ``result.json`` is never run again. A run that was killed has a
 checkpoint but no result: ``train`` resumes it from the checkpoint. So a
 study can be stopped at any moment (Ctrl-C, end of a session) and continued
 by the same command. N workers run N processes at once.
+
+A study root is scratch: workdirs and checkpoints that a new machine does
+not have. What a finished run leaves that a study needs (its result, a
+final run's epoch records, the transition matrix estimated from its
+predictions) also goes, one JSON line a run, to the study's ``Ledger``: a
+small file that is committed, so that the same command continues a study
+on a fresh machine where the last one stopped.
 """
 
 from __future__ import annotations
@@ -29,6 +36,9 @@ from train import reporting
 from train import transition_estimate
 
 RESULT_FILE = "result.json"
+# The transition matrix estimated from a run's training-set predictions
+# (when it saved them for a method that estimates T from this run).
+ESTIMATE_FILE = "transition_estimated.npy"
 # ``python -m train``'s exit status when the loss diverged (train/__main__).
 DIVERGED = 3
 LOG_FILE = "train.log"
@@ -64,19 +74,98 @@ def estimate_transition(run: study_lib.Run) -> None:
   """Writes the run's estimated transition matrix, from its source's run.
 
   Raises:
-    RunFailed: the source run has not saved its training-set predictions.
+    RunFailed: the source run has not saved its predictions or estimate.
   """
   path = os.path.join(run.workdir, study_lib.TRANSITION_FILE)
   if os.path.exists(path):
     return
-  source = os.path.join(run.transition_source, study_lib.PROBABILITIES_FILE)
-  if not os.path.exists(source):
+  t = _source_estimate(run.transition_source)
+  if t is None:
     raise RunFailed(f"{run.workdir}: its transition matrix is estimated from "
-                    f"{source}, which does not exist (has that run finished?)")
-  t = transition_estimate.estimate_transition_matrix(np.load(source))
+                    f"{run.transition_source}, which holds neither "
+                    f"{study_lib.PROBABILITIES_FILE} nor {ESTIMATE_FILE} "
+                    f"(has that run finished?)")
   os.makedirs(run.workdir, exist_ok=True)
-  np.save(path + ".tmp.npy", t)
+  _save_npy(path, t)
+
+
+def _source_estimate(workdir: str) -> np.ndarray | None:
+  """The estimate a source run left (or one made from its predictions)."""
+  estimate = os.path.join(workdir, ESTIMATE_FILE)
+  if os.path.exists(estimate):
+    return np.load(estimate)
+  probabilities = os.path.join(workdir, study_lib.PROBABILITIES_FILE)
+  if os.path.exists(probabilities):
+    return transition_estimate.estimate_transition_matrix(
+        np.load(probabilities))
+  return None
+
+
+def _save_npy(path: str, value: np.ndarray) -> None:
+  np.save(path + ".tmp.npy", value)
   os.replace(path + ".tmp.npy", path)
+
+
+class Ledger:
+  """A study's finished runs, one JSON line each, in a small committed file.
+
+  Each line holds a run's workdir relative to the study root, its
+  ``result.json``, a final run's epoch records (the figures read them) and,
+  for a run whose predictions estimate another method's transition matrix,
+  that estimate. ``restore`` writes these back under a (new) root, so a
+  study continues on a machine that has none of its workdirs.
+  """
+
+  def __init__(self, path: str, root: str):
+    self.path, self.root = os.path.abspath(path), os.path.abspath(root)
+    self._lock = threading.Lock()
+
+  def entries(self) -> list[dict[str, Any]]:
+    if not os.path.exists(self.path):
+      return []
+    out = []
+    with open(self.path) as f:
+      for line in f:
+        try:
+          out.append(json.loads(line))
+        except json.JSONDecodeError:
+          pass  # a line cut short by a kill; that run is simply run again
+    return out
+
+  def restore(self) -> int:
+    """Writes every entry's files under the root; returns how many."""
+    count = 0
+    # A run recorded twice (its result was removed and it ran again): the
+    # later record wins.
+    latest = {entry["workdir"]: entry for entry in self.entries()}
+    for entry in latest.values():
+      workdir = os.path.join(self.root, entry["workdir"])
+      if os.path.exists(os.path.join(workdir, RESULT_FILE)):
+        continue
+      os.makedirs(workdir, exist_ok=True)
+      if entry.get("records") is not None:
+        with open(os.path.join(workdir, reporting.METRICS_FILE), "w") as f:
+          f.writelines(json.dumps(r) + "\n" for r in entry["records"])
+      if entry.get("transition_estimate") is not None:
+        _save_npy(os.path.join(workdir, ESTIMATE_FILE),
+                  np.asarray(entry["transition_estimate"]))
+      _write_json(os.path.join(workdir, RESULT_FILE), entry["result"])
+      count += 1
+    return count
+
+  def add(self, workdir: str, result: dict[str, Any]) -> None:
+    entry = {"workdir": os.path.relpath(workdir, self.root), "result": result}
+    if result["phase"] == "final":
+      entry["records"] = reporting.read_records(workdir)
+    estimate = os.path.join(workdir, ESTIMATE_FILE)
+    if os.path.exists(estimate):
+      entry["transition_estimate"] = np.load(estimate).tolist()
+    line = json.dumps(entry) + "\n"
+    with self._lock:
+      os.makedirs(os.path.dirname(self.path), exist_ok=True)
+      with open(self.path, "a") as f:
+        f.write(line)
+        f.flush()
 
 
 def replica_records(records: Sequence[dict], replica: int) -> list[dict]:
@@ -134,12 +223,13 @@ def _group_run(group: Sequence[study_lib.Run]) -> study_lib.Run:
 
 
 def execute(group: Sequence[study_lib.Run] | study_lib.Run, *,
-            configs_dir: str, metric: str,
+            configs_dir: str, metric: str, ledger: Ledger | None = None,
             python: str = sys.executable) -> list[dict[str, Any]]:
   """Runs (or resumes) a run, or a group of seeds as replicas, to its end.
 
   Each member's ``result.json`` goes to its own workdir (with its records
-  as ``metrics.jsonl`` when it trained as a replica). A run whose loss
+  as ``metrics.jsonl`` when it trained as a replica), and to ``ledger``
+  when one is given. A run whose loss
   diverges (``train`` stops with FloatingPointError) is a result too:
   ``status`` is ``diverged`` and it has no scores, so selection passes over
   its grid point; in a group, every replica shares that fate.
@@ -171,12 +261,14 @@ def execute(group: Sequence[study_lib.Run] | study_lib.Run, *,
   seconds = (time.perf_counter() - start) / len(group)
   records = [] if diverged else reporting.read_records(run.workdir)
   probabilities = os.path.join(run.workdir, study_lib.PROBABILITIES_FILE)
-  if len(group) > 1 and os.path.exists(probabilities):
-    # [R, N, C]: each seed's own, where its dependents look for them.
-    for member, probs in zip(group, np.load(probabilities)):
+  if os.path.exists(probabilities):
+    # Each seed's estimate, where its dependents look for it ([R, N, C]
+    # predictions for a group).
+    probs = np.load(probabilities)
+    for member, mine in zip(group, probs if len(group) > 1 else [probs]):
       os.makedirs(member.workdir, exist_ok=True)
-      np.save(os.path.join(member.workdir, study_lib.PROBABILITIES_FILE),
-              probs)
+      _save_npy(os.path.join(member.workdir, ESTIMATE_FILE),
+                transition_estimate.estimate_transition_matrix(mine))
   results = []
   for replica, member in enumerate(group):
     result = {"phase": member.phase, "setting": member.setting,
@@ -198,6 +290,8 @@ def execute(group: Sequence[study_lib.Run] | study_lib.Run, *,
       result.update(status="done", test_size=_test_size(text),
                     scores=protocol.run_scores(mine, metric))
     _write_json(os.path.join(member.workdir, RESULT_FILE), result)
+    if ledger is not None:
+      ledger.add(member.workdir, result)
     results.append(result)
   return results
 
@@ -248,12 +342,14 @@ class StudyProgress:
 
 def run_all(runs: Sequence[study_lib.Run], *, workers: int, configs_dir: str,
             metric: str, label: str = "", replicas: int = 1,
+            ledger: Ledger | None = None,
             stream: TextIO = sys.stderr) -> list[str]:
   """Runs every unfinished run, ``workers`` processes at a time.
 
   Args:
     replicas: train up to this many consecutive seeds of one grid point as
       one program (``config.replicas``); 1 trains each seed alone.
+    ledger: where each finished run is also recorded (see ``Ledger``).
 
   Returns:
     The failure messages (empty when every run finished).
@@ -271,7 +367,7 @@ def run_all(runs: Sequence[study_lib.Run], *, workers: int, configs_dir: str,
   def one(group):
     start = time.perf_counter()
     try:
-      execute(group, configs_dir=configs_dir, metric=metric)
+      execute(group, configs_dir=configs_dir, metric=metric, ledger=ledger)
     except RunFailed as e:
       failures.append(str(e))
       for _ in group:

@@ -223,7 +223,7 @@ class RunnerTest(absltest.TestCase):
     source, workdir = tempfile.mkdtemp(), tempfile.mkdtemp()
     run = study_lib.Run("tune", "a", "fc", {}, 0, "mnist1d.py", {}, workdir,
                         transition_source=source)
-    with self.assertRaisesRegex(runner.RunFailed, "does not exist"):
+    with self.assertRaisesRegex(runner.RunFailed, "holds neither"):
       runner.estimate_transition(run)
     t = np.array([[0.8, 0.2], [0.3, 0.7]])
     # 50 near-anchors of each class (clean posteriors within 1 % of one-hot)
@@ -236,6 +236,29 @@ class RunnerTest(absltest.TestCase):
     np.testing.assert_allclose(
         np.load(os.path.join(workdir, study_lib.TRANSITION_FILE)), t,
         atol=0.01)
+
+  def test_ledger_restores_the_latest_record_of_each_run(self):
+    root, elsewhere = tempfile.mkdtemp(), tempfile.mkdtemp()
+    workdir = os.path.join(root, "s", "ce", "final", "seed1")
+    os.makedirs(workdir)
+    with open(os.path.join(workdir, reporting.METRICS_FILE), "w") as f:
+      f.write(json.dumps(_record(1, 0.5, 0.6)) + "\n")
+    np.save(os.path.join(workdir, runner.ESTIMATE_FILE), np.eye(2))
+    ledger = runner.Ledger(os.path.join(elsewhere, "l.jsonl"), root)
+    for score in (0.1, 0.2):
+      ledger.add(workdir, {"phase": "final", "scores": score})
+    with open(ledger.path, "a") as f:
+      f.write('{"workdir": "cut sh')  # a kill mid-line
+    fresh = tempfile.mkdtemp()
+    self.assertEqual(runner.Ledger(ledger.path, fresh).restore(), 1)
+    moved = os.path.join(fresh, "s", "ce", "final", "seed1")
+    with open(os.path.join(moved, runner.RESULT_FILE)) as f:
+      self.assertEqual(json.load(f)["scores"], 0.2)
+    self.assertEqual(reporting.read_records(moved), [_record(1, 0.5, 0.6)])
+    np.testing.assert_array_equal(
+        np.load(os.path.join(moved, runner.ESTIMATE_FILE)), np.eye(2))
+    # A run that finished on this machine is left as it is.
+    self.assertEqual(runner.Ledger(ledger.path, fresh).restore(), 0)
 
   def test_replica_records(self):
     records = [{"epoch": 1, "replicas": 2, "learning_rate": 0.1,
@@ -368,7 +391,8 @@ class ToyStudyTest(absltest.TestCase):
     # A finished study runs nothing again; a run without its result resumes.
     os.remove(os.path.join(root, "m1d_sym40", "ce", "final", "seed1",
                            runner.RESULT_FILE))
-    again = self._experiments(root, out, "--phases=tune,final")
+    # (Without the ledger, which would restore that result.)
+    again = self._experiments(root, out, "--phases=tune,final", "--ledger=")
     self.assertEqual(again.returncode, 0, again.stderr)
     self.assertIn("toy tune: 2 runs, 2 finished before, 0 to run",
                   again.stderr)
@@ -377,6 +401,23 @@ class ToyStudyTest(absltest.TestCase):
     with open(os.path.join(root, "m1d_sym40", "ce", "final", "seed1",
                            runner.LOG_FILE)) as f:
       self.assertIn("resuming after epoch 2", f.read())
+
+    # On a fresh machine (no root), the committed ledger continues the
+    # study: nothing trains again, and the summary is the same.
+    with open(os.path.join(out, "toy.csv")) as f:
+      before = f.read()
+    ledger = os.path.join(out, "runs", "toy.jsonl")
+    entries = runner.Ledger(ledger, root).entries()
+    self.assertLen(entries, 6)  # 2 + 1 tune runs, 3 finals
+    fresh = tempfile.mkdtemp()
+    again = self._experiments(fresh, out, "--workers=2")
+    self.assertEqual(again.returncode, 0, again.stderr)
+    self.assertIn("toy: 6 finished run(s) restored", again.stderr)
+    self.assertIn("toy final (dependent methods): 1 runs, 1 finished before, "
+                  "0 to run", again.stderr)
+    with open(os.path.join(out, "toy.csv")) as f:
+      self.assertEqual(f.read(), before)
+    self.assertTrue(os.path.exists(os.path.join(out, "toy_scores.png")))
 
   def test_unknown_study(self):
     done = subprocess.run(
@@ -387,9 +428,6 @@ class ToyStudyTest(absltest.TestCase):
     self.assertIn("error: --study=nope: no such study", done.stderr)
     self.assertNotIn("Traceback", done.stderr)
 
-
-if __name__ == "__main__":
-  absltest.main()
 
 
 class RealStudiesTest(absltest.TestCase):
@@ -525,3 +563,7 @@ class SummaryTest(absltest.TestCase):
     with open(os.path.join(run.workdir, runner.RESULT_FILE), "w") as f:
       json.dump({"status": "done", "wall_seconds": 1.0, "test_size": 100,
                  "scores": protocol.run_scores(records)}, f)
+
+
+if __name__ == "__main__":
+  absltest.main()
