@@ -342,7 +342,8 @@ class StudyProgress:
 
 def run_all(runs: Sequence[study_lib.Run], *, workers: int, configs_dir: str,
             metric: str, label: str = "", replicas: int = 1,
-            ledger: Ledger | None = None,
+            ledger: Ledger | None = None, give_up_after: int = 3,
+            python: str = sys.executable,
             stream: TextIO = sys.stderr) -> list[str]:
   """Runs every unfinished run, ``workers`` processes at a time.
 
@@ -352,7 +353,9 @@ def run_all(runs: Sequence[study_lib.Run], *, workers: int, configs_dir: str,
     ledger: where each finished run is also recorded (see ``Ledger``).
 
   Returns:
-    The failure messages (empty when every run finished).
+    The failure messages (empty when every run finished). When the first
+    ``give_up_after`` programs all fail (a missing dataset, a bad config:
+    something every run will meet), the rest are not started.
   """
   todo = [r for r in runs if read_result(r) is None]
   progress = StudyProgress(len(runs), len(runs) - len(todo), workers,
@@ -363,20 +366,29 @@ def run_all(runs: Sequence[study_lib.Run], *, workers: int, configs_dir: str,
                f"{workers} worker(s)\n")
   stream.flush()
   failures = []
+  succeeded = threading.Event()
 
   def one(group):
+    if len(failures) >= give_up_after and not succeeded.is_set():
+      return
     start = time.perf_counter()
     try:
-      execute(group, configs_dir=configs_dir, metric=metric, ledger=ledger)
+      execute(group, configs_dir=configs_dir, metric=metric, ledger=ledger,
+              python=python)
     except RunFailed as e:
       failures.append(str(e))
       for _ in group:
         progress.finished(0.0, failed=True)
       return
+    succeeded.set()
     seconds = (time.perf_counter() - start) / len(group)
     for _ in group:
       progress.finished(seconds)
 
   with concurrent.futures.ThreadPoolExecutor(max(1, workers)) as pool:
     list(pool.map(one, groups))
+  if len(failures) >= give_up_after and not succeeded.is_set():
+    failures.append(f"{label}gave up after the first {len(failures)} "
+                    f"programs failed and none finished (the first failure "
+                    f"above is likely every run's)")
   return failures

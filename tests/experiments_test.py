@@ -219,6 +219,19 @@ class RunnerTest(absltest.TestCase):
                      python=self._launcher(fake))
     self.assertIsNone(runner.read_result(run))
 
+  def test_a_study_gives_up_when_every_run_fails(self):
+    fake = self._fake_train("import sys\nprint('no data')\nsys.exit(1)\n")
+    root = tempfile.mkdtemp()
+    runs = [self._run(os.path.join(root, f"s{seed}")) for seed in range(6)]
+    stream = io.StringIO()
+    failures = runner.run_all(runs, workers=1, configs_dir="/c",
+                              metric="accuracy", python=self._launcher(fake),
+                              stream=stream)
+    self.assertLen(failures, 4)  # 3 runs, then why the rest did not start
+    self.assertIn("no data", failures[0])
+    self.assertIn("gave up after the first 3 programs failed", failures[-1])
+    self.assertFalse(os.path.exists(os.path.join(root, "s3")))
+
   def test_transition_matrix_estimated_from_the_source_run(self):
     source, workdir = tempfile.mkdtemp(), tempfile.mkdtemp()
     run = study_lib.Run("tune", "a", "fc", {}, 0, "mnist1d.py", {}, workdir,
