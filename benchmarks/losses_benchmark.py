@@ -1,6 +1,7 @@
 r"""Loss benchmark: value-and-gradient time of every loss, as ratios to optax CE.
 
     python -m benchmarks.losses_benchmark [--shapes=4096x1000,4096x10] [--rounds=7]
+    python -m benchmarks.losses_benchmark --only='bootstrapping|floor'  # a few rows
 
 For each loss, ``jax.jit(jax.value_and_grad(mean loss))`` over float32
 logits; all functions are timed in interleaved rounds (one call of each per
@@ -33,6 +34,9 @@ _SHAPES = flags.DEFINE_list("shapes", ["4096x1000", "4096x10"],
                             "Logit shapes BxC.")
 _ROUNDS = flags.DEFINE_integer("rounds", 7, "Interleaved timing rounds.")
 _CALLS = flags.DEFINE_integer("calls", 3, "Calls per sample.")
+_ONLY = flags.DEFINE_string("only", None, "A regular expression: time only "
+                            "the losses whose names it matches (and the "
+                            "reference, and their textbook rows).")
 
 # Suffix of the rows that time jax.grad of a loss's plain textbook formula
 # (tests/*_reference.py: no custom rule, no stable rewrite).
@@ -98,6 +102,26 @@ def _softmax_cases(c):
           optax.softmax_cross_entropy_with_integer_labels(z, y)
           + jax.lax.stop_gradient(jnp.max(jnp.where(
               jnp.arange(c) == y[:, None], -jnp.inf, z), -1))),
+      # Bootstrapping's entropy -sum p log p, forward only: exp(z - max z)
+      # and the clamped z - max z both written for a second sum.
+      "floor: CE + entropy": lambda z, y, t: (
+          optax.softmax_cross_entropy_with_integer_labels(z, y)
+          + jax.lax.stop_gradient(jnp.sum(jax.nn.softmax(z) * jnp.maximum(
+              z - jnp.max(z, -1, keepdims=True), jnp.finfo(z.dtype).min),
+                                          -1))),
+      # Hard bootstrapping's first arg max, found by an integer min over
+      # the classes where z = max z (a masked reduction), forward only:
+      "floor: CE + first arg max": lambda z, y, t: (
+          optax.softmax_cross_entropy_with_integer_labels(z, y)
+          + jax.lax.stop_gradient(jnp.min(jnp.where(
+              z == jnp.max(z, -1, keepdims=True), jnp.arange(c), c), -1)
+                                  ).astype(z.dtype)),
+      # Forward correction's p . T[:, y]: a column of T gathered per example
+      # and summed against p, forward only.
+      "floor: CE + gathered column of T": lambda z, y, t: (
+          optax.softmax_cross_entropy_with_integer_labels(z, y)
+          + jax.lax.stop_gradient(jnp.sum(
+              jax.nn.softmax(z) * jnp.asarray(t_matrix.T, z.dtype)[y], -1))),
       # A batch mean of p and its log (JO's prior term), soft targets:
       "floor: CE + batch mean p": lambda z, y, t: (
           optax.softmax_cross_entropy(z, t)
@@ -149,6 +173,11 @@ def _run_shape(b, c):
               for k, f in _softmax_cases(c).items()},
            **{k: (lambda f: lambda z, y, t, mh: f(z, y, mh))(f)
               for k, f in _sigmoid_cases(c).items()}}
+  if _ONLY.value:
+    keep = {k for k in cases if re.search(_ONLY.value, k)}
+    cases = {k: f for k, f in cases.items()
+             if k in keep or k == "optax_ce (reference)"
+             or k.removesuffix(TEXTBOOK) in keep}
   compiled, fusions = {}, {}
   for name, fn in cases.items():
     # Labels and targets are arguments, as in a training step: closed over,

@@ -1,7 +1,7 @@
 """Every softmax loss under large logit offsets and masked (-inf) classes.
 
 The cases of optax's classification stability tests, run on every softmax
-loss of ``tests/softmax_losses_test.py``: a softmax loss is invariant to a
+loss of ``tests/losses/softmax_losses_test.py``: a softmax loss is invariant to a
 constant added to the logits, so uniform logits at any offset give the loss
 at zero logits, and a shift by 1e6 (exact in float32 for these logits)
 changes neither value nor gradient; a -inf logit on a non-target class gives
@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from tests import loss_contracts
-from tests import softmax_losses_test as cases_module
+from tests.losses import softmax_losses_test as cases_module
 
 CASES = cases_module.CASES
 BY_NAME = cases_module.BY_NAME

@@ -8,7 +8,7 @@ import numpy as np
 import optax
 
 import losses
-from tests import softmax_losses_test
+from tests.losses import softmax_losses_test
 
 CASES = softmax_losses_test.CASES
 C = softmax_losses_test.C

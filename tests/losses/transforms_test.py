@@ -12,11 +12,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from tests import asymmetric_test
+from tests.losses import asymmetric_test
 from tests import loss_contracts
-from tests import sigmoid_focal_test
-from tests import sigmoid_test
-from tests import softmax_losses_test
+from tests.losses import sigmoid_focal_test
+from tests.losses import sigmoid_test
+from tests.losses import softmax_losses_test
 
 _SOFTMAX = [(name, loss, ref, kwargs)
             for name, loss, _, ref, kwargs in softmax_losses_test.CASES]
