@@ -89,12 +89,14 @@ def _softmax_cases(c):
       "floor: 2 exp/element": lambda z, y, t: jnp.sum(
           jnp.exp(4.0 * jax.nn.log_softmax(z)), -1),
       # A second sum over z - max z beside CE's (label smoothing's mean
-      # log p, bootstrapping's entropy): XLA:CPU writes the shifted logits
-      # (or the broadcast max) to memory for it.
+      # log p): XLA:CPU writes the shifted logits to memory for it. The abs
+      # keeps it a per-example sum, as in a loss: without it XLA merges it
+      # with the batch mean into one reduction over z, which sums z before
+      # subtracting the max (exact only at small offsets).
       "floor: CE + sum of z - max z": lambda z, y, t: (
           optax.softmax_cross_entropy_with_integer_labels(z, y)
-          + jnp.mean(z - jax.lax.stop_gradient(jnp.max(z, -1, keepdims=True)),
-                     -1)),
+          + jnp.abs(jnp.mean(
+              z - jax.lax.stop_gradient(jnp.max(z, -1, keepdims=True)), -1))),
       # The max over the classes other than the target (losses of p_y that
       # keep log(1 - p_y) exact when every other class underflows): the
       # masked logits are written to memory first.
@@ -126,6 +128,13 @@ def _softmax_cases(c):
       "floor: CE + batch mean p": lambda z, y, t: (
           optax.softmax_cross_entropy(z, t)
           - jnp.mean(jnp.log(jnp.mean(jax.nn.softmax(z), 0)))),
+      # ... and the entropy of p (JO's third term), forward only:
+      "floor: CE + batch mean p + entropy": lambda z, y, t: (
+          optax.softmax_cross_entropy(z, t)
+          - jnp.mean(jnp.log(jnp.mean(jax.nn.softmax(z), 0)))
+          + jax.lax.stop_gradient(jnp.sum(jax.nn.softmax(z) * jnp.maximum(
+              z - jnp.max(z, -1, keepdims=True), jnp.finfo(z.dtype).min),
+                                          -1))),
   }
 
 
@@ -156,6 +165,20 @@ def _sigmoid_cases(c):
           ref.squared_error(z, t),
       "sigmoid_absolute_error" + TEXTBOOK: lambda z, y, t:
           ref.absolute_error(z, t),
+      # BCE's floor: the textbook form with loss 0 at an infinite logit
+      # its target agrees with (there the textbook meets inf - inf): each
+      # side's max term dropped where its weight is 0.
+      "floor: bce safe at infinite logits": lambda z, y, t: (
+          jnp.where(t == 0, 0.0, t * jnp.maximum(-z, 0))
+          + jnp.where(t == 1, 0.0, (1 - t) * jnp.maximum(z, 0))
+          + jnp.log1p(jnp.exp(-jnp.abs(z)))),
+      # Floors of the two errors on p: the residual p - t written exactly,
+      # (1 - t) σ(z) - t σ(-z) (the textbook's σ(z) - 1 keeps no digit of
+      # 1 - p where σ(z) rounds to 1), differentiated by jax.grad.
+      "floor: squared error, exact residual": lambda z, y, t: jnp.square(
+          (1 - t) * jax.nn.sigmoid(z) - t * jax.nn.sigmoid(-z)),
+      "floor: absolute error, exact residual": lambda z, y, t: jnp.abs(
+          (1 - t) * jax.nn.sigmoid(z) - t * jax.nn.sigmoid(-z)),
   }
 
 
