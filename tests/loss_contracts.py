@@ -57,8 +57,7 @@ def retrace_tests(traced: list[tuple[Callable, str, Any, Any]],
 
   class RetraceTest(parameterized.TestCase):
 
-    @parameterized.parameters(*traced)
-    def test_hyperparameter_change_does_not_retrace(self, loss, key, a, b):
+    def check_traced(self, loss, key, a, b):
       z, labels = inputs()
 
       @jax.jit
@@ -72,6 +71,19 @@ def retrace_tests(traced: list[tuple[Callable, str, Any, Any]],
       # static (or concretised) can make this trace twice or fail.
       step(z, jnp.asarray(a))
       step(z, jnp.asarray(b))
+
+    @parameterized.parameters(*traced)
+    def test_hyperparameter_change_does_not_retrace(self, loss, key, a, b):
+      self.check_traced(loss, key, a, b)
+
+    def test_the_check_fails_for_a_static_hyperparameter(self):
+      loss, key, a, b = traced[0]
+      # The same loss with its hyperparameter made static, as a library
+      # that branched on it in Python or passed it as a static jit argument
+      # would: the check must catch it.
+      static = jax.jit(loss, static_argnames=key)
+      with self.assertRaisesRegex(ValueError, "static"):
+        self.check_traced(static, key, a, b)
 
     @parameterized.parameters(*traced)
     def test_eager_calls_reuse_the_compiled_core(self, loss, key, a, b):
