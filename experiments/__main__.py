@@ -85,8 +85,18 @@ def main(argv):
     if restored:
       print(f"{study.name}: {restored} finished run(s) restored from "
             f"{ledger_path}", file=sys.stderr)
+  replicas = _REPLICAS.value
+  if replicas > 1 and any(m.transition_from for m in study.methods):
+    # Replicas share the first seed's validation split, and a method whose
+    # T is estimated from its own seed's run trains alone: its seeds would
+    # not share the splits of the baseline's, and the pairs would not pair.
+    print(f"{study.name}: --replicas={replicas} ignored: "
+          f"{[m.name for m in study.methods if m.transition_from]} train "
+          f"each seed alone, so every method does (paired splits)",
+          file=sys.stderr)
+    replicas = 1
   common = dict(workers=_WORKERS.value, configs_dir=CONFIGS_DIR,
-                metric=study.metric, replicas=_REPLICAS.value, ledger=ledger)
+                metric=study.metric, replicas=replicas, ledger=ledger)
   if _DRY_RUN.value:
     tune = study_lib.tune_runs(study, root, _selected(study, root)[0])
     done = sum(runner.read_result(r) is not None for r in tune)

@@ -127,9 +127,11 @@ class Ledger:
     with open(self.path) as f:
       for line in f:
         try:
-          out.append(json.loads(line))
+          entry = json.loads(line)
         except json.JSONDecodeError:
-          pass  # a line cut short by a kill; that run is simply run again
+          continue  # a line cut short by a kill; that run simply runs again
+        if isinstance(entry, dict) and {"workdir", "result"} <= set(entry):
+          out.append(entry)
     return out
 
   def restore(self) -> int:
@@ -163,9 +165,28 @@ class Ledger:
     line = json.dumps(entry) + "\n"
     with self._lock:
       os.makedirs(os.path.dirname(self.path), exist_ok=True)
-      with open(self.path, "a") as f:
-        f.write(line)
+      with open(self.path, "a+b") as f:
+        # A line cut short by a kill (or committed half written) must not
+        # swallow this one: start on a line of its own.
+        if f.tell() > 0:
+          f.seek(-1, os.SEEK_END)
+          if f.read(1) != b"\n":
+            f.write(b"\n")
+        f.write(line.encode())
         f.flush()
+
+  def record_missing(self, runs: Sequence[study_lib.Run]) -> int:
+    """Adds the runs finished here but absent from the ledger (finished
+    before it existed, or killed between result and ledger line)."""
+    recorded = {entry["workdir"] for entry in self.entries()}
+    count = 0
+    for run in runs:
+      result = read_result(run)
+      if (result is not None
+          and os.path.relpath(run.workdir, self.root) not in recorded):
+        self.add(run.workdir, result)
+        count += 1
+    return count
 
 
 def replica_records(records: Sequence[dict], replica: int) -> list[dict]:
@@ -267,8 +288,12 @@ def execute(group: Sequence[study_lib.Run] | study_lib.Run, *,
     probs = np.load(probabilities)
     for member, mine in zip(group, probs if len(group) > 1 else [probs]):
       os.makedirs(member.workdir, exist_ok=True)
-      _save_npy(os.path.join(member.workdir, ESTIMATE_FILE),
-                transition_estimate.estimate_transition_matrix(mine))
+      try:
+        estimate = transition_estimate.estimate_transition_matrix(mine)
+      except ValueError as e:
+        raise RunFailed(f"{member.workdir}: no transition matrix can be "
+                        f"estimated from its predictions: {e}") from e
+      _save_npy(os.path.join(member.workdir, ESTIMATE_FILE), estimate)
   results = []
   for replica, member in enumerate(group):
     result = {"phase": member.phase, "setting": member.setting,
@@ -289,9 +314,11 @@ def execute(group: Sequence[study_lib.Run] | study_lib.Run, *,
           f.writelines(json.dumps(r) + "\n" for r in mine)
       result.update(status="done", test_size=_test_size(text),
                     scores=protocol.run_scores(mine, metric))
-    _write_json(os.path.join(member.workdir, RESULT_FILE), result)
+    # The ledger first: a kill between the two then leaves a run that the
+    # ledger restores, never a finished run the ledger lacks.
     if ledger is not None:
       ledger.add(member.workdir, result)
+    _write_json(os.path.join(member.workdir, RESULT_FILE), result)
     results.append(result)
   return results
 
@@ -353,10 +380,16 @@ def run_all(runs: Sequence[study_lib.Run], *, workers: int, configs_dir: str,
     ledger: where each finished run is also recorded (see ``Ledger``).
 
   Returns:
-    The failure messages (empty when every run finished). When the first
-    ``give_up_after`` programs all fail (a missing dataset, a bad config:
-    something every run will meet), the rest are not started.
+    The failure messages (empty when every run finished). Once
+    ``give_up_after`` programs have failed before any has finished (a
+    missing dataset, a bad config: something every run will likely meet),
+    no more are started, and the last message says how many were not.
   """
+  if ledger is not None:
+    recorded = ledger.record_missing(runs)
+    if recorded:
+      stream.write(f"{label}{recorded} finished run(s) added to the ledger "
+                   f"{ledger.path}\n")
   todo = [r for r in runs if read_result(r) is None]
   progress = StudyProgress(len(runs), len(runs) - len(todo), workers,
                            stream=stream)
@@ -367,9 +400,11 @@ def run_all(runs: Sequence[study_lib.Run], *, workers: int, configs_dir: str,
   stream.flush()
   failures = []
   succeeded = threading.Event()
+  skipped = []
 
   def one(group):
     if len(failures) >= give_up_after and not succeeded.is_set():
+      skipped.append(len(group))
       return
     start = time.perf_counter()
     try:
@@ -387,8 +422,8 @@ def run_all(runs: Sequence[study_lib.Run], *, workers: int, configs_dir: str,
 
   with concurrent.futures.ThreadPoolExecutor(max(1, workers)) as pool:
     list(pool.map(one, groups))
-  if len(failures) >= give_up_after and not succeeded.is_set():
-    failures.append(f"{label}gave up after the first {len(failures)} "
-                    f"programs failed and none finished (the first failure "
-                    f"above is likely every run's)")
+  if skipped:
+    failures.append(f"{label}gave up: {give_up_after} programs failed before "
+                    f"any finished, so {sum(skipped)} run(s) were not started "
+                    f"(the first failure above is likely every run's)")
   return failures

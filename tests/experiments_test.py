@@ -229,7 +229,8 @@ class RunnerTest(absltest.TestCase):
                               stream=stream)
     self.assertLen(failures, 4)  # 3 runs, then why the rest did not start
     self.assertIn("no data", failures[0])
-    self.assertIn("gave up after the first 3 programs failed", failures[-1])
+    self.assertIn("gave up: 3 programs failed before any finished, so 3 "
+                  "run(s) were not started", failures[-1])
     self.assertFalse(os.path.exists(os.path.join(root, "s3")))
 
   def test_transition_matrix_estimated_from_the_source_run(self):
@@ -262,16 +263,24 @@ class RunnerTest(absltest.TestCase):
       ledger.add(workdir, {"phase": "final", "scores": score})
     with open(ledger.path, "a") as f:
       f.write('{"workdir": "cut sh')  # a kill mid-line
+    # The next record starts a line of its own, and is the latest.
+    ledger.add(workdir, {"phase": "final", "scores": 0.3})
     fresh = tempfile.mkdtemp()
     self.assertEqual(runner.Ledger(ledger.path, fresh).restore(), 1)
     moved = os.path.join(fresh, "s", "ce", "final", "seed1")
     with open(os.path.join(moved, runner.RESULT_FILE)) as f:
-      self.assertEqual(json.load(f)["scores"], 0.2)
+      self.assertEqual(json.load(f)["scores"], 0.3)
     self.assertEqual(reporting.read_records(moved), [_record(1, 0.5, 0.6)])
     np.testing.assert_array_equal(
         np.load(os.path.join(moved, runner.ESTIMATE_FILE)), np.eye(2))
     # A run that finished on this machine is left as it is.
     self.assertEqual(runner.Ledger(ledger.path, fresh).restore(), 0)
+    # A finished run the ledger lacks is added to it.
+    other = runner.Ledger(os.path.join(elsewhere, "other.jsonl"), fresh)
+    run = study_lib.Run("final", "s", "ce", {}, 1, "f.py", {}, moved)
+    self.assertEqual(other.record_missing([run]), 1)
+    self.assertEqual(other.record_missing([run]), 0)
+    self.assertEqual(other.entries()[0]["workdir"], "s/ce/final/seed1")
 
   def test_replica_records(self):
     records = [{"epoch": 1, "replicas": 2, "learning_rate": 0.1,
@@ -431,6 +440,25 @@ class ToyStudyTest(absltest.TestCase):
     with open(os.path.join(out, "toy.csv")) as f:
       self.assertEqual(f.read(), before)
     self.assertTrue(os.path.exists(os.path.join(out, "toy_scores.png")))
+
+    # Forward correction's run missing from the ledger trains on the fresh
+    # machine with T from ce's restored estimate (ce's predictions are gone).
+    partial = os.path.join(tempfile.mkdtemp(), "toy.jsonl")
+    with open(ledger) as f, open(partial, "w") as g:
+      g.writelines(line for line in f
+                   if '"workdir": "m1d_sym40/fc_est/final' not in line)
+    fresh = tempfile.mkdtemp()
+    again = self._experiments(fresh, out, f"--ledger={partial}",
+                              "--phases=tune,final")
+    self.assertEqual(again.returncode, 0, again.stderr)
+    self.assertIn("toy final (dependent methods): 1 runs, 0 finished before, "
+                  "1 to run", again.stderr)
+    ce_entry = [e for e in runner.Ledger(partial, fresh).entries()
+                if e["workdir"] == "m1d_sym40/ce/final/seed1"][-1]
+    np.testing.assert_array_equal(
+        np.load(os.path.join(fresh, "m1d_sym40", "fc_est", "final", "seed1",
+                             study_lib.TRANSITION_FILE)),
+        np.asarray(ce_entry["transition_estimate"]))
 
   def test_unknown_study(self):
     done = subprocess.run(

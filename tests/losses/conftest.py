@@ -7,6 +7,8 @@ are marked ``slow`` here, beside the sweeps that their classes mark slow
 themselves; CI runs everything.
 """
 
+import pathlib
+
 import pytest
 
 # Tests whose every case (one per loss or configuration) stays fast.
@@ -14,22 +16,29 @@ EVERY_CASE = ("test_value_matches_formula",
               "test_gradients_match_autodiff_of_formula")
 
 
-def _family(item) -> tuple[str, str]:
-  """(class, the test method as written) of a generated parameterized case."""
+_HERE = pathlib.Path(__file__).parent
+
+
+def _family(item) -> tuple[str, str] | None:
+  """(class node, the test method as written) of a test here, else None."""
   function = getattr(item, "function", None)
+  if function is None or _HERE not in pathlib.Path(item.path).parents:
+    return None
   # absl's parameterized cases wrap the method they were generated from.
   name = getattr(function, "__wrapped__", function).__name__
-  return (item.cls.__name__ if item.cls else "", name)
+  return (item.parent.nodeid, name)
 
 
 def pytest_collection_modifyitems(config, items):
+  # The hook sees every collected test of the session: only this folder's
+  # are thinned.
   del config
   seen = set()
   for item in items:
-    if item.get_closest_marker("slow") is not None:
-      continue
     family = _family(item)
-    if family[1].startswith(EVERY_CASE) or (item.path, family) not in seen:
-      seen.add((item.path, family))
+    if family is None or item.get_closest_marker("slow") is not None:
+      continue
+    if family[1].startswith(EVERY_CASE) or family not in seen:
+      seen.add(family)
       continue
     item.add_marker(pytest.mark.slow)
