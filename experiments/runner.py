@@ -156,13 +156,22 @@ class Ledger:
     return count
 
   def add(self, workdir: str, result: dict[str, Any]) -> None:
-    entry = {"workdir": os.path.relpath(workdir, self.root), "result": result}
-    if result["phase"] == "final":
-      entry["records"] = reporting.read_records(workdir)
-    estimate = os.path.join(workdir, ESTIMATE_FILE)
-    if os.path.exists(estimate):
-      entry["transition_estimate"] = np.load(estimate).tolist()
-    line = json.dumps(entry) + "\n"
+    self.add_all([(workdir, result)])
+
+  def add_all(self, finished: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    """Records ``(workdir, result)`` pairs in one write (a replica group's
+    members together, so a kill never records part of a group)."""
+    lines = []
+    for workdir, result in finished:
+      entry = {"workdir": os.path.relpath(workdir, self.root),
+               "result": result}
+      if result["phase"] == "final":
+        entry["records"] = reporting.read_records(workdir)
+      estimate = os.path.join(workdir, ESTIMATE_FILE)
+      if os.path.exists(estimate):
+        entry["transition_estimate"] = np.load(estimate).tolist()
+      lines.append(json.dumps(entry) + "\n")
+    line = "".join(lines)
     with self._lock:
       os.makedirs(os.path.dirname(self.path), exist_ok=True)
       with open(self.path, "a+b") as f:
@@ -314,12 +323,13 @@ def execute(group: Sequence[study_lib.Run] | study_lib.Run, *,
           f.writelines(json.dumps(r) + "\n" for r in mine)
       result.update(status="done", test_size=_test_size(text),
                     scores=protocol.run_scores(mine, metric))
-    # The ledger first: a kill between the two then leaves a run that the
-    # ledger restores, never a finished run the ledger lacks.
-    if ledger is not None:
-      ledger.add(member.workdir, result)
-    _write_json(os.path.join(member.workdir, RESULT_FILE), result)
     results.append(result)
+  # The ledger first, every member in one write: a kill then leaves runs
+  # that the ledger restores, never a finished run the ledger lacks.
+  if ledger is not None:
+    ledger.add_all([(m.workdir, r) for m, r in zip(group, results)])
+  for member, result in zip(group, results):
+    _write_json(os.path.join(member.workdir, RESULT_FILE), result)
   return results
 
 
