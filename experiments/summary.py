@@ -46,6 +46,7 @@ class Collected:
   pending: int = 0
   total: int = 0
   wall_seconds: float = 0.0
+  replicas: int = 1  # the most seeds a finished final run trained with
 
 
 def _tune_results(study, root, known):
@@ -94,6 +95,8 @@ def collect(study: study_lib.Study, root: str) -> Collected:
       continue
     c.pending -= 1
     c.wall_seconds += result["wall_seconds"]
+    c.replicas = max(c.replicas,
+                     result.get("trained_as", {}).get("replicas", 1))
     if result["scores"] is not None:
       c.final[pair][run.seed] = result["scores"]
       c.final_workdirs[pair][run.seed] = run.workdir
@@ -181,6 +184,12 @@ def markdown(study: study_lib.Study, c: Collected,
       f"oracle, for reference) and at the last epoch. Mean ± standard "
       f"deviation over seeds, in %; intervals are 95 % Student-t intervals "
       f"of the paired mean difference. Test never selects anything.", ""]
+  if c.replicas > 1:
+    lines += [f"Runs trained as replicas (up to {c.replicas} consecutive "
+              f"seeds of a grid point as one program), every method "
+              f"alike: the seeds of one program share its first seed's "
+              f"validation split, and keep their own noise draw, "
+              f"initialisation and data order.", ""]
   if study.notes:
     lines += [study.notes.strip(), ""]
   claims = _claims_rows(study, c)

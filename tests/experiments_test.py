@@ -564,8 +564,21 @@ class SummaryTest(absltest.TestCase):
       page = f.read()
     self.assertIn("| ce | learning_rate 0.3 | 90.00 | 3 | 80.00 ± 0.00 |",
                   page)
+    self.assertNotIn("trained as replicas", page)
     with open(os.path.join(out, "fab.csv")) as f:
       self.assertLen(list(csv.DictReader(f)), 18)
+    # Finals trained as replicas: the page says they shared a split.
+    path = os.path.join(root, "sym20", "ce", "final", "seed1",
+                        runner.RESULT_FILE)
+    with open(path) as f:
+      result = json.load(f)
+    result["trained_as"] = {"workdir": "w", "replica": 0, "replicas": 3}
+    with open(path, "w") as f:
+      json.dump(result, f)
+    summary.write(study, root, out)
+    with open(os.path.join(out, "fab.md")) as f:
+      self.assertIn("Runs trained as replicas (up to 3 consecutive seeds",
+                    f.read())
 
   def test_scores_axis_leaves_out_a_failing_method(self):
     # Two methods near 97 %, one at 60 %: the axis spans the first two, the
