@@ -9,7 +9,7 @@ by the same command. N workers run N processes at once.
 
 A study root is scratch: workdirs and checkpoints that a new machine does
 not have. What a finished run leaves that a study needs (its result, a
-final run's epoch records, the transition matrix estimated from its
+final run's label recovery curve, the transition matrix estimated from its
 predictions) also goes, one JSON line a run, to the study's ``Ledger``: a
 small file that is committed, so that the same command continues a study
 on a fresh machine where the last one stopped.
@@ -106,11 +106,26 @@ def _save_npy(path: str, value: np.ndarray) -> None:
   os.replace(path + ".tmp.npy", path)
 
 
+def ledger_curve(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+  """What the ledger keeps of a final run's epoch records: the label
+  recovery curve (the one per-epoch figure), only where labels changed.
+
+  The result already holds every score the summary reads; whole records
+  (per-class APs, gradient histograms each epoch) would make the ledger of
+  a study tens of megabytes.
+  """
+  curve = [{"epoch": r["epoch"], "recovery_accuracy": r["recovery_accuracy"]}
+           for r in records if r.get("recovery_accuracy") is not None]
+  if len({r["recovery_accuracy"] for r in curve}) > 1:
+    return curve
+  return []
+
+
 class Ledger:
   """A study's finished runs, one JSON line each, in a small committed file.
 
   Each line holds a run's workdir relative to the study root, its
-  ``result.json``, a final run's epoch records (the figures read them) and,
+  ``result.json``, a final run's label recovery curve (``ledger_curve``) and,
   for a run whose predictions estimate another method's transition matrix,
   that estimate. ``restore`` writes these back under a (new) root, so a
   study continues on a machine that has none of its workdirs.
@@ -166,7 +181,9 @@ class Ledger:
       entry = {"workdir": os.path.relpath(workdir, self.root),
                "result": result}
       if result["phase"] == "final":
-        entry["records"] = reporting.read_records(workdir)
+        curve = ledger_curve(reporting.read_records(workdir))
+        if curve:
+          entry["records"] = curve
       estimate = os.path.join(workdir, ESTIMATE_FILE)
       if os.path.exists(estimate):
         entry["transition_estimate"] = np.load(estimate).tolist()

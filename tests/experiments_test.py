@@ -256,7 +256,9 @@ class RunnerTest(absltest.TestCase):
     workdir = os.path.join(root, "s", "ce", "final", "seed1")
     os.makedirs(workdir)
     with open(os.path.join(workdir, reporting.METRICS_FILE), "w") as f:
-      f.write(json.dumps(_record(1, 0.5, 0.6)) + "\n")
+      for epoch, recovery in ((1, 0.6), (2, 0.7)):
+        f.write(json.dumps({**_record(epoch, 0.5, 0.6),
+                            "recovery_accuracy": recovery}) + "\n")
     np.save(os.path.join(workdir, runner.ESTIMATE_FILE), np.eye(2))
     ledger = runner.Ledger(os.path.join(elsewhere, "l.jsonl"), root)
     for score in (0.1, 0.2):
@@ -270,7 +272,13 @@ class RunnerTest(absltest.TestCase):
     moved = os.path.join(fresh, "s", "ce", "final", "seed1")
     with open(os.path.join(moved, runner.RESULT_FILE)) as f:
       self.assertEqual(json.load(f)["scores"], 0.3)
-    self.assertEqual(reporting.read_records(moved), [_record(1, 0.5, 0.6)])
+    # A curve that never moves (no relabelling) is not kept.
+    self.assertEqual(runner.ledger_curve(
+        [{"epoch": e, "recovery_accuracy": 1.0} for e in (1, 2)]), [])
+    # Of the records, the ledger keeps the label recovery curve.
+    self.assertEqual(reporting.read_records(moved),
+                     [{"epoch": 1, "recovery_accuracy": 0.6},
+                      {"epoch": 2, "recovery_accuracy": 0.7}])
     np.testing.assert_array_equal(
         np.load(os.path.join(moved, runner.ESTIMATE_FILE)), np.eye(2))
     # A run that finished on this machine is left as it is.
