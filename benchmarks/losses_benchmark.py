@@ -47,6 +47,13 @@ def _softmax_cases(c):
   t_matrix = 0.8 * np.eye(c) + 0.2 / c
   one_hot = lambda y: jax.nn.one_hot(y, c)
   ref = softmax_reference
+
+  def neg_entropy(z):
+    # sum p log p per example, forward only (a floor's extra pass):
+    # exp(z - max z) and the clamped z - max z both written for its sum.
+    return jax.lax.stop_gradient(jnp.sum(jax.nn.softmax(z) * jnp.maximum(
+        z - jnp.max(z, -1, keepdims=True), jnp.finfo(z.dtype).min), -1))
+
   return {
       "optax_ce (reference)":
           lambda z, y, t: optax.softmax_cross_entropy_with_integer_labels(z, y),
@@ -104,13 +111,10 @@ def _softmax_cases(c):
           optax.softmax_cross_entropy_with_integer_labels(z, y)
           + jax.lax.stop_gradient(jnp.max(jnp.where(
               jnp.arange(c) == y[:, None], -jnp.inf, z), -1))),
-      # Bootstrapping's entropy -sum p log p, forward only: exp(z - max z)
-      # and the clamped z - max z both written for a second sum.
+      # Bootstrapping's entropy -sum p log p, forward only:
       "floor: CE + entropy": lambda z, y, t: (
           optax.softmax_cross_entropy_with_integer_labels(z, y)
-          + jax.lax.stop_gradient(jnp.sum(jax.nn.softmax(z) * jnp.maximum(
-              z - jnp.max(z, -1, keepdims=True), jnp.finfo(z.dtype).min),
-                                          -1))),
+          + neg_entropy(z)),
       # Hard bootstrapping's first arg max, found by an integer min over
       # the classes where z = max z (a masked reduction), forward only:
       "floor: CE + first arg max": lambda z, y, t: (
@@ -132,15 +136,17 @@ def _softmax_cases(c):
       "floor: CE + batch mean p + entropy": lambda z, y, t: (
           optax.softmax_cross_entropy(z, t)
           - jnp.mean(jnp.log(jnp.mean(jax.nn.softmax(z), 0)))
-          + jax.lax.stop_gradient(jnp.sum(jax.nn.softmax(z) * jnp.maximum(
-              z - jnp.max(z, -1, keepdims=True), jnp.finfo(z.dtype).min),
-                                          -1))),
+          + neg_entropy(z)),
   }
 
 
 def _sigmoid_cases(c):
   del c
   ref = sigmoid_reference
+  # p - t written exactly (the textbook's σ(z) - 1 keeps no digit of 1 - p
+  # where σ(z) rounds to 1): the floors of the two errors on p.
+  exact_residual = lambda z, t: (
+      (1 - t) * jax.nn.sigmoid(z) - t * jax.nn.sigmoid(-z))
   return {
       # The elementwise family's own reference: optax's binary CE.
       "optax sigmoid_bce": lambda z, y, t:
@@ -172,13 +178,11 @@ def _sigmoid_cases(c):
           jnp.where(t == 0, 0.0, t * jnp.maximum(-z, 0))
           + jnp.where(t == 1, 0.0, (1 - t) * jnp.maximum(z, 0))
           + jnp.log1p(jnp.exp(-jnp.abs(z)))),
-      # Floors of the two errors on p: the residual p - t written exactly,
-      # (1 - t) σ(z) - t σ(-z) (the textbook's σ(z) - 1 keeps no digit of
-      # 1 - p where σ(z) rounds to 1), differentiated by jax.grad.
+      # Floors of the two errors on p: the exact residual, by jax.grad.
       "floor: squared error, exact residual": lambda z, y, t: jnp.square(
-          (1 - t) * jax.nn.sigmoid(z) - t * jax.nn.sigmoid(-z)),
+          exact_residual(z, t)),
       "floor: absolute error, exact residual": lambda z, y, t: jnp.abs(
-          (1 - t) * jax.nn.sigmoid(z) - t * jax.nn.sigmoid(-z)),
+          exact_residual(z, t)),
   }
 
 
