@@ -206,11 +206,17 @@ def markdown(study: study_lib.Study, c: Collected,
   for s in study.settings:
     n_test = c.test_size.get(s.name)
     lines += [f"## {s.label or s.name}", ""]
-    if n_test:
+    if n_test and study.metric == "accuracy":
       se = protocol.binomial_standard_error(0.9, n_test)
       lines += [f"Test set: {n_test} examples (a binomial standard error of "
                 f"{100 * se:.2f} points at 90 % accuracy; paired differences "
                 f"cancel much of it).", ""]
+    elif n_test:
+      # mAP is a mean over classes of ranking scores, not a proportion of
+      # examples: no binomial formula gives its error.
+      lines += [f"Test set: {n_test} examples (mAP has no binomial standard "
+                f"error; the spread over seeds and the paired interval "
+                f"measure its noise).", ""]
     lines += [f"| method | selected | val (tuning) | seeds "
               f"| test at best val | test at best clean val | test last "
               f"| recovery | memorised |",

@@ -573,6 +573,15 @@ class SummaryTest(absltest.TestCase):
     self.assertIn("| ce | learning_rate 0.3 | 90.00 | 3 | 80.00 ± 0.00 |",
                   page)
     self.assertNotIn("trained as replicas", page)
+    self.assertIn("Test set: 100 examples (a binomial standard error of "
+                  "3.00 points", page)
+    # mAP is no proportion of examples: no binomial error is claimed for it.
+    map_out = tempfile.mkdtemp()
+    summary.write(dataclasses.replace(study, metric="map"), root, map_out)
+    with open(os.path.join(map_out, "fab.md")) as f:
+      map_page = f.read()
+    self.assertNotIn("binomial standard error of", map_page)
+    self.assertIn("mAP has no binomial standard error", map_page)
     with open(os.path.join(out, "fab.csv")) as f:
       self.assertLen(list(csv.DictReader(f)), 18)
     # Finals trained as replicas: the page says they shared a split.
