@@ -188,6 +188,22 @@ class Study:
             f"study {self.name!r}: method {m.name!r} estimates its transition "
             f"matrix from {source!r}, which must be another method that does "
             f"not estimate one itself")
+    for s in self.settings:
+      unknown = set(s.method_overrides) - set(names)
+      if unknown:
+        raise ValueError(f"study {self.name!r}: setting {s.name!r} has "
+                         f"overrides for unknown methods {sorted(unknown)}")
+      for m in self.methods:
+        # The setting's per-method overrides come after the method's own,
+        # so a clash would silently undo what the method is (an ablation
+        # that sets K = 1 would train with the setting's K).
+        clash = sorted(k for k, v in s.method_overrides.get(m.name, {}).items()
+                       if k in m.overrides and m.overrides[k] != v)
+        if clash:
+          raise ValueError(
+              f"study {self.name!r}: setting {s.name!r} overrides "
+              f"{clash} of method {m.name!r}, which sets them itself; "
+              f"leave them out of the setting's overrides for it")
     for c in self.claims:
       unknown = ({c.method, c.baseline} - set(names)) | (
           set(c.settings) - set(settings))

@@ -169,6 +169,19 @@ class StudyTest(absltest.TestCase):
       self._study(methods=(study_lib.Method("ce"), study_lib.Method("ce")))
     with self.assertRaisesRegex(ValueError, "unknown"):
       self._study(claims=(study_lib.Claim("c", "p", "el", "gce"),))
+    with self.assertRaisesRegex(ValueError, "unknown methods"):
+      self._study(settings=(study_lib.Setting(
+          "a", "f.py", method_overrides={"jo": {"k": 1}}),))
+    # An ablation's own value that a setting's per-method override would
+    # undo (the setting's come later): K = 1 trained with the setting's K.
+    methods = (study_lib.Method("ce", grid={"x": (1, 2)}),
+               study_lib.Method("k1", {"k": 1}, inherit_from="ce",
+                                inherit_keys=("x",)))
+    with self.assertRaisesRegex(ValueError, r"overrides \['k'\] of method"):
+      self._study(methods=methods, settings=(study_lib.Setting(
+          "a", "f.py", method_overrides={"k1": {"k": 10}}),))
+    self._study(methods=methods, settings=(study_lib.Setting(
+        "a", "f.py", method_overrides={"k1": {"k": 1, "j": 2}}),))
 
 
 class RunnerTest(absltest.TestCase):

@@ -37,14 +37,21 @@ def _mnist1d(name, label, noise, rate, group, **extra):
       {"noise.name": noise, "noise.rate": rate, "num_epochs": 40,
        "optimizer.schedule": "cosine", **extra},
       label=label, x=rate, group=group,
-      method_overrides={m: {"stage2.epochs": 30, "stage2.learning_rate": 0.1,
-                            "stage2.boundaries": (10, 20),
-                            "label_state.begin": 15,
-                            "label_state.history": 10} for m in _JO_METHODS})
+      method_overrides=_jo_schedule(
+          {"stage2.epochs": 30, "stage2.learning_rate": 0.1,
+           "stage2.boundaries": (10, 20), "label_state.begin": 15,
+           "label_state.history": 10}))
 
 
 _JO_METHODS = ("jo", "jo_no_relabel", "jo_hard", "jo_k1", "jo_alpha0",
                "jo_beta0")
+
+
+def _jo_schedule(overrides):
+  """A setting's JO schedule for every JO method; K = 1 keeps its own K."""
+  return {m: {k: v for k, v in overrides.items()
+              if not (m == "jo_k1" and k == "label_state.history")}
+          for m in _JO_METHODS}
 
 
 def get_study():
@@ -64,12 +71,10 @@ def get_study():
            "dataset.crop_padding": 0, "dataset.flip": False,
            "optimizer.schedule": "cosine"},
           label="Fashion-MNIST, 40 % symmetric, MLP",
-          method_overrides={m: {"stage2.epochs": 20,
-                                "stage2.learning_rate": 0.1,
-                                "stage2.boundaries": (7, 14),
-                                "label_state.begin": 14,
-                                "label_state.history": 2}
-                            for m in _JO_METHODS}),
+          method_overrides=_jo_schedule(
+              {"stage2.epochs": 20, "stage2.learning_rate": 0.1,
+               "stage2.boundaries": (7, 14), "label_state.begin": 14,
+               "label_state.history": 2})),
   ]
   # Settings without a curve on the noise-rate figure.
   settings = [st if st.group else s.Setting(
