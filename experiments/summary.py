@@ -129,6 +129,25 @@ def _point_text(point: Mapping[str, Any]) -> str:
                    ) or "defaults"
 
 
+def _edge_text(method: study_lib.Method, selected) -> str:
+  """Which selected values sit at an end of their (3+ value) grid."""
+  if selected is None:
+    return ""
+  point, _ = selected
+  out = []
+  for key, values in method.grid.items():
+    if "," in key or len(values) < 3 or key not in point:
+      continue
+    try:
+      ordered = sorted(values)
+    except TypeError:  # not ordered values (names): no ends
+      continue
+    if point[key] in (ordered[0], ordered[-1]):
+      end = "lowest" if point[key] == ordered[0] else "highest"
+      out.append(f"{key.split('.')[-1]} {point[key]}, the {end}")
+  return ", ".join(out)
+
+
 def _claims_rows(study: study_lib.Study, c: Collected) -> list[dict]:
   rows = []
   for claim in study.claims:
@@ -177,13 +196,27 @@ def markdown(study: study_lib.Study, c: Collected,
       f"mean validation {metric} (best epoch of each run) is selected, and "
       f"is trained again on fresh seeds "
       f"{_seed_text(study.final_seeds)}, the same for every "
-      f"method: a seed fixes the validation split, the noise draw and the "
-      f"initialisation, so differences are paired. Test {metric} is read at "
-      f"the epoch of best validation {metric} (validation labels carry the "
-      f"training noise), at the best epoch on a clean validation split (an "
-      f"oracle, for reference) and at the last epoch. Mean ± standard "
-      f"deviation over seeds, in %; intervals are 95 % Student-t intervals "
-      f"of the paired mean difference. Test never selects anything.", ""]
+      f"method: a seed fixes "
+      f"{'the validation split, ' if c.replicas <= 1 else ''}the noise "
+      f"draw and the initialisation, so differences are paired. Test "
+      f"{metric} is read at the epoch of best validation {metric} (where "
+      f"the training labels are noisy, so are the validation labels), at "
+      f"the best epoch on a clean validation split (an oracle, for "
+      f"reference) and at the last epoch. Mean ± standard deviation over "
+      f"seeds, in %; intervals are 95 % Student-t intervals of the paired "
+      f"mean difference, one claim at a time (not corrected for the number "
+      f"of claims). The test set is the same for every seed, so the "
+      f"intervals measure training's randomness, not the sampling of the "
+      f"test set. Test never selects anything.", "",
+      "Columns: *recovery* is the share of training "
+      + ("examples whose label state (arg max) is the true label"
+         if study.metric == "accuracy" else
+         "(example, class) entries whose label state (at 0.5) is the true "
+         "one")
+      + " after the last epoch (100 % without noise; only a method that "
+      "relabels moves it); *memorised* is, of the training examples whose "
+      "label is wrong, the share the network predicted as that wrong label "
+      "during the last epoch.", ""]
   if c.replicas > 1:
     lines += [f"Runs trained as replicas (up to {c.replicas} consecutive "
               f"seeds of a grid point as one program), every method "
@@ -206,11 +239,17 @@ def markdown(study: study_lib.Study, c: Collected,
   for s in study.settings:
     n_test = c.test_size.get(s.name)
     lines += [f"## {s.label or s.name}", ""]
-    if n_test and study.metric == "accuracy":
-      se = protocol.binomial_standard_error(0.9, n_test)
+    base = [r["test_at_val"] for r in
+            c.final.get((s.name, study.baseline), {}).values()
+            if r.get("test_at_val") is not None]
+    if n_test and study.metric == "accuracy" and base:
+      # At the baseline's own accuracy: the error shrinks towards 0 or 1.
+      acc = sum(base) / len(base)
+      se = protocol.binomial_standard_error(acc, n_test)
       lines += [f"Test set: {n_test} examples (a binomial standard error of "
-                f"{100 * se:.2f} points at 90 % accuracy; paired differences "
-                f"cancel much of it).", ""]
+                f"{100 * se:.2f} points at {study.baseline}'s "
+                f"{100 * acc:.1f} %; paired differences cancel much of "
+                f"it).", ""]
     elif n_test:
       # mAP is a mean over classes of ranking scores, not a proportion of
       # examples: no binomial formula gives its error.
@@ -241,6 +280,12 @@ def markdown(study: study_lib.Study, c: Collected,
           f"| {_mean_std(runs, 'recovery_accuracy_last')} "
           f"| {_mean_std(runs, 'memorised_last')} |")
     lines.append("")
+    edges = [f"{m.label or m.name} ({text})" for m in study.methods
+             for text in [_edge_text(m, c.selected.get((s.name, m.name)))]
+             if text]
+    if edges:
+      lines += ["Selected at an end of a grid of three or more values (the "
+                "best may lie beyond it): " + "; ".join(edges) + ".", ""]
   for name, path in figure_files.items():
     lines += [f"![{name}]({os.path.basename(path)})", ""]
   lines += [f"Wall time of the finished runs: "

@@ -539,7 +539,8 @@ class SummaryTest(absltest.TestCase):
         study_lib.Setting(f"sym{r}", "mnist1d.py", label=f"{r} %",
                           x=r / 100, group="symmetric") for r in (20, 40))
     methods = (
-        study_lib.Method("ce", grid={"optimizer.learning_rate": (0.1, 0.3)}),
+        study_lib.Method("ce", grid={"optimizer.learning_rate":
+                                     (0.03, 0.1, 0.3)}),
         study_lib.Method("el", {"loss.name": "encouraging",
                                 "loss.log_end": 0.75},
                          grid={"optimizer.learning_rate": (0.1,)}),
@@ -586,8 +587,12 @@ class SummaryTest(absltest.TestCase):
     self.assertIn("| ce | learning_rate 0.3 | 90.00 | 3 | 80.00 ± 0.00 |",
                   page)
     self.assertNotIn("trained as replicas", page)
+    # The binomial error at the baseline's own accuracy (80 %).
     self.assertIn("Test set: 100 examples (a binomial standard error of "
-                  "3.00 points", page)
+                  "4.00 points at ce's 80.0 %", page)
+    # CE's rate won at the top of its grid; EL's one-value grid has no end.
+    self.assertIn("the best may lie beyond it): ce (learning_rate 0.3, the "
+                  "highest).", page)
     # mAP is no proportion of examples: no binomial error is claimed for it.
     map_out = tempfile.mkdtemp()
     summary.write(dataclasses.replace(study, metric="map"), root, map_out)
