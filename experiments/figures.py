@@ -8,6 +8,7 @@ Error bars and bands are 95 % Student-t intervals of the mean over seeds.
 from __future__ import annotations
 
 import math
+import textwrap
 
 import matplotlib
 
@@ -16,7 +17,12 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 from scipy import stats
 
+from experiments import protocol
 from train import reporting
+
+# A verdict's colour on the claims figure.
+VERDICT_COLOURS = {"confirmed": "tab:green", "refuted": "tab:red",
+                   "inconclusive": "0.45"}
 
 
 def _interval(values) -> tuple[float, float]:
@@ -58,8 +64,12 @@ def _panels(n: int, height: float = 3.6):
   return fig, list(axes.flat[:n])
 
 
+def _metric_name(study) -> str:
+  return "accuracy" if study.metric == "accuracy" else "mAP"
+
+
 def _metric_label(study) -> str:
-  return "test accuracy (%)" if study.metric == "accuracy" else "test mAP (%)"
+  return f"test {_metric_name(study)} (%)"
 
 
 def scores(study, c, path) -> bool:
@@ -105,34 +115,92 @@ def scores(study, c, path) -> bool:
   return True
 
 
+def _paired_interval(c, setting: str, method: str, baseline: str,
+                    key: str = "test_at_val") -> protocol.Paired:
+  """``method - baseline`` in points over their shared final seeds."""
+  a, b = ({seed: 100 * r[key] for seed, r in
+           c.final.get((setting, name), {}).items() if r.get(key) is not None}
+          for name in (method, baseline))
+  return protocol.paired_difference(a, b)
+
+
 def versus_log_end(study, c, path) -> bool:
-  """Test score against the Encouraging Loss's ``log_end``, per setting."""
-  methods = [m for m in study.methods if "loss.log_end" in m.overrides
-             and m.inherit_from is None]
-  if not methods or not any(c.final.values()):
+  """EL minus the baseline (paired) against ``log_end``, a panel a setting."""
+  # The plain sweep only: a method that changes anything else (a deferred
+  # bonus, another learning rate) would join a second point at its log_end.
+  sweep = {}
+  for m in study.methods:
+    if (m.inherit_from is None and "loss.log_end" in m.overrides
+        and set(m.overrides) <= {"loss.name", "loss.log_end"}):
+      sweep.setdefault(m.overrides["loss.log_end"], m)
+  if not sweep or not any(c.final.values()):
     return False
-  fig, ax = plt.subplots(figsize=(5.5, 3.8))
-  for s in study.settings:
-    xs, means, halves = [], [], []
-    for m in sorted(methods, key=lambda m: m.overrides["loss.log_end"]):
-      mean, half = _test_interval(c, s.name, m.name)
-      if math.isfinite(mean):
-        xs.append(m.overrides["loss.log_end"])
-        means.append(mean)
-        halves.append(half)
-    if not xs:
-      continue
-    line, = ax.plot(xs, means, "o-", label=s.label or s.name)
-    ax.fill_between(xs, np.subtract(means, halves), np.add(means, halves),
-                    color=line.get_color(), alpha=0.2)
-    mean, _ = _test_interval(c, s.name, study.baseline)
-    if math.isfinite(mean):
-      ax.axhline(mean, color=line.get_color(), ls=":", lw=1)
-  ax.set_xlabel("log_end (conservative bonus; 1 = plain bonus)")
-  ax.set_ylabel(_metric_label(study))
-  ax.set_title(f"Encouraging Loss vs log_end (dotted: {study.baseline})",
+  fig, axes = _panels(len(study.settings))
+  base = study.method(study.baseline)
+  for ax, s in zip(axes, study.settings):
+    xs, means, lows, highs = [], [], [], []
+    for log_end in sorted(sweep):
+      p = _paired_interval(c, s.name, sweep[log_end].name, study.baseline)
+      if p.n >= 2:
+        xs.append(log_end)
+        means.append(p.mean)
+        lows.append(p.low)
+        highs.append(p.high)
+    if xs:
+      ax.plot(xs, means, "o-", color="tab:blue")
+      ax.fill_between(xs, lows, highs, color="tab:blue", alpha=0.2,
+                      label="95 % CI of the paired mean")
+    ax.axhline(0, color="k", lw=0.8)
+    ax.set_xlabel("log_end (conservative bonus; 1 = plain bonus)")
+    ax.set_ylabel(f"EL - {base.label or base.name}, points")
+    ax.set_title(s.label or s.name, fontsize=10)
+  fig.suptitle(f"Encouraging Loss minus {base.label or base.name} (test "
+               f"{_metric_name(study)} at best validation "
+               f"epoch, paired over {len(study.final_seeds)} seeds)",
                fontsize=10)
-  _save(fig, path, ax)
+  _save(fig, path, axes[0])
+  return True
+
+
+def claims(study, c, path) -> bool:
+  """Each claim's paired difference with its 95 % CI, a panel a claim."""
+  rows = [r for r in protocol.claim_rows(study, c.final) if r["paired"].n >= 2]
+  if not rows:
+    return False
+  by_claim = {}
+  for row in rows:
+    by_claim.setdefault(row["claim"], []).append(row)
+  most = max(len(r) for r in by_claim.values())
+  fig, axes = _panels(len(by_claim), height=1.6 + 0.45 * most)
+  for ax, (claim, claim_rows) in zip(axes, by_claim.items()):
+    for i, row in enumerate(claim_rows):
+      p = row["paired"]
+      ax.errorbar(100 * p.mean, i, xerr=[[100 * (p.mean - p.low)],
+                                         [100 * (p.high - p.mean)]],
+                  fmt="o", capsize=3, color=VERDICT_COLOURS[row["verdict"]])
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_yticks(range(len(claim_rows)),
+                  [textwrap.fill(r["setting"].label or r["setting"].name,
+                                 24) for r in claim_rows], fontsize=7)
+    ax.set_ylim(len(claim_rows) - 0.5, -0.5)
+    method, baseline = (study.method(n) for n in (claim.method,
+                                                  claim.baseline))
+    ax.set_xlabel(f"{method.label or method.name} - "
+                  f"{baseline.label or baseline.name} (points)", fontsize=8)
+    ax.set_title(textwrap.fill(f"{claim.text} ({claim.source})", 48),
+                 fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+  handles = [plt.Line2D([], [], marker="o", ls="", color=colour, label=name)
+             for name, colour in VERDICT_COLOURS.items()]
+  fig.legend(handles=handles, loc="upper right", ncol=3, fontsize=8)
+  fig.suptitle(f"{study.title}: paired differences (test "
+               f"{_metric_name(study)} at best validation "
+               f"epoch), 95 % CI over {len(study.final_seeds)} seeds",
+               fontsize=10, x=0.01, ha="left")
+  # Room at the top for the title and the legend beside it.
+  fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
   return True
 
 
@@ -159,7 +227,7 @@ def grad_by_confidence(study, c, path) -> bool:
               label=m.label or m.name)
     ax.set_yscale("log")
     ax.set_xlabel("probability of the training label (bin centre)")
-    ax.set_ylabel("mean |dL/dz| at the last epoch")
+    ax.set_ylabel("mean ||dL/dz|| (L2 over logits), last epoch")
     ax.set_title(s.label or s.name, fontsize=10)
   _save(fig, path, axes[0])
   return True
@@ -227,37 +295,50 @@ def recovery(study, c, path) -> bool:
 
 
 def per_class_ap(study, c, path) -> bool:
-  """Test AP per class at the selected epoch, per method and setting."""
+  """Per-class test AP minus the baseline's (paired over seeds), with CIs."""
   if not any(r.get("test_ap_per_class") for runs in c.final.values()
              for r in runs.values()):
     return False
   fig, axes = _panels(len(study.settings))
   colour = _colours(study)
-  width = 0.8 / len(study.methods)
+  others = [m for m in study.methods if m.name != study.baseline]
+  base = study.method(study.baseline)
+  width = 0.8 / len(others)
+  names = list(study.class_names)
   for ax, s in zip(axes, study.settings):
-    for i, m in enumerate(study.methods):
-      curves = [r["test_ap_per_class"] for r in
-                c.final.get((s.name, m.name), {}).values()
-                if r.get("test_ap_per_class")]
-      if not curves:
+    base_runs = c.final.get((s.name, study.baseline), {})
+    for i, m in enumerate(others):
+      runs = c.final.get((s.name, m.name), {})
+      seeds = [seed for seed in runs if seed in base_runs
+               and runs[seed].get("test_ap_per_class")
+               and base_runs[seed].get("test_ap_per_class")]
+      if not seeds:
         continue
-      values = np.array([[np.nan if v is None else 100 * v for v in curve]
-                         for curve in curves], dtype=np.float64)
+      diffs = np.array([[np.nan if a is None or b is None else 100 * (a - b)
+                         for a, b in zip(runs[seed]["test_ap_per_class"],
+                                         base_runs[seed]["test_ap_per_class"])]
+                        for seed in seeds], dtype=np.float64)
       means, halves = zip(*(_interval(col[~np.isnan(col)])
-                            for col in values.T))
-      x = np.arange(len(means)) + (i - (len(study.methods) - 1) / 2) * width
+                            for col in diffs.T))
+      names = names or [str(k) for k in range(len(means))]
+      x = np.arange(len(means)) + (i - (len(others) - 1) / 2) * width
       ax.bar(x, means, width, yerr=halves, color=colour[m.name],
-             label=m.label or m.name, capsize=2)
-    names = study.class_names or [str(k) for k in range(len(means))]
+             label=f"{m.label or m.name} - {base.label or base.name}",
+             capsize=2)
+    ax.axhline(0, color="k", lw=0.8)
     ax.set_xticks(range(len(names)), names, rotation=45, ha="right",
                   fontsize=8)
-    ax.set_ylabel("test AP (%) at the best validation epoch")
+    ax.set_ylabel("test AP difference (points)")
     ax.set_title(s.label or s.name, fontsize=10)
+  fig.suptitle(f"Per-class test AP at the best validation epoch, minus "
+               f"{base.label or base.name}'s on the same seed (95 % CI over "
+               f"{len(study.final_seeds)} seeds)", fontsize=10)
   _save(fig, path, axes[0])
   return True
 
 
 FIGURES = {
+    "claims": claims,
     "scores": scores,
     "log_end": versus_log_end,
     "grad_by_confidence": grad_by_confidence,

@@ -137,6 +137,33 @@ def paired_difference(a: Mapping[int, float], b: Mapping[int, float],
   return Paired(n, mean, std, mean - half, mean + half)
 
 
+def claim_rows(study, final: Mapping[tuple[str, str], Mapping[int, Mapping]]
+               ) -> list[dict[str, Any]]:
+  """Each claim on each of its settings: the paired difference, a verdict.
+
+  Args:
+    study: an ``experiments.study.Study``.
+    final: (setting, method) -> {seed: scores} of the finished final runs.
+
+  Returns:
+    Dicts with ``claim``, ``setting`` (the ``Setting``), ``paired`` (a
+    ``Paired`` of method - baseline) and ``verdict``, in the study's order.
+  """
+  rows = []
+  for claim in study.claims:
+    for s in study.settings:
+      if claim.settings and s.name not in claim.settings:
+        continue
+      a, b = ({seed: r[claim.metric] for seed, r in
+               final.get((s.name, name), {}).items()
+               if r.get(claim.metric) is not None}
+              for name in (claim.method, claim.baseline))
+      paired = paired_difference(a, b)
+      rows.append(dict(claim=claim, setting=s, paired=paired,
+                       verdict=paired.verdict(claim.direction)))
+  return rows
+
+
 def mean_std(values: Iterable[float | None]) -> tuple[float, float, int]:
   """Mean, sample standard deviation and count of the values present."""
   v = np.array([x for x in values if x is not None], dtype=np.float64)

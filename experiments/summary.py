@@ -148,24 +148,6 @@ def _edge_text(method: study_lib.Method, selected) -> str:
   return ", ".join(out)
 
 
-def _claims_rows(study: study_lib.Study, c: Collected) -> list[dict]:
-  rows = []
-  for claim in study.claims:
-    for s in study.settings:
-      if claim.settings and s.name not in claim.settings:
-        continue
-      a = {seed: r[claim.metric] for seed, r in
-           c.final.get((s.name, claim.method), {}).items()
-           if r.get(claim.metric) is not None}
-      b = {seed: r[claim.metric] for seed, r in
-           c.final.get((s.name, claim.baseline), {}).items()
-           if r.get(claim.metric) is not None}
-      paired = protocol.paired_difference(a, b)
-      rows.append(dict(claim=claim, setting=s, paired=paired,
-                       verdict=paired.verdict(claim.direction)))
-  return rows
-
-
 def claim_line(row: Mapping[str, Any]) -> str:
   """``+0.41 [+0.12, +0.70]`` in points: the paired difference and its CI."""
   p = row["paired"]
@@ -225,7 +207,7 @@ def markdown(study: study_lib.Study, c: Collected,
               f"initialisation and data order.", ""]
   if study.notes:
     lines += [study.notes.strip(), ""]
-  claims = _claims_rows(study, c)
+  claims = protocol.claim_rows(study, c.final)
   if claims:
     lines += ["## Claims", "",
               f"| claim | source | setting | {metric} difference (points, "
@@ -329,6 +311,6 @@ def write(study: study_lib.Study, root: str, out_dir: str) -> dict[str, Any]:
   write_csv(study, c, os.path.join(out_dir, f"{study.name}.csv"))
   verdicts = {(row["claim"].text, row["setting"].name):
               (row["verdict"], claim_line(row))
-              for row in _claims_rows(study, c)}
+              for row in protocol.claim_rows(study, c.final)}
   return {"verdicts": verdicts, "pending": c.pending, "total": c.total,
           "wall_seconds": c.wall_seconds}

@@ -551,7 +551,7 @@ class SummaryTest(absltest.TestCase):
         baseline="ce", claims=(study_lib.Claim("EL beats CE", "p", "el",
                                                "ce"),),
         tune_seeds=(0,), final_seeds=(1, 2, 3),
-        figures=("scores", "log_end", "grad_by_confidence", "noise",
+        figures=("claims", "scores", "log_end", "grad_by_confidence", "noise",
                  "recovery", "per_class_ap"), class_names=("a", "b", "c"))
     root, out = tempfile.mkdtemp(), tempfile.mkdtemp()
     # EL is better than CE by 2 points +- 0.1 on every seed; the 0.3 rate

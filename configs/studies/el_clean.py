@@ -105,6 +105,6 @@ def get_study():
       settings=settings, methods=tuple(methods), baseline="ce",
       claims=tuple(claims), tune_seeds=(0, 1),
       final_seeds=tuple(range(100, 110)),
-      figures=("scores", "log_end", "grad_by_confidence"),
+      figures=("claims", "scores", "log_end", "grad_by_confidence"),
       notes="Models: " + __doc__.split("\n\nModels", 1)[1].strip(),
   )

@@ -60,7 +60,7 @@ def get_study():
       command="python -m experiments --study=multilabel --workers=2",
       settings=settings, methods=methods, baseline="bce", claims=claims,
       tune_seeds=(0, 1), final_seeds=tuple(range(100, 110)), metric="map",
-      figures=("scores", "per_class_ap"),
+      figures=("claims", "scores", "per_class_ap"),
       class_names=local_data.FASHION_MNIST_CLASSES,
       notes="Model: " + __doc__.split("\n\nModel:", 1)[1].strip(),
   )

@@ -156,6 +156,6 @@ def get_study():
       # 5 final seeds, not 10: a run takes about a minute on 2 CPU cores
       # (JO's 70 epochs more), and the study is 1,197 runs even so.
       claims=claims, tune_seeds=(0, 1), final_seeds=tuple(range(100, 105)),
-      figures=("scores", "noise", "recovery"),
+      figures=("claims", "scores", "noise", "recovery"),
       notes="Models: " + __doc__.split("\n\nModels", 1)[1].strip(),
   )
