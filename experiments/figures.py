@@ -41,12 +41,19 @@ def _test_interval(c, setting: str, method: str) -> tuple[float, float]:
                     if r.get("test_at_val") is not None])
 
 
-def _save(fig, path, legend_ax=None) -> None:
+def _save(fig, path, legend_ax=None, top_inches: float = 0.0) -> None:
+  """Saves and closes; ``top_inches`` kept free above the panels."""
   if legend_ax is not None:
     legend_ax.legend(fontsize=7)
-  fig.tight_layout()
+  fig.tight_layout(rect=(0, 0, 1, 1 - top_inches / fig.get_figheight()))
   fig.savefig(path, dpi=110)
   plt.close(fig)
+
+
+def _seeds_text(counts) -> str:
+  """``10 seeds``, or ``3-10 seeds`` while a study is partly run."""
+  low, high = min(counts), max(counts)
+  return f"{high} seeds" if low == high else f"{low}-{high} seeds"
 
 
 def _colours(study):
@@ -109,8 +116,9 @@ def scores(study, c, path) -> bool:
     ax.set_xlabel(_metric_label(study) + " at best validation epoch")
     ax.set_title(s.label or s.name, fontsize=10)
     ax.grid(axis="x", alpha=0.3)
+  counts = [len(runs) for runs in c.final.values() if runs]
   fig.suptitle(f"{study.title}: mean and 95 % CI over "
-               f"{len(study.final_seeds)} seeds", fontsize=11)
+               f"{_seeds_text(counts)}", fontsize=11)
   _save(fig, path)
   return True
 
@@ -137,6 +145,7 @@ def versus_log_end(study, c, path) -> bool:
     return False
   fig, axes = _panels(len(study.settings))
   base = study.method(study.baseline)
+  counts, legend_ax = [], None
   for ax, s in zip(axes, study.settings):
     xs, means, lows, highs = [], [], [], []
     for log_end in sorted(sweep):
@@ -146,19 +155,23 @@ def versus_log_end(study, c, path) -> bool:
         means.append(p.mean)
         lows.append(p.low)
         highs.append(p.high)
+        counts.append(p.n)
     if xs:
       ax.plot(xs, means, "o-", color="tab:blue")
       ax.fill_between(xs, lows, highs, color="tab:blue", alpha=0.2,
                       label="95 % CI of the paired mean")
+      legend_ax = legend_ax or ax
     ax.axhline(0, color="k", lw=0.8)
     ax.set_xlabel("log_end (conservative bonus; 1 = plain bonus)")
     ax.set_ylabel(f"EL - {base.label or base.name}, points")
     ax.set_title(s.label or s.name, fontsize=10)
+  if not counts:  # no two paired seeds anywhere yet
+    plt.close(fig)
+    return False
   fig.suptitle(f"Encouraging Loss minus {base.label or base.name} (test "
                f"{_metric_name(study)} at best validation "
-               f"epoch, paired over {len(study.final_seeds)} seeds)",
-               fontsize=10)
-  _save(fig, path, axes[0])
+               f"epoch, paired over {_seeds_text(counts)})", fontsize=10)
+  _save(fig, path, legend_ax)
   return True
 
 
@@ -187,7 +200,8 @@ def claims(study, c, path) -> bool:
                                                   claim.baseline))
     ax.set_xlabel(f"{method.label or method.name} - "
                   f"{baseline.label or baseline.name} (points)", fontsize=8)
-    ax.set_title(textwrap.fill(f"{claim.text} ({claim.source})", 48),
+    score = "" if claim.metric == "test_at_val" else f" [{claim.metric}]"
+    ax.set_title(textwrap.fill(f"{claim.text} ({claim.source}){score}", 48),
                  fontsize=8)
     ax.grid(axis="x", alpha=0.3)
   handles = [plt.Line2D([], [], marker="o", ls="", color=colour, label=name)
@@ -195,12 +209,11 @@ def claims(study, c, path) -> bool:
   fig.legend(handles=handles, loc="upper right", ncol=3, fontsize=8)
   fig.suptitle(f"{study.title}: paired differences (test "
                f"{_metric_name(study)} at best validation "
-               f"epoch), 95 % CI over {len(study.final_seeds)} seeds",
+               f"epoch unless a panel says otherwise), 95 % CI over "
+               f"{_seeds_text([r['paired'].n for r in rows])}",
                fontsize=10, x=0.01, ha="left")
   # Room at the top for the title and the legend beside it.
-  fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  _save(fig, path, top_inches=0.4)
   return True
 
 
@@ -299,12 +312,15 @@ def per_class_ap(study, c, path) -> bool:
   if not any(r.get("test_ap_per_class") for runs in c.final.values()
              for r in runs.values()):
     return False
+  others = [m for m in study.methods if m.name != study.baseline]
+  if not others:
+    return False
   fig, axes = _panels(len(study.settings))
   colour = _colours(study)
-  others = [m for m in study.methods if m.name != study.baseline]
   base = study.method(study.baseline)
   width = 0.8 / len(others)
   names = list(study.class_names)
+  counts, legend_ax = [], None
   for ax, s in zip(axes, study.settings):
     base_runs = c.final.get((s.name, study.baseline), {})
     for i, m in enumerate(others):
@@ -312,8 +328,10 @@ def per_class_ap(study, c, path) -> bool:
       seeds = [seed for seed in runs if seed in base_runs
                and runs[seed].get("test_ap_per_class")
                and base_runs[seed].get("test_ap_per_class")]
-      if not seeds:
+      if len(seeds) < 2:  # no interval from one pair
         continue
+      counts.append(len(seeds))
+      legend_ax = legend_ax or ax
       diffs = np.array([[np.nan if a is None or b is None else 100 * (a - b)
                          for a, b in zip(runs[seed]["test_ap_per_class"],
                                          base_runs[seed]["test_ap_per_class"])]
@@ -330,10 +348,13 @@ def per_class_ap(study, c, path) -> bool:
                   fontsize=8)
     ax.set_ylabel("test AP difference (points)")
     ax.set_title(s.label or s.name, fontsize=10)
+  if not counts:
+    plt.close(fig)
+    return False
   fig.suptitle(f"Per-class test AP at the best validation epoch, minus "
                f"{base.label or base.name}'s on the same seed (95 % CI over "
-               f"{len(study.final_seeds)} seeds)", fontsize=10)
-  _save(fig, path, axes[0])
+               f"{_seeds_text(counts)})", fontsize=10)
+  _save(fig, path, legend_ax)
   return True
 
 

@@ -197,13 +197,19 @@ class Study:
         # The setting's per-method overrides come after the method's own,
         # so a clash would silently undo what the method is (an ablation
         # that sets K = 1 would train with the setting's K).
-        clash = sorted(k for k, v in s.method_overrides.get(m.name, {}).items()
+        own = s.method_overrides.get(m.name, {})
+        clash = sorted(k for k, v in own.items()
                        if k in m.overrides and m.overrides[k] != v)
+        # A tuned (or inherited) key comes from the grid point, applied
+        # last: the setting's value would be silently dropped.
+        tuned = {name for key in m.grid for name in key.split(",")}
+        tuned |= {name for key in m.inherit_keys for name in key.split(",")}
+        clash += sorted(set(own) & tuned)
         if clash:
           raise ValueError(
               f"study {self.name!r}: setting {s.name!r} overrides "
-              f"{clash} of method {m.name!r}, which sets them itself; "
-              f"leave them out of the setting's overrides for it")
+              f"{clash} of method {m.name!r}, which sets or tunes them "
+              f"itself; leave them out of the setting's overrides for it")
     for c in self.claims:
       unknown = ({c.method, c.baseline} - set(names)) | (
           set(c.settings) - set(settings))

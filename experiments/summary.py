@@ -136,11 +136,10 @@ def _edge_text(method: study_lib.Method, selected) -> str:
   point, _ = selected
   out = []
   for key, values in method.grid.items():
-    if "," in key or len(values) < 3 or key not in point:
-      continue
-    try:
-      ordered = sorted(values)
-    except TypeError:  # not ordered values (names): no ends
+    # Numbers only: names (and None, "the default") have no ends.
+    ordered = sorted(v for v in values if isinstance(v, (int, float))
+                     and not isinstance(v, bool))
+    if "," in key or len(ordered) < 3 or key not in point:
       continue
     if point[key] in (ordered[0], ordered[-1]):
       end = "lowest" if point[key] == ordered[0] else "highest"
@@ -198,8 +197,11 @@ def markdown(study: study_lib.Study, c: Collected,
          "one")
       + " after the last epoch (100 % without noise; only a method that "
       "relabels moves it); *memorised* is, of the training examples whose "
-      "label is wrong, the share the network predicted as that wrong label "
-      "during the last epoch.", ""]
+      + ("label is wrong, the share the network predicted as that wrong "
+         "label" if study.metric == "accuracy" else
+         "labels hold a wrong entry, the mean share of their classes where "
+         "the network agreed with the given labels, wrong entries included")
+      + " during the last epoch.", ""]
   if c.replicas > 1:
     lines += [f"Runs trained as replicas (up to {c.replicas} consecutive "
               f"seeds of a grid point as one program), every method "
@@ -230,10 +232,11 @@ def markdown(study: study_lib.Study, c: Collected,
       acc = sum(base) / len(base)
       se = protocol.binomial_standard_error(acc, n_test)
       lines += [f"Test set: {n_test} examples (a binomial standard error of "
-                f"{100 * se:.2f} points at {study.baseline}'s "
+                f"{100 * se:.2f} points at "
+                f"{study.method(study.baseline).label or study.baseline}'s "
                 f"{100 * acc:.1f} %; paired differences cancel much of "
                 f"it).", ""]
-    elif n_test:
+    elif n_test and study.metric == "map":
       # mAP is a mean over classes of ranking scores, not a proportion of
       # examples: no binomial formula gives its error.
       lines += [f"Test set: {n_test} examples (mAP has no binomial standard "

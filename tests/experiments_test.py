@@ -182,6 +182,13 @@ class StudyTest(absltest.TestCase):
           "a", "f.py", method_overrides={"k1": {"k": 10}}),))
     self._study(methods=methods, settings=(study_lib.Setting(
         "a", "f.py", method_overrides={"k1": {"k": 1, "j": 2}}),))
+    # A tuned key comes from the grid point: the setting's would be lost.
+    with self.assertRaisesRegex(ValueError, r"overrides \['x'\] of method"):
+      self._study(methods=methods, settings=(study_lib.Setting(
+          "a", "f.py", method_overrides={"ce": {"x": 5}}),))
+    with self.assertRaisesRegex(ValueError, r"overrides \['x'\] of method"):
+      self._study(methods=methods, settings=(study_lib.Setting(
+          "a", "f.py", method_overrides={"k1": {"x": 5}}),))
 
 
 class RunnerTest(absltest.TestCase):
@@ -614,6 +621,65 @@ class SummaryTest(absltest.TestCase):
     with open(os.path.join(out, "fab.md")) as f:
       self.assertIn("Runs trained as replicas (up to 3 consecutive seeds",
                     f.read())
+
+  def test_paired_figures_pair_by_seed(self):
+    # CE has seeds 1-3, EL seeds 2-4: only 2 and 3 pair, EL +2 and +3
+    # points there (+2.5 on average; unpaired means would differ by -8).
+    from experiments import figures  # pylint: disable=g-import-not-at-top
+    study = study_lib.Study(
+        name="pf", title="Paired", settings=(study_lib.Setting("s", "x.py"),),
+        methods=(study_lib.Method("ce"),
+                 study_lib.Method("el", {"loss.name": "encouraging",
+                                         "loss.log_end": 0.75})),
+        baseline="ce", claims=(study_lib.Claim("EL beats CE", "p", "el",
+                                               "ce"),),
+        tune_seeds=(0,), final_seeds=(1, 2, 3, 4), class_names=("a", "b"))
+    scores = {"ce": {1: (0.5, [0.5, 0.5]), 2: (0.90, [0.90, 0.5]),
+                     3: (0.80, [0.80, 0.6])},
+              "el": {2: (0.92, [0.91, 0.5]), 3: (0.83, [0.83, 0.7]),
+                     4: (0.1, [0.1, 0.1])}}
+    c = type("C", (), {"final": {
+        ("s", m): {seed: {"test_at_val": acc, "test_ap_per_class": ap}
+                   for seed, (acc, ap) in runs.items()}
+        for m, runs in scores.items()}})()
+    captured = []
+    save = figures._save
+    figures._save = lambda fig, path, legend_ax=None, top_inches=0.0: (
+        captured.append(fig))
+    try:
+      for draw in (figures.claims, figures.versus_log_end,
+                   figures.per_class_ap):
+        self.assertTrue(draw(study, c, "unused.png"), draw.__name__)
+    finally:
+      figures._save = save
+    claims_fig, log_end_fig, ap_fig = captured
+    np.testing.assert_allclose(
+        np.asarray(claims_fig.axes[0].lines[0].get_xdata(), float), [2.5])
+    self.assertIn("over 2 seeds", claims_fig._suptitle.get_text())
+    np.testing.assert_allclose(
+        np.asarray(log_end_fig.axes[0].lines[0].get_ydata(), float), [2.5])
+    # Per class: (+1, +3) / 2 = +2 and (0, +10) / 2 = +5 points.
+    np.testing.assert_allclose(
+        [bar.get_height() for bar in ap_fig.axes[0].patches], [2.0, 5.0])
+    # One shared seed gives no interval: nothing to draw.
+    c.final[("s", "el")] = {3: c.final[("s", "el")][3]}
+    for draw in (figures.claims, figures.versus_log_end,
+                 figures.per_class_ap):
+      self.assertFalse(draw(study, c, "unused.png"), draw.__name__)
+
+  def test_page_without_baseline_runs(self):
+    # An accuracy study whose baseline has not finished: no binomial error
+    # yet, and no mAP sentence either.
+    from experiments import summary  # pylint: disable=g-import-not-at-top
+    study = study_lib.Study(
+        name="nb", title="No baseline",
+        settings=(study_lib.Setting("s", "x.py"),),
+        methods=(study_lib.Method("ce"), study_lib.Method("el")),
+        baseline="ce", claims=(), tune_seeds=(0,), final_seeds=(1, 2))
+    c = summary.Collected(final={("s", "el"): {1: {"test_at_val": 0.9}}},
+                          test_size={"s": 100})
+    page = summary.markdown(study, c, {})
+    self.assertNotIn("Test set:", page)
 
   def test_scores_axis_leaves_out_a_failing_method(self):
     # Two methods near 97 %, one at 60 %: the axis spans the first two, the
