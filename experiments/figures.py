@@ -217,31 +217,46 @@ def claims(study, c, path) -> bool:
   return True
 
 
+# A bin averaging fewer examples than this (over a method's seeds) is drawn
+# hollow: its mean is a handful of examples, not a curve.
+SPARSE_BIN = 20
+
+
 def grad_by_confidence(study, c, path) -> bool:
-  """Mean |dL/dz| per confidence bin at the last epoch, per method."""
+  """Mean ||dL/dz|| per confidence bin at the last epoch, per method."""
   if not any(c.final.values()):
     return False
   fig, axes = _panels(len(study.settings))
   colour = _colours(study)
+  any_sparse = False
   for ax, s in zip(axes, study.settings):
     for m in study.methods:
-      runs = c.final.get((s.name, m.name), {})
-      curves = [r["grad_by_confidence"] for r in runs.values()
-                if r.get("grad_by_confidence")]
-      if not curves:
+      runs = [r for r in c.final.get((s.name, m.name), {}).values()
+              if r.get("grad_by_confidence")]
+      if not runs:
         continue
-      values = np.array([[np.nan if g is None else g for g in curve]
-                         for curve in curves], dtype=np.float64)
+      values = np.array([[np.nan if g is None else g
+                          for g in r["grad_by_confidence"]] for r in runs],
+                        dtype=np.float64)
       # A bin no example reached in any seed stays empty (NaN, not drawn).
       counts = np.sum(~np.isnan(values), axis=0)
       mean = np.nansum(values, axis=0) / np.where(counts, counts, np.nan)
       centres = (np.arange(len(mean)) + 0.5) / len(mean)
       ax.plot(centres, mean, "o-", ms=3, color=colour[m.name],
               label=m.label or m.name)
+      examples = [r.get("grad_bin_count") for r in runs]
+      if all(e is not None for e in examples):
+        sparse = (np.sum(examples, axis=0) < SPARSE_BIN) & ~np.isnan(mean)
+        any_sparse |= bool(np.any(sparse))
+        ax.plot(centres[sparse], mean[sparse], "o", ms=5, mfc="white",
+                color=colour[m.name])
     ax.set_yscale("log")
     ax.set_xlabel("probability of the training label (bin centre)")
     ax.set_ylabel("mean ||dL/dz|| (L2 over logits), last epoch")
     ax.set_title(s.label or s.name, fontsize=10)
+  if any_sparse:
+    fig.suptitle(f"hollow: a bin of fewer than {SPARSE_BIN} examples over "
+                 f"the seeds", fontsize=9)
   _save(fig, path, axes[0])
   return True
 

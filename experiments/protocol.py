@@ -63,6 +63,9 @@ def run_scores(records: Sequence[Mapping[str, Any]], metric: str = "accuracy"
   grads = records[-1].get("grad_by_confidence")
   if grads is not None:
     out["grad_by_confidence"] = grads
+    # How many examples each bin averaged: a mean of a handful is noise.
+    if records[-1].get("grad_bin_count") is not None:
+      out["grad_bin_count"] = records[-1]["grad_bin_count"]
   per_class = reporting.at_best(records, f"val_{metric}", "test_ap_per_class")
   if per_class is not None:
     out["test_ap_per_class"] = per_class  # at the selected epoch

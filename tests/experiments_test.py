@@ -667,6 +667,31 @@ class SummaryTest(absltest.TestCase):
                  figures.per_class_ap):
       self.assertFalse(draw(study, c, "unused.png"), draw.__name__)
 
+  def test_sparse_gradient_bins_drawn_hollow(self):
+    from experiments import figures  # pylint: disable=g-import-not-at-top
+    study = study_lib.Study(
+        name="g", title="Grad", settings=(study_lib.Setting("s", "x.py"),),
+        methods=(study_lib.Method("ce"),), baseline="ce", claims=(),
+        tune_seeds=(0,), final_seeds=(1, 2))
+    records = [{"epoch": 1, "val_accuracy": 0.9, "test_accuracy": 0.9,
+                "grad_by_confidence": [0.5, None, 0.1],
+                "grad_bin_count": [100, 0, 9]}]
+    scores = protocol.run_scores(records)
+    self.assertEqual(scores["grad_bin_count"], [100, 0, 9])
+    c = type("C", (), {"final": {("s", "ce"): {1: scores, 2: scores}}})()
+    captured = []
+    save = figures._save
+    figures._save = lambda fig, path, legend_ax=None, top_inches=0.0: (
+        captured.append(fig))
+    try:
+      self.assertTrue(figures.grad_by_confidence(study, c, "unused.png"))
+    finally:
+      figures._save = save
+    # The last bin holds 18 examples over two seeds: hollow, alone.
+    hollow = captured[0].axes[0].lines[1]
+    np.testing.assert_allclose(hollow.get_xdata(), [5 / 6])
+    self.assertEqual(hollow.get_markerfacecolor(), "white")
+
   def test_page_without_baseline_runs(self):
     # An accuracy study whose baseline has not finished: no binomial error
     # yet, and no mAP sentence either.
@@ -712,6 +737,7 @@ class SummaryTest(absltest.TestCase):
                 "test_accuracy": test - 0.01 * (2 - e),
                 "recovery_accuracy": 0.6 + 0.1 * e if recovery else 0.6,
                 "grad_by_confidence": [0.5, None, 0.1],
+                "grad_bin_count": [100, 0, 3],
                 "test_ap_per_class": [0.1 * e, None, 0.5]} for e in (1, 2)]
     with open(os.path.join(run.workdir, reporting.METRICS_FILE), "w") as f:
       f.writelines(json.dumps(r) + "\n" for r in records)
