@@ -56,6 +56,17 @@ def _seeds_text(counts) -> str:
   return f"{high} seeds" if low == high else f"{low}-{high} seeds"
 
 
+def _finish(fig, path, counts, legend_ax, title) -> bool:
+  """Saves the figure under ``title(seeds text)``; drops it if it paired
+  nothing (``counts``: the seeds behind each interval drawn)."""
+  if not counts:
+    plt.close(fig)
+    return False
+  fig.suptitle(title(_seeds_text(counts)), fontsize=10)
+  _save(fig, path, legend_ax)
+  return True
+
+
 def _colours(study):
   cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
   return {m.name: cycle[i % len(cycle)] for i, m in enumerate(study.methods)}
@@ -165,14 +176,10 @@ def versus_log_end(study, c, path) -> bool:
     ax.set_xlabel("log_end (conservative bonus; 1 = plain bonus)")
     ax.set_ylabel(f"EL - {base.label or base.name}, points")
     ax.set_title(s.label or s.name, fontsize=10)
-  if not counts:  # no two paired seeds anywhere yet
-    plt.close(fig)
-    return False
-  fig.suptitle(f"Encouraging Loss minus {base.label or base.name} (test "
-               f"{_metric_name(study)} at best validation "
-               f"epoch, paired over {_seeds_text(counts)})", fontsize=10)
-  _save(fig, path, legend_ax)
-  return True
+  return _finish(fig, path, counts, legend_ax, lambda seeds: (
+      f"Encouraging Loss minus {base.label or base.name} (test "
+      f"{_metric_name(study)} at best validation epoch, paired over "
+      f"{seeds})"))
 
 
 def claims(study, c, path) -> bool:
@@ -363,14 +370,10 @@ def per_class_ap(study, c, path) -> bool:
                   fontsize=8)
     ax.set_ylabel("test AP difference (points)")
     ax.set_title(s.label or s.name, fontsize=10)
-  if not counts:
-    plt.close(fig)
-    return False
-  fig.suptitle(f"Per-class test AP at the best validation epoch, minus "
-               f"{base.label or base.name}'s on the same seed (95 % CI over "
-               f"{_seeds_text(counts)})", fontsize=10)
-  _save(fig, path, legend_ax)
-  return True
+  return _finish(fig, path, counts, legend_ax, lambda seeds: (
+      f"Per-class test AP at the best validation epoch, minus "
+      f"{base.label or base.name}'s on the same seed (95 % CI over "
+      f"{seeds})"))
 
 
 FIGURES = {
