@@ -201,7 +201,7 @@ def markdown(study: study_lib.Study, c: Collected,
          "label" if study.metric == "accuracy" else
          "labels hold a wrong entry, the mean share of their classes where "
          "the network agreed with the given labels, wrong entries included")
-      + " during the last epoch.", ""]
+      + ", during the last epoch.", ""]
   if c.replicas > 1:
     lines += [f"Runs trained as replicas (up to {c.replicas} consecutive "
               f"seeds of a grid point as one program), every method "
