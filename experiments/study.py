@@ -46,6 +46,9 @@ class Setting:
       (e.g. Joint Optimization's relabelling epoch scaled to the budget).
     x: where this setting sits on a figure's x axis (e.g. the noise rate),
       with ``group`` naming the curve it belongs to.
+    grid: grid key -> values that replace a method's own values of that key
+      in this setting (a learning-rate range suited to this dataset and
+      model); methods that do not tune the key are unaffected.
   """
   name: str
   config: str
@@ -55,6 +58,7 @@ class Setting:
       default_factory=dict)
   x: float | None = None
   group: str = ""
+  grid: Mapping[str, Sequence[Any]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,16 +89,28 @@ class Method:
   inherit_keys: tuple[str, ...] = ()
   transition_from: str | None = None
 
-  def points(self) -> list[dict[str, Any]]:
+  def grid_in(self, setting: Setting | None) -> dict[str, Sequence[Any]]:
+    """The grid this method tunes in ``setting`` (its values replaced by the
+    setting's ``grid`` where that names one of its keys)."""
+    grid = dict(self.grid)
+    if setting is not None:
+      grid.update({k: v for k, v in setting.grid.items() if k in grid})
+    return grid
+
+  def points(self, setting: Setting | None = None) -> list[dict[str, Any]]:
     """Every combination of the grid's values (one empty point if none).
 
     A key naming several config keys, ``"loss.alpha,loss.beta"``, takes
     tuples of values that move together (hyperparameters a paper tunes as
     pairs).
+
+    Args:
+      setting: the setting whose ``grid`` replaces some of the values.
     """
-    keys = list(self.grid)
+    grid = self.grid_in(setting)
+    keys = list(grid)
     points = []
-    for values in itertools.product(*(self.grid[k] for k in keys)):
+    for values in itertools.product(*(grid[k] for k in keys)):
       point = {}
       for key, value in zip(keys, values):
         names = key.split(",")
@@ -189,6 +205,15 @@ class Study:
             f"matrix from {source!r}, which must be another method that does "
             f"not estimate one itself")
     for s in self.settings:
+      untuned = set(s.grid) - {key for m in self.methods for key in m.grid}
+      if untuned:
+        raise ValueError(f"study {self.name!r}: setting {s.name!r} replaces "
+                         f"the values of {sorted(untuned)}, which no method "
+                         f"tunes")
+      empty = sorted(k for k, v in s.grid.items() if not len(v))
+      if empty:
+        raise ValueError(f"study {self.name!r}: setting {s.name!r} gives no "
+                         f"values for {empty}")
       unknown = set(s.method_overrides) - set(names)
       if unknown:
         raise ValueError(f"study {self.name!r}: setting {s.name!r} has "
@@ -342,7 +367,7 @@ def tune_runs(study: Study, root: str,
       source = m.transition_from
       if source is not None and (s.name, source) not in (selected or {}):
         continue
-      for point in m.points():
+      for point in m.points(s):
         for seed in study.tune_seeds:
           source_dir = None if source is None else _tune_dir(
               root, s.name, source, selected[(s.name, source)], seed)
@@ -354,10 +379,10 @@ def tune_runs(study: Study, root: str,
 
 def count_runs(study: Study) -> int:
   """Tune and final runs of the whole study."""
-  tune = sum(len(m.points()) for m in study.methods
+  tune = sum(len(m.points(s)) for s in study.settings for m in study.methods
              if m.inherit_from is None) * len(study.tune_seeds)
   final = len(study.methods) * len(study.final_seeds)
-  return len(study.settings) * (tune + final)
+  return tune + len(study.settings) * final
 
 
 def final_runs(study: Study, root: str,
@@ -371,21 +396,31 @@ def final_runs(study: Study, root: str,
   runs = []
   for s in study.settings:
     for m in study.methods:
-      if m.inherit_from is not None:
-        parent = selected[(s.name, m.inherit_from)]
-        point = {k: parent[k] for k in m.inherit_keys if k in parent}
-      else:
-        point = selected[(s.name, m.name)]
+      point = _final_point(study, s, m, selected)
       for seed in study.final_seeds:
-        source_dir = None if m.transition_from is None else _final_dir(
-            root, s.name, m.transition_from, seed)
+        source_dir = None
+        if m.transition_from is not None:
+          source = study.method(m.transition_from)
+          source_dir = _final_dir(root, s.name, source.name, _final_point(
+              study, s, source, selected), seed)
         runs.append(_run(study, "final", s, m, point, seed,
-                         _final_dir(root, s.name, m.name, seed), source_dir))
+                         _final_dir(root, s.name, m.name, point, seed),
+                         source_dir))
   return runs
 
 
-def _final_dir(root, setting, method, seed):
-  return os.path.join(root, setting, method, "final", f"seed{seed}")
+def _final_point(study, setting, method, selected):
+  if method.inherit_from is None:
+    return selected[(setting.name, method.name)]
+  parent = selected[(setting.name, method.inherit_from)]
+  return {k: parent[k] for k in method.inherit_keys if k in parent}
+
+
+def _final_dir(root, setting, method, point, seed):
+  # The point is part of the folder: when a selection changes (a grid
+  # extended later), the runs of the old one are not taken for the new.
+  return os.path.join(root, setting, method, "final", point_name(point),
+                      f"seed{seed}")
 
 
 def names() -> list[str]:

@@ -129,13 +129,14 @@ def _point_text(point: Mapping[str, Any]) -> str:
                    ) or "defaults"
 
 
-def _edge_text(method: study_lib.Method, selected) -> str:
+def _edge_text(method: study_lib.Method, setting: study_lib.Setting,
+               selected) -> str:
   """Which selected values sit at an end of their (3+ value) grid."""
   if selected is None:
     return ""
   point, _ = selected
   out = []
-  for key, values in method.grid.items():
+  for key, values in method.grid_in(setting).items():
     # Numbers only: names (and None, "the default") have no ends.
     ordered = sorted(v for v in values if isinstance(v, (int, float))
                      and not isinstance(v, bool))
@@ -267,7 +268,7 @@ def markdown(study: study_lib.Study, c: Collected,
           f"| {_mean_std(runs, 'memorised_last')} |")
     lines.append("")
     edges = [f"{m.label or m.name} ({text})" for m in study.methods
-             for text in [_edge_text(m, c.selected.get((s.name, m.name)))]
+             for text in [_edge_text(m, s, c.selected.get((s.name, m.name)))]
              if text]
     if edges:
       lines += ["Selected at an end of a grid of three or more values (the "

@@ -2,6 +2,7 @@
 
 import csv
 import dataclasses
+import glob
 import io
 import json
 import math
@@ -16,6 +17,7 @@ from absl.testing import absltest
 from experiments import protocol
 from experiments import runner
 from experiments import study as study_lib
+from experiments import summary
 from train import reporting
 from train import transition_estimate
 
@@ -27,6 +29,14 @@ def _record(epoch, val, test, clean=None):
   return {"epoch": epoch, "val_accuracy": val, "test_accuracy": test,
           "val_clean_accuracy": clean, "epoch_seconds": 1.0}
 
+
+
+def _toy_final(root, method):
+  """The toy study's one final run of ``method`` (under its selected
+  point's folder)."""
+  (workdir,) = glob.glob(os.path.join(root, "m1d_sym40", method, "final",
+                                      "*", "seed1"))
+  return workdir
 
 class RunScoresTest(absltest.TestCase):
 
@@ -125,6 +135,46 @@ class StudyTest(absltest.TestCase):
     self.assertLen(final, 20)
     self.assertEqual({r.overrides["x"] for r in final}, {2})
     self.assertIn("--config.x=2", final[-1].command("/c"))
+    self.assertEqual(final[0].workdir, "/r/a/ce/final/x=2/seed100")
+    self.assertEqual(final[-1].workdir, "/r/a/el/final/x=2/seed109")
+    # Another selection (a grid extended later) trains in other folders:
+    # the old selection's finished runs are not taken for the new one's.
+    other = study_lib.final_runs(study, "/r", {("a", "ce"): {"x": 1}})
+    self.assertFalse({r.workdir for r in final} & {r.workdir for r in other})
+
+  def test_a_setting_replaces_grid_values(self):
+    lr = "optimizer.learning_rate"
+    study = self._study(
+        settings=(study_lib.Setting("a", "f.py"),
+                  study_lib.Setting("b", "f.py", grid={lr: (0.01, 0.1)})),
+        methods=(study_lib.Method("ce", grid={lr: (0.1, 1.0)}),
+                 study_lib.Method("gce", grid={lr: (0.1, 1.0),
+                                               "loss.q": (0.5, 0.7)}),
+                 study_lib.Method("plain")))
+    points = lambda s, m: [dict(p) for p in study.method(m).points(
+        study.setting(s))]
+    self.assertEqual(points("a", "ce"), [{lr: 0.1}, {lr: 1.0}])
+    self.assertEqual(points("b", "ce"), [{lr: 0.01}, {lr: 0.1}])
+    self.assertEqual(points("b", "gce"),
+                     [{lr: 0.01, "loss.q": 0.5}, {lr: 0.01, "loss.q": 0.7},
+                      {lr: 0.1, "loss.q": 0.5}, {lr: 0.1, "loss.q": 0.7}])
+    self.assertEqual(points("b", "plain"), [{}])  # it tunes no rate
+    tune = study_lib.tune_runs(study, "/r")
+    self.assertEqual(sorted({r.overrides[lr] for r in tune
+                             if r.setting == "b" and r.method != "plain"}),
+                     [0.01, 0.1])
+    self.assertEqual(study_lib.count_runs(study), len(tune) + 2 * 3 * 10)
+    # Grid ends are the setting's.
+    grid = study_lib.Method("m", grid={lr: (0.1, 0.3, 1.0)})
+    wide = study_lib.Setting("w", "f.py", grid={lr: (0.03, 0.1, 0.3, 1.0)})
+    self.assertEqual(summary._edge_text(grid, wide, ({lr: 0.1}, 0.5)), "")
+    self.assertEqual(summary._edge_text(grid, None, ({lr: 0.1}, 0.5)),
+                     "learning_rate 0.1, the lowest")
+    with self.assertRaisesRegex(ValueError, "which no method tunes"):
+      self._study(settings=(study_lib.Setting("a", "f.py",
+                                              grid={"loss.gamma": (1,)}),))
+    with self.assertRaisesRegex(ValueError, "gives no values"):
+      self._study(settings=(study_lib.Setting("a", "f.py", grid={"x": ()}),))
 
   def test_estimated_transition_waits_for_its_source(self):
     study = self._study(methods=(
@@ -144,7 +194,7 @@ class StudyTest(absltest.TestCase):
     final = study_lib.final_runs(study, "/r", {("a", "ce"): {"x": 2},
                                                ("a", "fc"): {"y": 3}})
     self.assertEqual([r.transition_source for r in final
-                      if r.method == "fc"][:1], ["/r/a/ce/final/seed100"])
+                      if r.method == "fc"][:1], ["/r/a/ce/final/x=2/seed100"])
     self.assertEqual(study_lib.count_runs(study), 3 * 2 + 2 * 10)
     with self.assertRaisesRegex(ValueError, "estimates its transition"):
       self._study(methods=(study_lib.Method("ce"),
@@ -408,11 +458,11 @@ class ToyStudyTest(absltest.TestCase):
       rows = list(csv.DictReader(f))
     self.assertEqual([(r["method"], r["seed"]) for r in rows],
                      [("ce", "1"), ("el_at_ce", "1"), ("fc_est", "1")])
-    fc = os.path.join(root, "m1d_sym40", "fc_est", "final", "seed1")
+    fc = _toy_final(root, "fc_est")
     t = np.load(os.path.join(fc, study_lib.TRANSITION_FILE))
     self.assertEqual(t.shape, (10, 10))
     np.testing.assert_allclose(t.sum(1), 1.0, rtol=1e-6)
-    probs = np.load(os.path.join(root, "m1d_sym40", "ce", "final", "seed1",
+    probs = np.load(os.path.join(_toy_final(root, "ce"),
                                  study_lib.PROBABILITIES_FILE))
     self.assertEqual(probs.shape, (256, 10))
     np.testing.assert_allclose(
@@ -432,15 +482,14 @@ class ToyStudyTest(absltest.TestCase):
                              f"learning_rate={lr}", "seed0",
                              runner.RESULT_FILE)) as f:
         tune[float(lr)] = json.load(f)["scores"]["val_best"]
-    with open(os.path.join(root, "m1d_sym40", "el_at_ce", "final", "seed1",
+    with open(os.path.join(_toy_final(root, "el_at_ce"),
                            runner.RESULT_FILE)) as f:
       inherited = json.load(f)["point"]
     self.assertEqual(inherited["optimizer.learning_rate"],
                      max(tune, key=lambda lr: (tune[lr], -lr)))
 
     # A finished study runs nothing again; a run without its result resumes.
-    os.remove(os.path.join(root, "m1d_sym40", "ce", "final", "seed1",
-                           runner.RESULT_FILE))
+    os.remove(os.path.join(_toy_final(root, "ce"), runner.RESULT_FILE))
     # (Without the ledger, which would restore that result.)
     again = self._experiments(root, out, "--phases=tune,final", "--ledger=")
     self.assertEqual(again.returncode, 0, again.stderr)
@@ -448,8 +497,7 @@ class ToyStudyTest(absltest.TestCase):
                   again.stderr)
     self.assertIn("toy final: 2 runs, 1 finished before, 1 to run",
                   again.stderr)
-    with open(os.path.join(root, "m1d_sym40", "ce", "final", "seed1",
-                           runner.LOG_FILE)) as f:
+    with open(os.path.join(_toy_final(root, "ce"), runner.LOG_FILE)) as f:
       self.assertIn("resuming after epoch 2", f.read())
 
     # On a fresh machine (no root), the committed ledger continues the
@@ -481,10 +529,11 @@ class ToyStudyTest(absltest.TestCase):
     self.assertEqual(again.returncode, 0, again.stderr)
     self.assertIn("toy final (dependent methods): 1 runs, 0 finished before, "
                   "1 to run", again.stderr)
+    ce_final = os.path.relpath(_toy_final(fresh, "ce"), fresh)
     ce_entry = [e for e in runner.Ledger(partial, fresh).entries()
-                if e["workdir"] == "m1d_sym40/ce/final/seed1"][-1]
+                if e["workdir"] == ce_final][-1]
     np.testing.assert_array_equal(
-        np.load(os.path.join(fresh, "m1d_sym40", "fc_est", "final", "seed1",
+        np.load(os.path.join(_toy_final(fresh, "fc_est"),
                              study_lib.TRANSITION_FILE)),
         np.asarray(ce_entry["transition_estimate"]))
 
@@ -541,7 +590,6 @@ class SummaryTest(absltest.TestCase):
   """The summary page, CSV and every figure from fabricated results."""
 
   def test_summary_from_results(self):
-    from experiments import summary  # pylint: disable=g-import-not-at-top
     settings = tuple(
         study_lib.Setting(f"sym{r}", "mnist1d.py", label=f"{r} %",
                           x=r / 100, group="symmetric") for r in (20, 40))
@@ -585,8 +633,9 @@ class SummaryTest(absltest.TestCase):
       self.assertTrue(os.path.exists(os.path.join(out, f"fab_{name}.png")),
                       name)
     # Per-class AP is read at the best validation epoch (the last here).
-    with open(os.path.join(root, "sym20", "ce", "final", "seed1",
-                           runner.RESULT_FILE)) as f:
+    ce_seed1 = os.path.join(root, "sym20", "ce", "final",
+                            "learning_rate=0.3", "seed1")
+    with open(os.path.join(ce_seed1, runner.RESULT_FILE)) as f:
       self.assertEqual(json.load(f)["scores"]["test_ap_per_class"],
                        [0.2, None, 0.5])
     with open(os.path.join(out, "fab.md")) as f:
@@ -610,8 +659,7 @@ class SummaryTest(absltest.TestCase):
     with open(os.path.join(out, "fab.csv")) as f:
       self.assertLen(list(csv.DictReader(f)), 18)
     # Finals trained as replicas: the page says they shared a split.
-    path = os.path.join(root, "sym20", "ce", "final", "seed1",
-                        runner.RESULT_FILE)
+    path = os.path.join(ce_seed1, runner.RESULT_FILE)
     with open(path) as f:
       result = json.load(f)
     result["trained_as"] = {"workdir": "w", "replica": 0, "replicas": 3}
