@@ -35,8 +35,10 @@ _WORKERS = flags.DEFINE_integer("workers", 1, "Runs trained at once.",
 _PHASES = flags.DEFINE_list("phases", ["tune", "final", "summarize"],
                             "Which of tune, final, summarize to do.")
 _REPLICAS = flags.DEFINE_integer(
-    "replicas", 1, "Train up to this many consecutive seeds of a grid point "
-    "as one program (config.replicas); 1: each seed alone.", lower_bound=1)
+    "replicas", None, "Train up to this many consecutive seeds of a grid "
+    "point as one program (config.replicas); 1: each seed alone. Default: "
+    "the study's own (Study.replicas), which a study keeps from start to "
+    "end so that its seeds' splits pair.", lower_bound=1)
 _OUT = flags.DEFINE_string("out", "docs/results",
                            "Where the summary and figures go.")
 _LEDGER = flags.DEFINE_string(
@@ -85,7 +87,12 @@ def main(argv):
     if restored:
       print(f"{study.name}: {restored} finished run(s) restored from "
             f"{ledger_path}", file=sys.stderr)
-  replicas = _REPLICAS.value
+  replicas = study.replicas if _REPLICAS.value is None else _REPLICAS.value
+  if replicas != study.replicas:
+    print(f"{study.name}: --replicas={replicas} where the study trains "
+          f"{study.replicas} seed(s) a program: runs of the two kinds hold "
+          f"different validation splits, and their pairs would not pair",
+          file=sys.stderr)
   if replicas > 1 and any(m.transition_from for m in study.methods):
     # Replicas share the first seed's validation split, and a method whose
     # T is estimated from its own seed's run trains alone: its seeds would

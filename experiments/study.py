@@ -162,6 +162,10 @@ class Study:
     figures: names of ``figures.FIGURES`` drawn by the summary.
     notes: free text for the summary page (model choice, budget, ...).
     class_names: the classes' names, for per-class figures.
+    replicas: up to how many consecutive seeds of a grid point train as one
+      program (``config.replicas``; 1: each seed alone). Replicas share the
+      first seed's validation split, so a study keeps one value from start
+      to end: ``--replicas`` overrides it with a warning.
   """
   name: str
   title: str
@@ -177,6 +181,7 @@ class Study:
   command: str = ""
   notes: str = ""
   class_names: tuple[str, ...] = ()
+  replicas: int = 1
 
   def __post_init__(self):
     names = [m.name for m in self.methods]
@@ -244,6 +249,9 @@ class Study:
     if set(self.tune_seeds) & set(self.final_seeds):
       raise ValueError(f"study {self.name!r}: tuning and final seeds must "
                        f"differ (fresh seeds for the final runs)")
+    if self.replicas < 1:
+      raise ValueError(f"study {self.name!r}: replicas must be at least 1, "
+                       f"got {self.replicas}")
     if self.metric not in ("accuracy", "map"):
       raise ValueError(f"study {self.name!r}: metric must be 'accuracy' or "
                        f"'map', got {self.metric!r}")

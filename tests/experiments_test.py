@@ -239,6 +239,8 @@ class StudyTest(absltest.TestCase):
     with self.assertRaisesRegex(ValueError, r"overrides \['x'\] of method"):
       self._study(methods=methods, settings=(study_lib.Setting(
           "a", "f.py", method_overrides={"k1": {"x": 5}}),))
+    with self.assertRaisesRegex(ValueError, "replicas must be at least 1"):
+      self._study(replicas=0)
 
 
 class RunnerTest(absltest.TestCase):
@@ -545,6 +547,16 @@ class ToyStudyTest(absltest.TestCase):
     self.assertNotEqual(done.returncode, 0)
     self.assertIn("error: --study=nope: no such study", done.stderr)
     self.assertNotIn("Traceback", done.stderr)
+
+  def test_replicas_other_than_the_study_own_warn(self):
+    root, out = tempfile.mkdtemp(), tempfile.mkdtemp()
+    done = self._experiments(root, out, "--dry_run", "--replicas=3",
+                             "--ledger=")
+    self.assertEqual(done.returncode, 0, done.stderr)
+    self.assertIn("toy: --replicas=3 where the study trains 1 seed(s) a "
+                  "program", done.stderr)
+    done = self._experiments(root, out, "--dry_run", "--ledger=")
+    self.assertNotIn("--replicas", done.stderr)
 
 
 
