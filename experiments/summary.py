@@ -148,6 +148,41 @@ def _edge_text(method: study_lib.Method, setting: study_lib.Setting,
   return ", ".join(out)
 
 
+def _values_text(values) -> str:
+  # None leaves the key at the config's default (focal loss without alpha).
+  return ", ".join("none" if v is None else str(v) for v in values)
+
+
+def _grid_text(grid: Mapping[str, Any]) -> str:
+  parts = []
+  for key, values in grid.items():
+    names = [k.split(".")[-1] for k in key.split(",")]
+    if len(names) == 1:
+      parts.append(f"{names[0]} {{{_values_text(values)}}}")
+    else:  # values that move together
+      parts.append(f"({', '.join(names)}) {{" + ", ".join(
+          f"({_values_text(v)})" for v in values) + "}")
+  return " × ".join(parts)
+
+
+def grid_lines(study: study_lib.Study) -> list[str]:
+  """The searched grids: each tuned method's, then each setting's
+  replacements (what a reader needs to judge a selection at a grid end)."""
+  rows = [f"| {m.label or m.name} | {_grid_text(m.grid)} |"
+          for m in study.methods if m.inherit_from is None and m.grid]
+  if not rows:
+    return []
+  lines = ["Grids searched in the tune phase:", "",
+           "| method | grid |", "|---|---|", *rows, ""]
+  for s in study.settings:
+    if s.grid:
+      lines.append(f"In *{s.label or s.name}*, {_grid_text(s.grid)} "
+                   f"instead, for every method that tunes it.")
+  if any(s.grid for s in study.settings):
+    lines.append("")
+  return lines
+
+
 def claim_line(row: Mapping[str, Any]) -> str:
   """``+0.41 [+0.12, +0.70]`` in points: the paired difference and its CI."""
   p = row["paired"]
@@ -211,6 +246,7 @@ def markdown(study: study_lib.Study, c: Collected,
               f"initialisation and data order.", ""]
   if study.notes:
     lines += [study.notes.strip(), ""]
+  lines += grid_lines(study)
   claims = protocol.claim_rows(study, c.final)
   if claims:
     lines += ["## Claims", "",

@@ -164,6 +164,17 @@ class StudyTest(absltest.TestCase):
                              if r.setting == "b" and r.method != "plain"}),
                      [0.01, 0.1])
     self.assertEqual(study_lib.count_runs(study), len(tune) + 2 * 3 * 10)
+    # The page lists what was searched, the setting's values too.
+    lines = summary.grid_lines(dataclasses.replace(study, methods=(
+        *study.methods, study_lib.Method("sce", grid={
+            "loss.alpha,loss.beta": ((0.1, 1.0), (1.0, 1.0)),
+            "loss.gamma": (None, 2)}))))
+    self.assertIn("| gce | learning_rate {0.1, 1.0} × q {0.5, 0.7} |", lines)
+    self.assertIn("| sce | (alpha, beta) {(0.1, 1.0), (1.0, 1.0)} × gamma "
+                  "{none, 2} |", lines)
+    self.assertNotIn("| plain |", "".join(lines))
+    self.assertIn("In *b*, learning_rate {0.01, 0.1} instead, for every "
+                  "method that tunes it.", lines)
     # Grid ends are the setting's.
     grid = study_lib.Method("m", grid={lr: (0.1, 0.3, 1.0)})
     wide = study_lib.Setting("w", "f.py", grid={lr: (0.03, 0.1, 0.3, 1.0)})
@@ -655,6 +666,7 @@ class SummaryTest(absltest.TestCase):
     self.assertIn("| ce | learning_rate 0.3 | 90.00 | 3 | 80.00 ± 0.00 |",
                   page)
     self.assertNotIn("trained as replicas", page)
+    self.assertIn("| ce | learning_rate {0.03, 0.1, 0.3} |", page)
     # The binomial error at the baseline's own accuracy (80 %).
     self.assertIn("Test set: 100 examples (a binomial standard error of "
                   "4.00 points at ce's 80.0 %", page)
