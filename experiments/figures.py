@@ -68,7 +68,10 @@ def _finish(fig, path, counts, legend_ax, title) -> bool:
 
 
 def _colours(study):
-  cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+  # tab10, then the light shades of its hues (tab20's odd entries), so that
+  # up to 20 methods never share a colour.
+  cycle = (list(plt.get_cmap("tab10").colors)
+           + list(plt.get_cmap("tab20").colors)[1::2])
   return {m.name: cycle[i % len(cycle)] for i, m in enumerate(study.methods)}
 
 
@@ -269,16 +272,32 @@ def grad_by_confidence(study, c, path) -> bool:
 
 
 def versus_noise(study, c, path) -> bool:
-  """Test score against the noise rate, one panel per noise model."""
+  """Test score against the noise rate, a panel per noise model.
+
+  Ablations (methods that inherit another's selection) get panels of their
+  own, beside the method they ablate and the baseline, so that neither
+  panel holds more lines than a reader can follow.
+  """
   groups = sorted({s.group for s in study.settings if s.x is not None})
   if not groups or not any(c.final.values()):
     return False
-  fig, axes = _panels(len(groups))
+  tuned = [m for m in study.methods if m.inherit_from is None]
+  ablations = [m for m in study.methods if m.inherit_from is not None]
+  panels = [(group, group, tuned) for group in groups]
+  if ablations:
+    parents = [m for m in study.methods
+               if m.name in {a.inherit_from for a in ablations}]
+    reference = [m for m in study.methods if m in parents
+                 or (m.name == study.baseline and m not in ablations)]
+    title = "ablations of " + ", ".join(m.label or m.name for m in parents)
+    panels += [(group, f"{group}: {title}", reference + ablations)
+               for group in groups]
+  fig, axes = _panels(len(panels), height=4.2)
   colour = _colours(study)
-  for ax, group in zip(axes, groups):
+  for ax, (group, title, methods) in zip(axes, panels):
     settings = sorted((s for s in study.settings if s.group == group),
                       key=lambda s: s.x)
-    for m in study.methods:
+    for m in methods:
       xs, means, halves = [], [], []
       for s in settings:
         mean, half = _test_interval(c, s.name, m.name)
@@ -293,8 +312,13 @@ def versus_noise(study, c, path) -> bool:
                         color=colour[m.name], alpha=0.15)
     ax.set_xlabel("noise rate (%)")
     ax.set_ylabel(_metric_label(study) + " at best noisy-val epoch")
-    ax.set_title(group, fontsize=10)
-  _save(fig, path, axes[0])
+    ax.set_title(textwrap.fill(title, 60), fontsize=10)
+    # Scores fall with the noise rate: the lower left is free.
+    ax.legend(fontsize=7, loc="lower left")
+  counts = [len(runs) for runs in c.final.values() if runs]
+  fig.suptitle(f"{study.title}: mean and 95 % CI over "
+               f"{_seeds_text(counts)}", fontsize=10)
+  _save(fig, path)
   return True
 
 
