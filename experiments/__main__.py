@@ -60,6 +60,20 @@ def _selected(study, root):
           }, missing
 
 
+def _unmatched(study, root, ledger) -> int:
+  """How many of the ledger's runs no run of the study now names."""
+  selected, missing = _selected(study, root)
+  runs = study_lib.tune_runs(study, root, selected)
+  if not missing:
+    runs += study_lib.final_runs(study, root, selected)
+  expected = {os.path.relpath(r.workdir, root) for r in runs}
+  recorded = {e["workdir"]: e["result"].get("phase")
+              for e in ledger.entries()}
+  # Final runs cannot be named before every selection is known.
+  return sum(workdir not in expected and (phase == "tune" or not missing)
+             for workdir, phase in recorded.items())
+
+
 def _waves(runs):
   """Runs that others depend on first (forward correction's estimate)."""
   return ([r for r in runs if r.transition_source is None],
@@ -87,21 +101,15 @@ def main(argv):
     if restored:
       print(f"{study.name}: {restored} finished run(s) restored from "
             f"{ledger_path}", file=sys.stderr)
-  replicas = study.replicas if _REPLICAS.value is None else _REPLICAS.value
-  if replicas != study.replicas:
-    print(f"{study.name}: --replicas={replicas} where the study trains "
-          f"{study.replicas} seed(s) a program: runs of the two kinds hold "
-          f"different validation splits, and their pairs would not pair",
-          file=sys.stderr)
-  if replicas > 1 and any(m.transition_from for m in study.methods):
-    # Replicas share the first seed's validation split, and a method whose
-    # T is estimated from its own seed's run trains alone: its seeds would
-    # not share the splits of the baseline's, and the pairs would not pair.
-    print(f"{study.name}: --replicas={replicas} ignored: "
-          f"{[m.name for m in study.methods if m.transition_from]} train "
-          f"each seed alone, so every method does (paired splits)",
-          file=sys.stderr)
-    replicas = 1
+    unmatched = _unmatched(study, root, ledger)
+    if unmatched:
+      print(f"{study.name}: {unmatched} run(s) of the ledger match no run of "
+            f"the study as it stands (a grid point or selection has changed "
+            f"since they ran, or their folder layout is an older one): they "
+            f"count for nothing", file=sys.stderr)
+  replicas, warning = study_lib.replicas_for(study, _REPLICAS.value)
+  if warning:
+    print(f"{study.name}: {warning}", file=sys.stderr)
   common = dict(workers=_WORKERS.value, configs_dir=CONFIGS_DIR,
                 metric=study.metric, replicas=replicas, ledger=ledger)
   if _DRY_RUN.value:

@@ -191,6 +191,16 @@ class Study:
       if duplicated:
         raise ValueError(f"study {self.name!r}: {kind} names repeat: "
                          f"{sorted(duplicated)}")
+    owners = [(f"method {m.name!r}", m.grid) for m in self.methods]
+    owners += [(f"setting {s.name!r}", s.grid) for s in self.settings]
+    for owner, grid in owners:
+      for key, values in grid.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values,
+                                                              Sequence):
+          raise ValueError(
+              f"study {self.name!r}: {owner} gives grid key {key!r} the "
+              f"value {values!r}; give a tuple of the values to try, e.g. "
+              f"(0.1,)")
     if self.baseline not in names:
       raise ValueError(f"study {self.name!r}: baseline {self.baseline!r} is "
                        f"not one of its methods {names}")
@@ -252,6 +262,13 @@ class Study:
     if self.replicas < 1:
       raise ValueError(f"study {self.name!r}: replicas must be at least 1, "
                        f"got {self.replicas}")
+    estimated = [m.name for m in self.methods if m.transition_from]
+    if self.replicas > 1 and estimated:
+      raise ValueError(
+          f"study {self.name!r}: replicas={self.replicas}, but {estimated} "
+          f"train each seed alone (its transition matrix comes from its own "
+          f"seed's run), and seeds that share a split only pair with seeds "
+          f"that share it too: every method must train each seed alone")
     if self.metric not in ("accuracy", "map"):
       raise ValueError(f"study {self.name!r}: metric must be 'accuracy' or "
                        f"'map', got {self.metric!r}")
@@ -352,9 +369,41 @@ def _run(study: Study, phase, s: Setting, m: Method, point, seed, workdir,
              workdir, source)
 
 
-def _tune_dir(root, setting, method, point, seed):
-  return os.path.join(root, setting, method, "tune", point_name(point),
-                      f"seed{seed}")
+def replicas_for(study: Study, flag: int | None) -> tuple[int, str]:
+  """Seeds a program trains (``--replicas``, else the study's), and a
+  warning for the user ('' when none is due)."""
+  if flag is None or flag == study.replicas:
+    return study.replicas, ""
+  estimated = [m.name for m in study.methods if m.transition_from]
+  if estimated:
+    # Replicas share the first seed's validation split, and a method whose
+    # T is estimated from its own seed's run trains alone: its seeds would
+    # not share the splits of the baseline's, and the pairs would not pair.
+    return study.replicas, (
+        f"--replicas={flag} ignored: {estimated} train each seed alone, so "
+        f"every method does (paired splits)")
+  return flag, (
+      f"--replicas={flag} where the study trains {study.replicas} seed(s) a "
+      f"program: runs of the two kinds hold different validation splits, and "
+      f"their pairs would not pair")
+
+
+def run_dir(root: str, phase: str, setting: str, method: str,
+            point: Mapping[str, Any], seed: int,
+            source: tuple[str, Mapping[str, Any]] | None = None) -> str:
+  """``SETTING/METHOD/PHASE/POINT[/T_from_SOURCE_POINT]/seedS`` under root.
+
+  The folder names all a run's result depends on beyond its setting and
+  seed: its point and, for a method whose transition matrix is estimated
+  from another method's run (``source``: that method and its point), the
+  source's point. So when a selection changes (a grid extended later), no
+  run made under the old one is taken for the new one.
+  """
+  parts = [root, setting, method, phase, point_name(point)]
+  if source is not None:
+    name, source_point = source
+    parts.append(f"T_from_{name}_{point_name(source_point)}")
+  return os.path.join(*parts, f"seed{seed}")
 
 
 def tune_runs(study: Study, root: str,
@@ -365,23 +414,26 @@ def tune_runs(study: Study, root: str,
   Args:
     selected: the selections known so far; a method that estimates its
       transition matrix from another's runs (``Method.transition_from``) has
-      tune runs only once that method is selected in the setting.
+      tune runs only once that method is selected in the setting, and
+      estimates from that method's tuning run of the same seed.
   """
   runs = []
   for s in study.settings:
     for m in study.methods:
       if m.inherit_from is not None:
         continue
-      source = m.transition_from
-      if source is not None and (s.name, source) not in (selected or {}):
-        continue
+      source = None
+      if m.transition_from is not None:
+        if (s.name, m.transition_from) not in (selected or {}):
+          continue
+        source = (m.transition_from, selected[(s.name, m.transition_from)])
       for point in m.points(s):
         for seed in study.tune_seeds:
-          source_dir = None if source is None else _tune_dir(
-              root, s.name, source, selected[(s.name, source)], seed)
+          source_dir = None if source is None else run_dir(
+              root, "tune", s.name, *source, seed)
           runs.append(_run(study, "tune", s, m, point, seed,
-                           _tune_dir(root, s.name, m.name, point, seed),
-                           source_dir))
+                           run_dir(root, "tune", s.name, m.name, point, seed,
+                                   source), source_dir))
   return runs
 
 
@@ -405,15 +457,16 @@ def final_runs(study: Study, root: str,
   for s in study.settings:
     for m in study.methods:
       point = _final_point(study, s, m, selected)
+      source = None
+      if m.transition_from is not None:
+        source = (m.transition_from, _final_point(
+            study, s, study.method(m.transition_from), selected))
       for seed in study.final_seeds:
-        source_dir = None
-        if m.transition_from is not None:
-          source = study.method(m.transition_from)
-          source_dir = _final_dir(root, s.name, source.name, _final_point(
-              study, s, source, selected), seed)
+        source_dir = None if source is None else run_dir(
+            root, "final", s.name, *source, seed)
         runs.append(_run(study, "final", s, m, point, seed,
-                         _final_dir(root, s.name, m.name, point, seed),
-                         source_dir))
+                         run_dir(root, "final", s.name, m.name, point, seed,
+                                 source), source_dir))
   return runs
 
 
@@ -422,13 +475,6 @@ def _final_point(study, setting, method, selected):
     return selected[(setting.name, method.name)]
   parent = selected[(setting.name, method.inherit_from)]
   return {k: parent[k] for k in method.inherit_keys if k in parent}
-
-
-def _final_dir(root, setting, method, point, seed):
-  # The point is part of the folder: when a selection changes (a grid
-  # extended later), the runs of the old one are not taken for the new.
-  return os.path.join(root, setting, method, "final", point_name(point),
-                      f"seed{seed}")
 
 
 def names() -> list[str]:

@@ -33,9 +33,9 @@ def _record(epoch, val, test, clean=None):
 
 def _toy_final(root, method):
   """The toy study's one final run of ``method`` (under its selected
-  point's folder)."""
+  point's folder, and its transition matrix source's)."""
   (workdir,) = glob.glob(os.path.join(root, "m1d_sym40", method, "final",
-                                      "*", "seed1"))
+                                      "**", "seed1"), recursive=True)
   return workdir
 
 class RunScoresTest(absltest.TestCase):
@@ -197,8 +197,14 @@ class StudyTest(absltest.TestCase):
     fc = [r for r in tune if r.method == "fc"]
     self.assertLen(fc, 2)
     self.assertEqual(fc[0].transition_source, "/r/a/ce/tune/x=2/seed0")
+    # The folder names the source's point too: once ce's selection moves,
+    # no run (or matrix) estimated from its old point is taken.
     self.assertEqual(fc[0].overrides["loss.transition_matrix"],
-                     "/r/a/fc/tune/y=3/seed0/transition_matrix.npy")
+                     "/r/a/fc/tune/y=3/T_from_ce_x=2/seed0/"
+                     "transition_matrix.npy")
+    moved = [r for r in study_lib.tune_runs(study, "/r", {("a", "ce"): {"x": 1}})
+             if r.method == "fc"]
+    self.assertFalse({r.workdir for r in fc} & {r.workdir for r in moved})
     # The source's runs save the predictions the estimate needs.
     self.assertTrue(all(r.overrides["save_train_probabilities"]
                         for r in tune if r.method == "ce"))
@@ -206,6 +212,12 @@ class StudyTest(absltest.TestCase):
                                                ("a", "fc"): {"y": 3}})
     self.assertEqual([r.transition_source for r in final
                       if r.method == "fc"][:1], ["/r/a/ce/final/x=2/seed100"])
+    self.assertEqual([r.workdir for r in final if r.method == "fc"][:1],
+                     ["/r/a/fc/final/y=3/T_from_ce_x=2/seed100"])
+    moved = study_lib.final_runs(study, "/r", {("a", "ce"): {"x": 1},
+                                               ("a", "fc"): {"y": 3}})
+    self.assertFalse({r.workdir for r in final if r.method == "fc"}
+                     & {r.workdir for r in moved if r.method == "fc"})
     self.assertEqual(study_lib.count_runs(study), 3 * 2 + 2 * 10)
     with self.assertRaisesRegex(ValueError, "estimates its transition"):
       self._study(methods=(study_lib.Method("ce"),
@@ -252,6 +264,38 @@ class StudyTest(absltest.TestCase):
           "a", "f.py", method_overrides={"k1": {"x": 5}}),))
     with self.assertRaisesRegex(ValueError, "replicas must be at least 1"):
       self._study(replicas=0)
+    with self.assertRaisesRegex(ValueError, "every method must train each "
+                                "seed alone"):
+      self._study(replicas=5, methods=(
+          study_lib.Method("ce"), study_lib.Method("fc",
+                                                   transition_from="ce")))
+    for bad in (0.1, "0.1"):
+      with self.assertRaisesRegex(ValueError, "give a tuple of the values"):
+        self._study(settings=(study_lib.Setting("a", "f.py",
+                                                grid={"x": bad}),))
+      with self.assertRaisesRegex(ValueError, "method 'ce' gives grid key"):
+        self._study(methods=(study_lib.Method("ce", grid={"x": bad}),))
+
+  def test_replicas_for(self):
+    study = self._study(replicas=5)
+    self.assertEqual(study_lib.replicas_for(study, None), (5, ""))
+    self.assertEqual(study_lib.replicas_for(study, 5), (5, ""))
+    replicas, warning = study_lib.replicas_for(study, 1)
+    self.assertEqual(replicas, 1)
+    self.assertIn("pairs would not pair", warning)
+    estimated = self._study(methods=(
+        study_lib.Method("ce"), study_lib.Method("fc", transition_from="ce")))
+    replicas, warning = study_lib.replicas_for(estimated, 4)
+    self.assertEqual(replicas, 1)
+    self.assertIn("--replicas=4 ignored: ['fc'] train each seed alone",
+                  warning)
+
+  def test_replica_group_trains_under_its_point(self):
+    study = self._study()
+    final = study_lib.final_runs(study, "/r", {("a", "ce"): {"x": 2}})
+    (group, *_) = runner.replica_groups(final, 5)
+    self.assertEqual(runner._group_run(group).workdir,
+                     "/r/a/ce/final/x=2/seeds100-104")
 
 
 class RunnerTest(absltest.TestCase):
@@ -559,15 +603,28 @@ class ToyStudyTest(absltest.TestCase):
     self.assertIn("error: --study=nope: no such study", done.stderr)
     self.assertNotIn("Traceback", done.stderr)
 
-  def test_replicas_other_than_the_study_own_warn(self):
+  def test_replicas_flag_and_unmatched_ledger_runs(self):
     root, out = tempfile.mkdtemp(), tempfile.mkdtemp()
     done = self._experiments(root, out, "--dry_run", "--replicas=3",
                              "--ledger=")
     self.assertEqual(done.returncode, 0, done.stderr)
-    self.assertIn("toy: --replicas=3 where the study trains 1 seed(s) a "
-                  "program", done.stderr)
+    self.assertIn("toy: --replicas=3 ignored: ['fc_est'] train each seed "
+                  "alone", done.stderr)
     done = self._experiments(root, out, "--dry_run", "--ledger=")
     self.assertNotIn("--replicas", done.stderr)
+    # A ledger line no run of the study names (an older grid, say) is
+    # restored but said to count for nothing.
+    ledger = os.path.join(out, "l.jsonl")
+    with open(ledger, "w") as f:
+      for workdir in ("m1d_sym40/ce/tune/learning_rate=0.3/seed0",
+                      "m1d_sym40/ce/tune/learning_rate=0.1/seed0"):
+        f.write(json.dumps({"workdir": workdir, "result": {
+            "phase": "tune", "scores": None, "wall_seconds": 1.0}}) + "\n")
+    done = self._experiments(root, out, "--dry_run", f"--ledger={ledger}")
+    self.assertEqual(done.returncode, 0, done.stderr)
+    self.assertIn("toy: 2 finished run(s) restored", done.stderr)
+    self.assertIn("toy: 1 run(s) of the ledger match no run of the study as "
+                  "it stands", done.stderr)
 
 
 
@@ -738,6 +795,40 @@ class SummaryTest(absltest.TestCase):
     for draw in (figures.claims, figures.versus_log_end,
                  figures.per_class_ap):
       self.assertFalse(draw(study, c, "unused.png"), draw.__name__)
+
+  def test_noise_figure_draws_ablations_apart(self):
+    from experiments import figures  # pylint: disable=g-import-not-at-top
+    study = study_lib.Study(
+        name="n", title="Noise", settings=tuple(
+            study_lib.Setting(f"sym{r}", "x.py", x=r / 100, group="sym")
+            for r in (20, 40)),
+        methods=(study_lib.Method("ce"), study_lib.Method("gce"),
+                 study_lib.Method("jo"),
+                 study_lib.Method("jo_k1", inherit_from="jo")),
+        baseline="ce", tune_seeds=(0,), final_seeds=(1, 2))
+    c = type("C", (), {"final": {
+        (f"sym{r}", m): {seed: {"test_at_val": 0.9 - r / 100 + 0.01 * seed}
+                         for seed in (1, 2)}
+        for r in (20, 40) for m in ("ce", "gce", "jo", "jo_k1")}})()
+    captured = []
+    save = figures._save
+    figures._save = lambda fig, path, legend_ax=None, top_inches=0.0: (
+        captured.append(fig))
+    try:
+      self.assertTrue(figures.versus_noise(study, c, "unused.png"))
+    finally:
+      figures._save = save
+    (fig,) = captured
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    labels = [[t.get_text() for t in ax.get_legend().get_texts()]
+              for ax in visible]
+    # The tuned methods, then the ablation beside what it ablates and the
+    # baseline.
+    self.assertEqual(labels, [["ce", "gce", "jo"], ["ce", "jo", "jo_k1"]])
+    self.assertEqual(visible[1].get_title(), "sym: ablations of jo")
+    np.testing.assert_allclose(visible[0].lines[0].get_xdata(), [20, 40])
+    np.testing.assert_allclose(visible[0].lines[0].get_ydata(),
+                               [71.5, 51.5])
 
   def test_sparse_gradient_bins_drawn_hollow(self):
     from experiments import figures  # pylint: disable=g-import-not-at-top

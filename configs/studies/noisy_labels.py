@@ -19,9 +19,10 @@ labels are clean.
 Models: the 1-D CNN on MNIST-1D (10,000 examples: 7,200 train, 800
 validation, 2,000 test; 40 epochs, + 30 for JO's stage 2) and an MLP
 (width 256) on Fashion-MNIST (40 epochs + 20). SGD with momentum 0.9; the
-learning rate is tuned over 0.01, 0.03, 0.1, 0.3, 1 on MNIST-1D and 0.01-0.3
-on Fashion-MNIST (the study first ran on 0.03-0.3, and selections reached
-both ends). Every method but JO uses a
+learning rate is tuned over 0.01, 0.03, 0.1, 0.3, 1 on MNIST-1D and
+0.003-0.3 on Fashion-MNIST (the study first ran on 0.03-0.3, and
+selections reached both ends; on Fashion-MNIST cross entropy then chose
+0.01, the new lowest). Every method but JO uses a
 cosine-decayed learning rate; JO's stage 1 keeps its rate constant (the
 relabelling averages the last K epochs' predictions, which a decaying rate
 would freeze) and its stage 2 divides it by 10 twice, as in the paper. JO
@@ -34,9 +35,10 @@ import dataclasses
 from experiments import study as s
 
 # One step beyond each end that a selection reached on a grid of 0.03-0.3
-# (most MNIST-1D methods chose 0.3, SCE 0.03; Fashion-MNIST's chose 0.03).
+# (most MNIST-1D methods chose 0.3, SCE 0.03; Fashion-MNIST's chose 0.03),
+# and on Fashion-MNIST one more when cross entropy then chose 0.01.
 _LR = {"optimizer.learning_rate": (0.01, 0.03, 0.1, 0.3, 1.0)}
-_FMNIST_LR = {"optimizer.learning_rate": (0.01, 0.03, 0.1, 0.3)}
+_FMNIST_LR = {"optimizer.learning_rate": (0.003, 0.01, 0.03, 0.1, 0.3)}
 _JO_PAIRS = ((1.0, 0.5), (1.2, 0.8), (0.8, 0.4))  # the official settings
 
 
