@@ -33,6 +33,8 @@ SCORE_LABELS = {
     "test_at_clean_val": "test at best clean val",
     "test_last": "test, last epoch",
     "val_best": "best val",
+    "recovery_accuracy_last": "label recovery",
+    "memorised_last": "memorised fraction",
 }
 # Per-run extras carried into the tables when the records have them.
 EXTRAS = ("recovery_accuracy", "memorised", "train_accuracy_clean")

@@ -25,6 +25,7 @@ import re
 from typing import Any, Mapping, Sequence
 
 import configs
+from experiments import protocol
 
 Overrides = Mapping[str, Any]
 
@@ -136,7 +137,7 @@ class Claim:
     settings: the settings it is tested on (empty: every setting).
     direction: +1 if the claim is that method > baseline, -1 if method <
       baseline.
-    metric: the per-run score compared (see ``protocol.SCORES``).
+    metric: the per-run score compared (a key of ``protocol.SCORE_LABELS``).
   """
   text: str
   source: str
@@ -251,6 +252,10 @@ class Study:
               f"{clash} of method {m.name!r}, which sets or tunes them "
               f"itself; leave them out of the setting's overrides for it")
     for c in self.claims:
+      if c.metric not in protocol.SCORE_LABELS:
+        raise ValueError(f"study {self.name!r}: claim {c.text!r} compares "
+                         f"{c.metric!r}; scores are "
+                         f"{sorted(protocol.SCORE_LABELS)}")
       unknown = ({c.method, c.baseline} - set(names)) | (
           set(c.settings) - set(settings))
       if unknown:

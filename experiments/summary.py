@@ -183,6 +183,14 @@ def grid_lines(study: study_lib.Study) -> list[str]:
   return lines
 
 
+def claim_text(claim: study_lib.Claim) -> str:
+  """The claim, with the score it compares where that is not the usual."""
+  if claim.metric == "test_at_val":
+    return claim.text
+  return (f"{claim.text} "
+          f"[{protocol.SCORE_LABELS.get(claim.metric, claim.metric)}]")
+
+
 def claim_line(row: Mapping[str, Any]) -> str:
   """``+0.41 [+0.12, +0.70]`` in points: the paired difference and its CI."""
   p = row["paired"]
@@ -250,11 +258,14 @@ def markdown(study: study_lib.Study, c: Collected,
   claims = protocol.claim_rows(study, c.final)
   if claims:
     lines += ["## Claims", "",
-              f"| claim | source | setting | {metric} difference (points, "
-              f"95 % CI) | seeds | verdict |", "|---|---|---|---|---|---|"]
+              f"Differences are in test {metric} at the epoch of best "
+              f"validation {metric}, unless a claim names another score "
+              f"in brackets.", "",
+              "| claim | source | setting | difference (points, 95 % CI) "
+              "| seeds | verdict |", "|---|---|---|---|---|---|"]
     for row in claims:
-      cl = row["claim"]
-      lines.append(f"| {cl.text} | {cl.source} | {row['setting'].label or row['setting'].name} "
+      cl, s = row["claim"], row["setting"]
+      lines.append(f"| {claim_text(cl)} | {cl.source} | {s.label or s.name} "
                    f"| {claim_line(row)} | {row['paired'].n} "
                    f"| {row['verdict']} |")
     lines.append("")

@@ -262,6 +262,9 @@ class StudyTest(absltest.TestCase):
     with self.assertRaisesRegex(ValueError, r"overrides \['x'\] of method"):
       self._study(methods=methods, settings=(study_lib.Setting(
           "a", "f.py", method_overrides={"k1": {"x": 5}}),))
+    with self.assertRaisesRegex(ValueError, "compares 'test_acc'; scores"):
+      self._study(claims=(study_lib.Claim("c", "p", "el", "ce",
+                                          metric="test_acc"),))
     with self.assertRaisesRegex(ValueError, "replicas must be at least 1"):
       self._study(replicas=0)
     with self.assertRaisesRegex(ValueError, "every method must train each "
@@ -683,8 +686,10 @@ class SummaryTest(absltest.TestCase):
                          grid={"optimizer.learning_rate": (0.1,)}))
     study = study_lib.Study(
         name="fab", title="Fabricated", settings=settings, methods=methods,
-        baseline="ce", claims=(study_lib.Claim("EL beats CE", "p", "el",
-                                               "ce"),),
+        baseline="ce", claims=(
+            study_lib.Claim("EL beats CE", "p", "el", "ce"),
+            study_lib.Claim("JO recovers labels", "p", "jo", "ce",
+                            metric="recovery_accuracy_last")),
         tune_seeds=(0,), final_seeds=(1, 2, 3),
         figures=("claims", "scores", "log_end", "grad_by_confidence", "noise",
                  "recovery", "per_class_ap"), class_names=("a", "b", "c"))
@@ -724,6 +729,9 @@ class SummaryTest(absltest.TestCase):
                   page)
     self.assertNotIn("trained as replicas", page)
     self.assertIn("| ce | learning_rate {0.03, 0.1, 0.3} |", page)
+    # A claim on another score says which (recovery 80 % against 60 %).
+    self.assertIn("| JO recovers labels [label recovery] | p | 20 % | "
+                  "+20.00 [+20.00, +20.00] | 3 | confirmed |", page)
     # The binomial error at the baseline's own accuracy (80 %).
     self.assertIn("Test set: 100 examples (a binomial standard error of "
                   "4.00 points at ce's 80.0 %", page)
