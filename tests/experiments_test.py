@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from unittest import mock
 
 import numpy as np
 from absl.testing import absltest
@@ -30,13 +31,26 @@ def _record(epoch, val, test, clean=None):
           "val_clean_accuracy": clean, "epoch_seconds": 1.0}
 
 
-
 def _toy_final(root, method):
   """The toy study's one final run of ``method`` (under its selected
   point's folder, and its transition matrix source's)."""
   (workdir,) = glob.glob(os.path.join(root, "m1d_sym40", method, "final",
                                       "**", "seed1"), recursive=True)
   return workdir
+
+
+def _drawn(study, collected, *draws):
+  """The figures ``draws`` make, caught where they would be saved."""
+  from experiments import figures  # pylint: disable=g-import-not-at-top
+  captured = []
+  with mock.patch.object(figures, "_save",
+                         lambda fig, *unused_args, **unused_kwargs:
+                         captured.append(fig)):
+    for draw in draws:
+      if not draw(study, collected, "unused.png"):
+        raise AssertionError(f"{draw.__name__} drew nothing")
+  return captured
+
 
 class RunScoresTest(absltest.TestCase):
 
@@ -779,17 +793,9 @@ class SummaryTest(absltest.TestCase):
         ("s", m): {seed: {"test_at_val": acc, "test_ap_per_class": ap}
                    for seed, (acc, ap) in runs.items()}
         for m, runs in scores.items()}})()
-    captured = []
-    save = figures._save
-    figures._save = lambda fig, path, legend_ax=None, top_inches=0.0: (
-        captured.append(fig))
-    try:
-      for draw in (figures.claims, figures.versus_log_end,
-                   figures.per_class_ap):
-        self.assertTrue(draw(study, c, "unused.png"), draw.__name__)
-    finally:
-      figures._save = save
-    claims_fig, log_end_fig, ap_fig = captured
+    claims_fig, log_end_fig, ap_fig = _drawn(
+        study, c, figures.claims, figures.versus_log_end,
+        figures.per_class_ap)
     np.testing.assert_allclose(
         np.asarray(claims_fig.axes[0].lines[0].get_xdata(), float), [2.5])
     self.assertIn("over 2 seeds", claims_fig._suptitle.get_text())
@@ -818,15 +824,7 @@ class SummaryTest(absltest.TestCase):
         (f"sym{r}", m): {seed: {"test_at_val": 0.9 - r / 100 + 0.01 * seed}
                          for seed in (1, 2)}
         for r in (20, 40) for m in ("ce", "gce", "jo", "jo_k1")}})()
-    captured = []
-    save = figures._save
-    figures._save = lambda fig, path, legend_ax=None, top_inches=0.0: (
-        captured.append(fig))
-    try:
-      self.assertTrue(figures.versus_noise(study, c, "unused.png"))
-    finally:
-      figures._save = save
-    (fig,) = captured
+    (fig,) = _drawn(study, c, figures.versus_noise)
     visible = [ax for ax in fig.axes if ax.get_visible()]
     labels = [[t.get_text() for t in ax.get_legend().get_texts()]
               for ax in visible]
@@ -850,16 +848,9 @@ class SummaryTest(absltest.TestCase):
     scores = protocol.run_scores(records)
     self.assertEqual(scores["grad_bin_count"], [100, 0, 9])
     c = type("C", (), {"final": {("s", "ce"): {1: scores, 2: scores}}})()
-    captured = []
-    save = figures._save
-    figures._save = lambda fig, path, legend_ax=None, top_inches=0.0: (
-        captured.append(fig))
-    try:
-      self.assertTrue(figures.grad_by_confidence(study, c, "unused.png"))
-    finally:
-      figures._save = save
+    (fig,) = _drawn(study, c, figures.grad_by_confidence)
     # The last bin holds 18 examples over two seeds: hollow, alone.
-    hollow = captured[0].axes[0].lines[1]
+    hollow = fig.axes[0].lines[1]
     np.testing.assert_allclose(hollow.get_xdata(), [5 / 6])
     self.assertEqual(hollow.get_markerfacecolor(), "white")
 
@@ -889,14 +880,8 @@ class SummaryTest(absltest.TestCase):
     c = type("C", (), {"final": {
         ("s", m): {i: {"test_at_val": v} for i, v in enumerate(vs)}
         for m, vs in seeds.items()}})()
-    captured = {}
-    save = figures._save
-    figures._save = lambda fig, path, legend_ax=None: captured.update(fig=fig)
-    try:
-      self.assertTrue(figures.scores(study, c, "unused.png"))
-    finally:
-      figures._save = save
-    ax = captured["fig"].axes[0]
+    (fig,) = _drawn(study, c, figures.scores)
+    ax = fig.axes[0]
     low, high = ax.get_xlim()
     self.assertGreater(low, 70)  # 60 % is off the axis
     self.assertLessEqual(high, 100.5)
