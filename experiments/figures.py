@@ -210,8 +210,7 @@ def claims(study, c, path) -> bool:
                                                   claim.baseline))
     ax.set_xlabel(f"{method.label or method.name} - "
                   f"{baseline.label or baseline.name} (points)", fontsize=8)
-    score = "" if claim.metric == "test_at_val" else (
-        f" [{protocol.SCORE_LABELS.get(claim.metric, claim.metric)}]")
+    score = protocol.score_tag(claim.metric)
     ax.set_title(textwrap.fill(f"{claim.text} ({claim.source}){score}", 48),
                  fontsize=8)
     ax.grid(axis="x", alpha=0.3)

@@ -40,6 +40,14 @@ SCORE_LABELS = {
 EXTRAS = ("recovery_accuracy", "memorised", "train_accuracy_clean")
 
 
+def score_tag(metric: str) -> str:
+  """`` [label]`` naming the score a claim compares; '' for the usual one
+  (test at the best validation epoch), which tables and figures assume."""
+  if metric == "test_at_val":
+    return ""
+  return f" [{SCORE_LABELS.get(metric, metric)}]"
+
+
 def run_scores(records: Sequence[Mapping[str, Any]], metric: str = "accuracy"
                ) -> dict[str, Any]:
   """A run's scores (see the module docstring) from its epoch records.

@@ -185,10 +185,7 @@ def grid_lines(study: study_lib.Study) -> list[str]:
 
 def claim_text(claim: study_lib.Claim) -> str:
   """The claim, with the score it compares where that is not the usual."""
-  if claim.metric == "test_at_val":
-    return claim.text
-  return (f"{claim.text} "
-          f"[{protocol.SCORE_LABELS.get(claim.metric, claim.metric)}]")
+  return claim.text + protocol.score_tag(claim.metric)
 
 
 def claim_line(row: Mapping[str, Any]) -> str:
