@@ -11,6 +11,7 @@ from absl.testing import parameterized
 from tests.tiny import printed
 from tests.tiny import run_on_eight_devices
 from tests.tiny import tiny_config
+from train import contract
 from train import local_data
 from train import loss_registry
 from train import reporting
@@ -133,6 +134,17 @@ class TrainerTest(parameterized.TestCase):
                      records[1]["recovery_accuracy"])
     self.assertAlmostEqual(records[2]["learning_rate"], 0.2)
     self.assertAlmostEqual(records[3]["learning_rate"], 0.02)
+
+  def test_finished_run_leaves_its_run_file(self):
+    config = tiny_config(**{"num_epochs": 2})
+    _, _, workdir = _run(config, stop_after_epochs=1)
+    self.assertIsNone(contract.read_run(workdir))  # not finished yet
+    trainer.train_and_evaluate(config, workdir)
+    run = contract.read_run(workdir)
+    self.assertEqual((run["dataset"], run["epochs"], run["num_classes"]),
+                     ("mnist1d", 2, 10))
+    self.assertEqual(run["num_test"], 1000)  # MNIST-1D's test set
+    self.assertEqual(run["num_train"], 256)
 
   def test_encouraging_schedule_is_recorded(self):
     config = tiny_config(**{

@@ -35,15 +35,15 @@ from ml_collections import config_dict
 from ml_collections import config_flags
 
 import configs
+from train import contract
 
 _DEFAULT_CONFIG = os.path.join(os.path.dirname(configs.__file__), "default.py")
-USAGE_ERROR = 2
+USAGE_ERROR = contract.USAGE_ERROR
 _OVERRIDE = re.compile(r"^--?(?:no)?config\.([^=\s]+)")
 _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false",
                str: "a string", tuple: "a tuple such as '(40, 80)'"}
 
-# The exit status of a run whose loss diverged.
-DIVERGED = 3
+DIVERGED = contract.DIVERGED
 
 
 def _define_flags():

@@ -19,6 +19,7 @@ from typing import Any
 from absl import logging
 from ml_collections import config_dict
 
+from train import contract
 from train import datasets
 from train import label_state
 from train import models
@@ -26,7 +27,7 @@ from train import noise
 from train import schedules
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
-CONFIG_FILE = "config.json"
+CONFIG_FILE = contract.CONFIG_FILE
 # Keys a resumed run may change: they do not alter the epochs already run.
 RESUMABLE_CHANGES = ("num_epochs", "checkpoint_every_epochs",
                      "checkpoint_min_seconds", "log_every_steps",

@@ -18,24 +18,12 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-METRICS_FILE = "metrics.jsonl"
+from train import contract
+
+METRICS_FILE = contract.METRICS_FILE
 
 
-def read_records(workdir: str) -> list[dict[str, Any]]:
-  """The epoch records of ``workdir/metrics.jsonl`` (empty if none)."""
-  path = os.path.join(workdir, METRICS_FILE)
-  if not os.path.exists(path):
-    return []
-  records = []
-  with open(path) as f:
-    for line in f:
-      try:
-        records.append(json.loads(line))
-      except json.JSONDecodeError:
-        # A line cut short by a kill while it was written; only the last
-        # line can be, and its epoch reruns on resume.
-        break
-  return records
+read_records = contract.read_records
 
 
 class MetricWriter:

@@ -24,6 +24,7 @@ from ml_collections import config_dict
 
 from train import checkpoints
 from train import config_checks
+from train import contract
 from train import label_state as label_state_lib
 from train import metrics
 from train import models
@@ -34,7 +35,7 @@ from train import steps
 from train import training_data
 
 ConfigError = config_checks.ConfigError
-PROBABILITIES_FILE = "probabilities_train.npy"
+PROBABILITIES_FILE = contract.PROBABILITIES_FILE
 
 
 # ---------------------------------------------------------------------------
@@ -313,7 +314,8 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   config_checks.check_data(config)
   run = _Run(config, workdir)
   config_checks.check_workdir(workdir)
-  store = checkpoints.Checkpoints(os.path.join(workdir, "checkpoints"),
+  store = checkpoints.Checkpoints(os.path.join(workdir,
+                                               contract.CHECKPOINT_DIR),
                                   keep=config.keep_checkpoints)
   resume_epoch = store.latest_epoch() or 0
   main_process = jax.process_index() == 0
@@ -379,6 +381,13 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
     run.save_train_probabilities(classifier, state)
   summary = reporting.summarise(records)
   if main_process and last == run.total_epochs:
+    data = run.data
+    contract.write_run(workdir, {
+        "dataset": config.dataset.name, "num_train": data.num_train,
+        "num_validation": len(data.val_x), "num_test": len(data.test_x),
+        "num_classes": data.num_classes, "multi_label": data.multi_label,
+        "epochs": run.total_epochs, "replicas": run.replicas,
+        "devices": jax.device_count()})
     print(reporting.summary_table(summary, _title(config, run)), flush=True)
   return summary
 
