@@ -18,7 +18,7 @@ import numpy as np
 from scipy import stats
 
 from experiments import protocol
-from train import reporting
+from train import contract
 
 # A verdict's colour on the claims figure.
 VERDICT_COLOURS = {"confirmed": "tab:green", "refuted": "tab:red",
@@ -331,7 +331,7 @@ def recovery(study, c, path) -> bool:
     for m in study.methods:
       curves = []
       for workdir in c.final_workdirs.get((s.name, m.name), {}).values():
-        records = reporting.read_records(workdir)
+        records = contract.read_records(workdir)
         curves.append([100 * r["recovery_accuracy"] for r in records
                        if r.get("recovery_accuracy") is not None])
       curves = [cv for cv in curves if cv]

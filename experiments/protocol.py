@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 from scipy import stats
 
-from train import reporting
+from train import contract
 
 SCORES = ("test_at_val", "test_at_clean_val", "test_last", "val_best")
 SCORE_LABELS = {
@@ -58,7 +58,7 @@ def run_scores(records: Sequence[Mapping[str, Any]], metric: str = "accuracy"
   """
   if not records:
     raise ValueError("a run without records has no scores")
-  summary = reporting.summarise(records)
+  summary = contract.summarise(records)
   test = f"test_{metric}"
   out = {
       "epochs": summary["epochs"],
@@ -76,7 +76,7 @@ def run_scores(records: Sequence[Mapping[str, Any]], metric: str = "accuracy"
     # How many examples each bin averaged: a mean of a handful is noise.
     if records[-1].get("grad_bin_count") is not None:
       out["grad_bin_count"] = records[-1]["grad_bin_count"]
-  per_class = reporting.at_best(records, f"val_{metric}", "test_ap_per_class")
+  per_class = contract.at_best(records, f"val_{metric}", "test_ap_per_class")
   if per_class is not None:
     out["test_ap_per_class"] = per_class  # at the selected epoch
   return out

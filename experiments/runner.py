@@ -32,6 +32,7 @@ import numpy as np
 
 from experiments import protocol
 from experiments import study as study_lib
+from train import contract
 from train import reporting
 from train import transition_estimate
 
@@ -161,7 +162,7 @@ class Ledger:
         continue
       os.makedirs(workdir, exist_ok=True)
       if entry.get("records") is not None:
-        with open(os.path.join(workdir, reporting.METRICS_FILE), "w") as f:
+        with open(os.path.join(workdir, contract.METRICS_FILE), "w") as f:
           f.writelines(json.dumps(r) + "\n" for r in entry["records"])
       if entry.get("transition_estimate") is not None:
         _save_npy(os.path.join(workdir, ESTIMATE_FILE),
@@ -181,7 +182,7 @@ class Ledger:
       entry = {"workdir": os.path.relpath(workdir, self.root),
                "result": result}
       if result["phase"] == "final":
-        curve = ledger_curve(reporting.read_records(workdir))
+        curve = ledger_curve(contract.read_records(workdir))
         if curve:
           entry["records"] = curve
       estimate = os.path.join(workdir, ESTIMATE_FILE)
@@ -222,7 +223,7 @@ def replica_records(records: Sequence[dict], replica: int) -> list[dict]:
   and writes every per-replica value as a list of R; a run of one replica
   has plain records.
   """
-  return [reporting.replica_record(r, replica) if r.get("replicas", 1) > 1
+  return [contract.replica_record(r, replica) if r.get("replicas", 1) > 1
           else dict(r) for r in records]
 
 
@@ -306,7 +307,7 @@ def execute(group: Sequence[study_lib.Run] | study_lib.Run, *,
     tail = "\n".join(text.strip().splitlines()[-5:])
     raise RunFailed(f"{run.workdir}: train exited with {code}:\n{tail}")
   seconds = (time.perf_counter() - start) / len(group)
-  records = [] if diverged else reporting.read_records(run.workdir)
+  records = [] if diverged else contract.read_records(run.workdir)
   probabilities = os.path.join(run.workdir, study_lib.PROBABILITIES_FILE)
   if os.path.exists(probabilities):
     # Each seed's estimate, where its dependents look for it ([R, N, C]
@@ -335,7 +336,7 @@ def execute(group: Sequence[study_lib.Run] | study_lib.Run, *,
       mine = replica_records(records, replica)
       if member.workdir != run.workdir:
         os.makedirs(member.workdir, exist_ok=True)
-        with open(os.path.join(member.workdir, reporting.METRICS_FILE),
+        with open(os.path.join(member.workdir, contract.METRICS_FILE),
                   "w") as f:
           f.writelines(json.dumps(r) + "\n" for r in mine)
       result.update(status="done", test_size=_test_size(text),

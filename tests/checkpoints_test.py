@@ -13,6 +13,7 @@ from absl.testing import absltest
 
 from tests.tiny import tiny_config
 from tests.trainer_test import without_timings
+from train import contract
 from train import checkpoints
 from train import config_checks
 from train import label_state
@@ -42,17 +43,17 @@ class ResumeTest(absltest.TestCase):
     super().setUpClass()
     cls.workdir = tempfile.mkdtemp()
     cls.summary = trainer.train_and_evaluate(_jo_config(), cls.workdir)
-    cls.records = without_timings(reporting.read_records(cls.workdir))
+    cls.records = without_timings(contract.read_records(cls.workdir))
 
   def test_stopped_and_resumed_equals_uninterrupted(self):
     config = _jo_config(**{"model.name": "mlp"})
     whole = trainer.train_and_evaluate(config, tempfile.mkdtemp())
     workdir = tempfile.mkdtemp()
     trainer.train_and_evaluate(config, workdir, stop_after_epochs=1)
-    self.assertLen(reporting.read_records(workdir), 1)
+    self.assertLen(contract.read_records(workdir), 1)
     # Resumed across the relabelling start (begin = 2) and on to the end.
     summary = trainer.train_and_evaluate(config, workdir)
-    self.assertLen(reporting.read_records(workdir), 4)
+    self.assertLen(contract.read_records(workdir), 4)
     self.assertEqual(_without_seconds(summary), _without_seconds(whole))
 
   def test_resume_into_stage_two(self):
@@ -63,8 +64,8 @@ class ResumeTest(absltest.TestCase):
     parts = tempfile.mkdtemp()
     trainer.train_and_evaluate(config, parts, stop_after_epochs=2)
     trainer.train_and_evaluate(config, parts)
-    self.assertEqual(without_timings(reporting.read_records(parts)),
-                     without_timings(reporting.read_records(whole)))
+    self.assertEqual(without_timings(contract.read_records(parts)),
+                     without_timings(contract.read_records(whole)))
 
   def test_killed_process_resumes_to_the_same_numbers(self):
     """SIGKILL a real run mid-training, wherever it is, then resume it."""
@@ -78,21 +79,21 @@ class ResumeTest(absltest.TestCase):
         [sys.executable, "-m", "train", f"--config={config}",
          f"--workdir={workdir}"], cwd=ROOT, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL)
-    metrics_file = os.path.join(workdir, reporting.METRICS_FILE)
+    metrics_file = os.path.join(workdir, contract.METRICS_FILE)
     deadline = time.time() + 120
     try:
       while time.time() < deadline and process.poll() is None:
         if os.path.exists(metrics_file) and len(
-            reporting.read_records(workdir)) >= 2:
+            contract.read_records(workdir)) >= 2:
           break
         time.sleep(0.01)
     finally:
       os.kill(process.pid, signal.SIGKILL)
       process.wait()
-    self.assertLess(len(reporting.read_records(workdir)), 4,
+    self.assertLess(len(contract.read_records(workdir)), 4,
                     "the run finished before it could be killed")
     trainer.train_and_evaluate(_jo_config(), workdir)
-    self.assertEqual(without_timings(reporting.read_records(workdir)),
+    self.assertEqual(without_timings(contract.read_records(workdir)),
                      self.records)
 
 
@@ -107,7 +108,7 @@ class MismatchTest(absltest.TestCase):
           tiny_config(**{"num_epochs": 2, "model.width": 16}), workdir)
     # More epochs is not a different run: it extends this one.
     trainer.train_and_evaluate(tiny_config(num_epochs=2), workdir)
-    self.assertLen(reporting.read_records(workdir), 2)
+    self.assertLen(contract.read_records(workdir), 2)
 
   def test_checkpoint_of_other_shapes_is_rejected(self):
     mesh = pipeline.make_mesh()

@@ -19,7 +19,7 @@ from experiments import protocol
 from experiments import runner
 from experiments import study as study_lib
 from experiments import summary
-from train import reporting
+from train import contract
 from train import transition_estimate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -399,7 +399,7 @@ class RunnerTest(absltest.TestCase):
     root, elsewhere = tempfile.mkdtemp(), tempfile.mkdtemp()
     workdir = os.path.join(root, "s", "ce", "final", "seed1")
     os.makedirs(workdir)
-    with open(os.path.join(workdir, reporting.METRICS_FILE), "w") as f:
+    with open(os.path.join(workdir, contract.METRICS_FILE), "w") as f:
       for epoch, recovery in ((1, 0.6), (2, 0.7)):
         f.write(json.dumps({**_record(epoch, 0.5, 0.6),
                             "recovery_accuracy": recovery}) + "\n")
@@ -420,7 +420,7 @@ class RunnerTest(absltest.TestCase):
     self.assertEqual(runner.ledger_curve(
         [{"epoch": e, "recovery_accuracy": 1.0} for e in (1, 2)]), [])
     # Of the records, the ledger keeps the label recovery curve.
-    self.assertEqual(reporting.read_records(moved),
+    self.assertEqual(contract.read_records(moved),
                      [{"epoch": 1, "recovery_accuracy": 0.6},
                       {"epoch": 2, "recovery_accuracy": 0.7}])
     np.testing.assert_array_equal(
@@ -491,7 +491,7 @@ class RunnerTest(absltest.TestCase):
     self.assertEqual(results[1]["trained_as"]["workdir"],
                      os.path.join(root, "seeds7-8"))
     self.assertEqual(runner.read_result(group[1])["test_size"], 20)
-    self.assertLen(reporting.read_records(group[0].workdir), 2)
+    self.assertLen(contract.read_records(group[0].workdir), 2)
 
   def test_progress_line(self):
     now = [0.0]
@@ -895,7 +895,7 @@ class SummaryTest(absltest.TestCase):
                 "grad_by_confidence": [0.5, None, 0.1],
                 "grad_bin_count": [100, 0, 3],
                 "test_ap_per_class": [0.1 * e, None, 0.5]} for e in (1, 2)]
-    with open(os.path.join(run.workdir, reporting.METRICS_FILE), "w") as f:
+    with open(os.path.join(run.workdir, contract.METRICS_FILE), "w") as f:
       f.writelines(json.dumps(r) + "\n" for r in records)
     with open(os.path.join(run.workdir, runner.RESULT_FILE), "w") as f:
       json.dump({"status": "done", "wall_seconds": 1.0, "test_size": 100,

@@ -11,7 +11,7 @@ import numpy as np
 from absl.testing import absltest
 
 from tests.tiny import tiny_config
-from train import reporting
+from train import contract
 from train import trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -67,7 +67,7 @@ class TwoProcessesTest(absltest.TestCase):
                                      np.asarray(value, float), rtol=1e-4,
                                      atol=1e-5, err_msg=key)
     # One writer: every epoch once in metrics.jsonl.
-    records = reporting.read_records(workdir)
+    records = contract.read_records(workdir)
     self.assertEqual([r["epoch"] for r in records], [1, 2])
 
 

@@ -13,6 +13,7 @@ from matplotlib import pyplot as plt
 import numpy as np
 
 from tests.tiny import tiny_config
+from train import contract
 from train import plot
 from train import reporting
 from train import trainer
@@ -24,7 +25,7 @@ def _workdir(records, name="run"):
   """A workdir named ``name`` (the plot names runs by folder)."""
   workdir = os.path.join(tempfile.mkdtemp(), name)
   os.makedirs(workdir)
-  with open(os.path.join(workdir, reporting.METRICS_FILE), "w") as f:
+  with open(os.path.join(workdir, contract.METRICS_FILE), "w") as f:
     f.writelines(json.dumps(r) + "\n" for r in records)
   return workdir
 
@@ -75,7 +76,7 @@ class PlotTest(absltest.TestCase):
   def test_replicas_drawn_as_mean_and_band(self):
     workdir = os.path.join(tempfile.mkdtemp(), "seeds")
     trainer.train_and_evaluate(tiny_config(replicas=2), workdir)
-    records = reporting.read_records(workdir)
+    records = contract.read_records(workdir)
     accuracy = 100 * np.array([r["test_accuracy"] for r in records])
     self.assertEqual(accuracy.shape, (2, 2))  # epochs x replicas
     self.assertTrue(np.all(accuracy[:, 0] != accuracy[:, 1]))

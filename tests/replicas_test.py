@@ -9,6 +9,7 @@ from absl.testing import parameterized
 from tests.tiny import printed
 from tests.tiny import run_on_eight_devices
 from tests.tiny import tiny_config
+from train import contract
 from train import reporting
 from train import trainer
 from train import training_data
@@ -20,7 +21,7 @@ SEED = 3
 def _run(config, **kwargs):
   workdir = tempfile.mkdtemp()
   summary = trainer.train_and_evaluate(config, workdir, **kwargs)
-  return summary, reporting.read_records(workdir), workdir
+  return summary, contract.read_records(workdir), workdir
 
 
 def replica_config(**overrides):
@@ -51,7 +52,7 @@ class ReplicasTest(parameterized.TestCase):
       _, (single,), _ = _run(replica_config(**{
           "seed": SEED + r, "dataset.split_seed": SEED,
           "noise.seed": SEED + r}))
-      assert_close(self, single, reporting.replica_record(record, r),
+      assert_close(self, single, contract.replica_record(record, r),
                    f"replica {r}: ")
     # The replicas differ: their own seeds, data order and noise.
     self.assertNotEqual(record["train_loss"][0], record["train_loss"][1])
@@ -76,7 +77,7 @@ class ReplicasTest(parameterized.TestCase):
     _, (single,), _ = _run(replica_config(**{
         "seed": SEED + 1, "dataset.split_seed": SEED, "noise.seed": SEED + 1,
         **overrides}))
-    assert_close(self, single, reporting.replica_record(record, 1),
+    assert_close(self, single, contract.replica_record(record, 1),
                  f"{hyperparameter}, replica 1: ")
 
   def test_shared_noise_draw(self):
@@ -105,7 +106,7 @@ class ReplicasTest(parameterized.TestCase):
     workdir = tempfile.mkdtemp()
     trainer.train_and_evaluate(config, workdir, stop_after_epochs=1)
     trainer.train_and_evaluate(config, workdir)
-    resumed = reporting.read_records(workdir)
+    resumed = contract.read_records(workdir)
     strip = lambda rs: [{k: v for k, v in r.items() if k not in TIMINGS}
                         for r in rs]
     self.assertEqual(strip(resumed), strip(whole))
@@ -116,10 +117,10 @@ import json, tempfile
 import jax
 assert jax.device_count() == 8, jax.devices()
 from tests.replicas_test import replica_config
-from train import reporting, trainer
+from train import contract, trainer
 workdir = tempfile.mkdtemp()
 trainer.train_and_evaluate(replica_config(replicas=2), workdir)
-print("RECORDS" + json.dumps(reporting.read_records(workdir)))
+print("RECORDS" + json.dumps(contract.read_records(workdir)))
 """
 
 

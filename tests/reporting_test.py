@@ -8,6 +8,7 @@ import tempfile
 
 from absl.testing import absltest
 
+from train import contract
 from train import reporting
 
 
@@ -28,17 +29,17 @@ class MetricWriterTest(absltest.TestCase):
     writer.close()
     self.assertTrue(os.listdir(os.path.join(workdir, "tensorboard")))
     reporting.MetricWriter(workdir, resume_epoch=2, tensorboard=False)
-    self.assertEqual([r["epoch"] for r in reporting.read_records(workdir)],
+    self.assertEqual([r["epoch"] for r in contract.read_records(workdir)],
                      [1, 2])
 
   def test_line_cut_short_by_a_kill_is_dropped(self):
     workdir = tempfile.mkdtemp()
-    with open(os.path.join(workdir, reporting.METRICS_FILE), "w") as f:
+    with open(os.path.join(workdir, contract.METRICS_FILE), "w") as f:
       f.write(json.dumps(_record(1)) + "\n" + '{"epoch": 2, "train_lo')
-    self.assertEqual([r["epoch"] for r in reporting.read_records(workdir)],
+    self.assertEqual([r["epoch"] for r in contract.read_records(workdir)],
                      [1])
     reporting.MetricWriter(workdir, resume_epoch=1, tensorboard=False)
-    with open(os.path.join(workdir, reporting.METRICS_FILE)) as f:
+    with open(os.path.join(workdir, contract.METRICS_FILE)) as f:
       self.assertEqual(f.read().count("\n"), 1)
 
   def test_replicas_write_tensorboard_per_replica(self):
@@ -65,7 +66,7 @@ class MetricWriterTest(absltest.TestCase):
         "replica1/grad_by_confidence/0.75": (3.0, 1)})
 
   def test_no_file_no_records(self):
-    self.assertEqual(reporting.read_records(tempfile.mkdtemp()), [])
+    self.assertEqual(contract.read_records(tempfile.mkdtemp()), [])
 
 
 class SummaryTest(absltest.TestCase):
@@ -80,7 +81,7 @@ class SummaryTest(absltest.TestCase):
                 test_accuracy=0.8, test_ece=0.3),
         _record(4, val_accuracy=0.6, val_clean_accuracy=0.6,
                 test_accuracy=0.7, test_ece=0.3)]
-    s = reporting.summarise(records)
+    s = contract.summarise(records)
     self.assertEqual((s["test_accuracy_best"], s["test_accuracy_best_epoch"],
                       s["test_accuracy_last"]), (0.8, 3, 0.7))
     # Selected without test labels: the earliest of the tied best epochs.
@@ -103,7 +104,7 @@ class SummaryTest(absltest.TestCase):
     records = [_record(1, val_map=0.4, val_clean_map=0.6, test_map=0.5),
                _record(2, val_map=0.5, val_clean_map=0.5, test_map=0.55),
                _record(3, val_map=0.3, val_clean_map=0.3, test_map=0.45)]
-    s = reporting.summarise(records)
+    s = contract.summarise(records)
     self.assertEqual((s["test_map_at_best_val"],
                       s["test_map_at_best_val_clean"], s["test_map_last"]),
                      (0.55, 0.5, 0.45))

@@ -29,7 +29,7 @@ def without_timings(records):
 def _run(config, **kwargs):
   workdir = tempfile.mkdtemp()
   summary = trainer.train_and_evaluate(config, workdir, **kwargs)
-  return summary, reporting.read_records(workdir), workdir
+  return summary, contract.read_records(workdir), workdir
 
 
 class EveryLossTest(parameterized.TestCase):
@@ -239,10 +239,10 @@ import json, sys, tempfile
 import jax
 assert jax.device_count() == 8, jax.devices()
 from tests.trainer_test import sharding_config
-from train import reporting, trainer
+from train import contract, trainer
 workdir = tempfile.mkdtemp()
 trainer.train_and_evaluate(sharding_config(), workdir)
-print("RECORDS" + json.dumps(reporting.read_records(workdir)))
+print("RECORDS" + json.dumps(contract.read_records(workdir)))
 """
 
 

@@ -10,7 +10,9 @@ without loading JAX.
 from __future__ import annotations
 
 import json
+import math
 import os
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 # ----- Exit status --------------------------------------------------------
@@ -82,3 +84,113 @@ def read_records(workdir: str) -> list[dict[str, Any]]:
         # line can be, and its epoch reruns on resume.
         break
   return records
+
+
+# ----- What the records mean -------------------------------------------
+# Metrics where less is better; the others are accuracies.
+LOWER_IS_BETTER = ("test_ece", "val_ece", "memorised", "train_loss")
+
+
+def _best(records, key):
+  """The best value of ``key`` and its epoch (the earliest of equals)."""
+  sign = -1.0 if key in LOWER_IS_BETTER else 1.0
+  scored = [(sign * r[key], -r["epoch"]) for r in records
+            if r.get(key) is not None]
+  if not scored:
+    return None, None
+  value, epoch = max(scored)
+  return sign * value, -epoch
+
+
+def at_best(records, select, report):
+  """``report`` at the epoch of best ``select`` (earliest of ties): model
+  selection on ``select``."""
+  _, epoch = _best(records, select)
+  if epoch is None:
+    return None
+  return next(r.get(report) for r in records if r["epoch"] == epoch)
+
+
+def replica_mean(record: Mapping[str, Any]) -> dict[str, Any]:
+  """A record of ``R > 1`` replicas with each per-replica list averaged."""
+  if record.get("replicas", 1) == 1:
+    return dict(record)
+  out = {}
+  for key, value in record.items():
+    if isinstance(value, list):
+      numbers = [v for v in value if isinstance(v, (int, float))]
+      value = sum(numbers) / len(numbers) if numbers else None
+    out[key] = value
+  return out
+
+
+def replica_record(record: Mapping[str, Any], r: int) -> dict[str, Any]:
+  """Replica ``r``'s values of a record (every list is per replica): the
+  record a single run of that replica would have written."""
+  return {k: v[r] if isinstance(v, list) else v for k, v in record.items()
+          if k != "replicas"}
+
+
+# Keys of a summary shared by every replica.
+_SHARED = ("epochs", "seconds")
+
+
+def summarise(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+  """Best and last of the main metrics over a run's records.
+
+  The test results are model selections that use no test labels:
+  ``test_accuracy_at_best_val`` is the test accuracy at the epoch of the
+  best ``val_accuracy`` (validation labels as the practitioner has them,
+  noisy with ``noise.validation``), ``test_accuracy_at_best_val_clean`` at
+  the best ``val_clean_accuracy`` (an oracle with clean validation labels),
+  ``test_accuracy_last`` at the last epoch; the same three for ``test_map``
+  (selected by ``val_map`` and ``val_clean_map``). ``test_accuracy_best``,
+  the highest test accuracy of any epoch as some noisy-label papers report
+  it, selects on the test set and is kept out of the printed table.
+
+  With ``R > 1`` replicas (records with ``'replicas'``) every value but the
+  epochs and seconds is a list of ``R`` (each replica summarised on its
+  own), with ``KEY_mean`` and ``KEY_std`` (sample standard deviation) beside
+  each numeric one.
+  """
+  records = list(records)
+  if not records:
+    return {}
+  replicas = records[-1].get("replicas", 1)
+  if replicas == 1:
+    return _summarise(records)
+  each = [_summarise([replica_record(r, i) for r in records])
+          for i in range(replicas)]
+  summary = {"replicas": replicas}
+  for key in each[0]:
+    values = [s[key] for s in each]
+    if key in _SHARED:
+      summary[key] = values[0]
+      continue
+    summary[key] = values
+    if all(isinstance(v, (int, float)) for v in values):
+      mean = sum(values) / replicas
+      summary[f"{key}_mean"] = mean
+      summary[f"{key}_std"] = math.sqrt(
+          sum((v - mean) ** 2 for v in values) / (replicas - 1))
+  return summary
+
+
+def _summarise(records: list[Mapping[str, Any]]) -> dict[str, Any]:
+  last = records[-1]
+  summary = {"epochs": last["epoch"]}
+  for key in ("val_accuracy", "val_clean_accuracy", "test_accuracy",
+              "recovery_accuracy", "test_map", "val_map", "val_clean_map",
+              "train_accuracy_clean", "train_accuracy_noisy", "memorised",
+              "test_ece"):
+    best, epoch = _best(records, key)
+    summary[f"{key}_best"] = best
+    summary[f"{key}_best_epoch"] = epoch
+    summary[f"{key}_last"] = last.get(key)
+  for test, val in (("test_accuracy", "val_accuracy"), ("test_map",
+                                                         "val_map")):
+    summary[f"{test}_at_best_val"] = at_best(records, val, test)
+    summary[f"{test}_at_best_val_clean"] = at_best(
+        records, val.replace("val_", "val_clean_"), test)
+  summary["seconds"] = sum(r.get("epoch_seconds", 0.0) for r in records)
+  return summary

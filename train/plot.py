@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from absl import app
 from absl import flags
 
-from train import reporting
+from train import contract
 
 
 def _define_flags():
@@ -59,7 +59,7 @@ def _replicas(record):
   """The record of each replica (one for a run without replicas)."""
   if "replicas" not in record:
     return [record]
-  return [reporting.replica_record(record, r)
+  return [contract.replica_record(record, r)
           for r in range(record["replicas"])]
 
 
@@ -105,9 +105,9 @@ def figure(workdirs: Sequence[str]):
 
   runs = []
   for workdir in workdirs:
-    records = reporting.read_records(workdir)
+    records = contract.read_records(workdir)
     if not records:
-      raise FileNotFoundError(f"no {reporting.METRICS_FILE} records in "
+      raise FileNotFoundError(f"no {contract.METRICS_FILE} records in "
                               f"{workdir}")
     runs.append((os.path.basename(os.path.normpath(workdir)), records))
   colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]

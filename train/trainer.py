@@ -302,7 +302,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
       for tests of resuming.
 
   Returns:
-    The run's summary (best and last metrics, ``reporting.summarise``).
+    The run's summary (best and last metrics, ``contract.summarise``).
 
   Raises:
     ConfigError: a bad config, workdir or checkpoint, before training.
@@ -337,7 +337,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   progress = reporting.Progress(
       run.total_epochs, run.steps_per_epoch, first_epoch=resume_epoch,
       enabled=config.progress and main_process)
-  records = reporting.read_records(workdir)
+  records = contract.read_records(workdir)
   if main_process:
     print(f"{run.data.summary()}; noise {config.noise.name} "
           f"(realised rate {run.noisy[0].noise_rate:.1%}); "
@@ -361,7 +361,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
       records.append(record)
       writer.write(record)
       progress.epoch_done(reporting.epoch_line(
-          reporting.replica_mean(record)))
+          contract.replica_mean(record)))
       done = epoch + 1
       # A save costs tens of milliseconds however small the model: epochs
       # of a fraction of a second are not each saved.
@@ -370,7 +370,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
       if due or done == last:
         last_save = time.perf_counter()
         store.save(done, state, label_state, {
-            "summary": reporting.summarise(records),
+            "summary": contract.summarise(records),
             "saved_with": checkpoints.Checkpoints.describe(label_state)})
   finally:
     store.wait()
@@ -379,7 +379,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
 
   if config.save_train_probabilities and last == run.total_epochs:
     run.save_train_probabilities(classifier, state)
-  summary = reporting.summarise(records)
+  summary = contract.summarise(records)
   if main_process and last == run.total_epochs:
     data = run.data
     contract.write_run(workdir, {
