@@ -80,7 +80,7 @@ def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
   from configs import default  # pylint: disable=g-import-not-at-top
-  from train import trainer  # pylint: disable=g-import-not-at-top
+  from train.loop import trainer  # pylint: disable=g-import-not-at-top
   config = default.get_config()
   config.num_epochs = 1
   config.progress = False

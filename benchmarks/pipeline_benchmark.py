@@ -32,8 +32,9 @@ from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from train import datasets
-from train import pipeline
+from train import sharding
+from train.data import datasets
+from train.data import pipeline
 
 _DATASETS = flags.DEFINE_list("datasets", ["mnist1d", "digits",
                                            "fashion_mnist"],
@@ -76,15 +77,15 @@ def _timed(fn, steps: int) -> float:
 def measure(name: str, batch_size: int, steps: int) -> dict[str, float]:
   """Times the pipeline, the step and both fused on dataset ``name``."""
   data = datasets.load(name, val_size=0)
-  mesh = pipeline.make_mesh()
-  device_data = pipeline.put_replicated(
+  mesh = sharding.make_mesh()
+  device_data = sharding.put_replicated(
       {"image": data.train_x, "label": data.train_y}, mesh)
   order = pipeline.epoch_indices(0, 0, data.num_train, batch_size)
   augment = dict(crop_padding=data.crop_padding, flip=data.flip)
 
   def indices(i):
     return jax.device_put(order[i % len(order)], NamedSharding(
-        mesh, P(pipeline.DATA_AXIS)))
+        mesh, P(sharding.DATA_AXIS)))
 
   make_batch = jax.jit(lambda d, i, r: pipeline.train_batch(d, i, r,
                                                             **augment))

@@ -48,17 +48,18 @@ from jax.sharding import PartitionSpec as P
 from configs import common
 from configs import fashion_mnist as fashion_mnist_config
 from configs import mnist1d as mnist1d_config
-from train import datasets
-from train import label_state
-from train import loss_registry
-from train import metrics
+from train import sharding
+from train.data import datasets
+from train.step import label_state
+from train.objective import loss_registry
+from train.step import metrics
 from train import models
-from train import pipeline
-from train import reporting
-from train import stages
-from train import steps
-from train import trainer
-from train import training_data
+from train.data import pipeline
+from train.report import reporting
+from train.objective import stages
+from train.step import steps
+from train.loop import trainer
+from train.data import training_data
 
 _MODELS = flags.DEFINE_list(
     "models", ["mlp", "cnn1d", "cnn", "preact_resnet32", "resnet18"],
@@ -108,15 +109,15 @@ def _median_seconds(fn, steps: int, repeats: int) -> float:
 
 def _setup(name: str, num_examples: int, batch: int):
   shape, crop, flip = INPUTS[name]
-  mesh = pipeline.make_mesh()
+  mesh = sharding.make_mesh()
   rng = np.random.default_rng(0)
   labels = rng.integers(0, NUM_CLASSES, num_examples).astype(np.int32)
-  data = pipeline.put_replicated(
+  data = sharding.put_replicated(
       {"image": rng.random((num_examples, *shape), np.float32),
        "label": labels, "clean_label": labels}, mesh)
   order = jax.device_put(
       pipeline.epoch_indices(0, 0, num_examples, batch),
-      NamedSharding(mesh, P(None, pipeline.DATA_AXIS)))
+      NamedSharding(mesh, P(None, sharding.DATA_AXIS)))
   classifier = models.Classifier.split(
       models.create(name, shape, NUM_CLASSES, seed=0))
   return mesh, data, order, classifier, labels, (crop, flip)
@@ -156,7 +157,7 @@ def measure_model(name: str, batch: int, num_steps: int, repeats: int):
   optimizer = optax.chain(optax.add_decayed_weights(1e-4),
                           optax.sgd(0.1, momentum=0.9))
   state = steps.init_state(classifier, optimizer, 0)
-  replicated = steps.replicate(state, mesh)
+  replicated = sharding.replicate(state, mesh)
 
   def fresh_state():  # each step donates its state: a copy per measure
     return jax.device_put(jax.tree.map(jnp.copy, state), replicated)
@@ -186,7 +187,7 @@ def measure_model(name: str, batch: int, num_steps: int, repeats: int):
     ls = label_state.create(labels, NUM_CLASSES, history=history, mesh=mesh)
     box = {"state": fresh_state(), "labels": ls,
            "sums": jax.device_put(metrics.zeros_like_sums(10),
-                                  pipeline.replicated(mesh))}
+                                  sharding.replicated(mesh))}
     step = steps.make_train_step(cfg, box["state"], ls, data)
 
     def run(i, step=step, box=box):
@@ -200,13 +201,13 @@ def measure_model(name: str, batch: int, num_steps: int, repeats: int):
 
 def measure_label_update(num_examples: int, history: int = 10) -> float:
   """Seconds of one between-epoch relabelling at ``num_examples``."""
-  mesh = pipeline.make_mesh()
+  mesh = sharding.make_mesh()
   rng = np.random.default_rng(0)
   labels = rng.integers(0, NUM_CLASSES, num_examples).astype(np.int32)
   ls = label_state.create(labels, NUM_CLASSES, history=history, mesh=mesh)
-  rows = label_state.padded_size(num_examples, mesh)
+  rows = sharding.padded_rows(num_examples, mesh)
   clean = jax.device_put(np.pad(labels, (0, rows - num_examples)),
-                         NamedSharding(mesh, P(pipeline.DATA_AXIS)))
+                         NamedSharding(mesh, P(sharding.DATA_AXIS)))
   update = steps.make_label_update(mesh, begin=0, mode="soft",
                                    multi_label=False)
   measure = steps.make_label_metrics(mesh, multi_label=False,
@@ -299,14 +300,14 @@ def epoch_seconds(config, between=None) -> list[float]:
 def bare_epoch(config):
   """``(run, steps)``: ``run()`` times one epoch of the bare CE step."""
   data = training_data.load(config).dataset
-  mesh = pipeline.make_mesh()
-  train = pipeline.put_replicated({"image": data.train_x,
+  mesh = sharding.make_mesh()
+  train = sharding.put_replicated({"image": data.train_x,
                                    "label": data.train_y,
                                    "clean_label": data.train_y}, mesh)
   batch = config.batch_size
   order = jax.device_put(
       pipeline.epoch_indices(0, 0, data.num_train, batch),
-      NamedSharding(mesh, P(None, pipeline.DATA_AXIS)))
+      NamedSharding(mesh, P(None, sharding.DATA_AXIS)))
   width = {} if config.model.width is None else {"width": config.model.width}
   classifier = models.Classifier.split(models.create(
       config.model.name, data.input_shape, data.num_classes, seed=0,
@@ -316,7 +317,7 @@ def bare_epoch(config):
   optimizer = stages.make_optimizer(config.optimizer,
                                     config.optimizer.learning_rate)
   box = {"state": jax.device_put(steps.init_state(classifier, optimizer, 0),
-                                 pipeline.replicated(mesh))}
+                                 sharding.replicated(mesh))}
   step = plain_ce_step(classifier, optimizer, mesh,
                        (data.crop_padding, data.flip))
   num_steps = data.num_train // batch

@@ -5,7 +5,7 @@ r"""Any loss on CIFAR-10 with PreAct ResNet-32 (for a GPU and a network).
     python -m train --config=configs/cifar10.py:loss=jo,noise=0.4,noise_type=asymmetric \
         --workdir=/tmp/cifar10_jo_asym40
 
-Arguments: ``loss`` (any name or alias of ``train/loss_registry.py``,
+Arguments: ``loss`` (any name or alias of ``train/objective/loss_registry.py``,
 default ``ce``), ``noise`` (rate, default 0), ``noise_type`` (``symmetric``,
 JO's convention, or ``asymmetric``: truck->automobile, bird->airplane,
 cat<->dog, deer->horse), ``model`` (``preact_resnet32`` or ``resnet18``).

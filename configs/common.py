@@ -12,7 +12,7 @@ from ml_collections import config_dict
 
 _FLOAT, _INT, _STR, _BOOL = float, int, str, bool
 
-# The union of the library's loss hyperparameters (train/loss_registry.py;
+# The union of the library's loss hyperparameters (train/objective/loss_registry.py;
 # tests/config_checks_test.py keeps the two in step). Per loss:
 #   cross_entropy: label_smoothing          poly1: epsilon
 #   encouraging / sigmoid_encouraging: bonus_weight, log_end, floor
@@ -85,7 +85,7 @@ def loss_config(name: str, **hyperparameters) -> config_dict.ConfigDict:
   for key, kind in LOSS_HYPERPARAMETERS.items():
     loss[key] = config_dict.placeholder(kind)
   # Moves one float hyperparameter from `initial` to its configured value
-  # (train/schedules.py): e.g. the Encouraging Loss's deferred bonus.
+  # (train/objective/schedules.py): e.g. the Encouraging Loss's deferred bonus.
   loss.schedule = config_dict.ConfigDict(dict(
       hyperparameter=config_dict.placeholder(_STR), kind="linear",
       start_epoch=0.0, ramp_epochs=0.0, initial=0.0))
@@ -121,7 +121,7 @@ def base_config() -> config_dict.ConfigDict:
       mosaic_seed=config_dict.placeholder(_INT),
       download=config_dict.placeholder(_BOOL)))
 
-  # train/noise.py: name one of none, symmetric, asymmetric, pair_flip,
+  # train/data/noise.py: name one of none, symmetric, asymmetric, pair_flip,
   # multilabel, human (human_key: a Dataset.train_noisy_labels entry).
   c.noise = config_dict.ConfigDict(dict(
       name="none", rate=0.0, include_true_class=True, exact=True,
@@ -148,7 +148,7 @@ def base_config() -> config_dict.ConfigDict:
       weight_decay=1e-4, schedule="constant", boundaries=(),
       decay_factor=0.1, warmup_epochs=0.0))
 
-  # The label state (train/label_state.py): mode none | soft | hard; from
+  # The label state (train/step/label_state.py): mode none | soft | hard; from
   # epoch `begin` on, training uses the mean of the last `history` epochs'
   # training-pass probabilities.
   c.label_state = config_dict.ConfigDict(dict(

@@ -4,7 +4,7 @@ r"""Any loss on scikit-learn's bundled digits, clean or with symmetric noise.
         --workdir=/tmp/digits_el_20
 
 Arguments (``key=value``, comma-separated): ``loss``, any name or alias of
-``train/loss_registry.py`` (default ``ce``); ``noise``, the symmetric noise
+``train/objective/loss_registry.py`` (default ``ce``); ``noise``, the symmetric noise
 rate (default 0; JO's convention). 1,797 8x8 images: 1,293 train, 144
 validation, 360 test (a fixed stratified cut). An MLP of width 256, 60
 epochs of batch 64 with a cosine-decayed learning rate of 0.1: about

@@ -3,7 +3,7 @@ r"""Any loss on Fashion-MNIST, clean or with symmetric label noise.
     python -m train --config=configs/fashion_mnist.py:loss=gce,noise=0.4 \
         --workdir=/tmp/fmnist_gce_40
 
-Arguments: ``loss`` (any name or alias of ``train/loss_registry.py``,
+Arguments: ``loss`` (any name or alias of ``train/objective/loss_registry.py``,
 default ``ce``, library defaults) and ``noise`` (symmetric rate, default 0,
 JO's convention). A small 2-D CNN (16 and 32 channels), pad-4 random crops
 and horizontal flips, 15 epochs at a constant learning rate of 0.1; ``jo``

@@ -4,7 +4,7 @@ r"""Any loss on MNIST-1D, clean or with symmetric label noise.
         --workdir=/tmp/mnist1d_focal_40
 
 Arguments (``key=value``, comma-separated): ``loss``, any name or alias of
-``train/loss_registry.py`` (default ``ce``), with the library's default
+``train/objective/loss_registry.py`` (default ``ce``), with the library's default
 hyperparameters (change them with ``--config.loss.KEY=VALUE``); ``noise``,
 the symmetric noise rate (default 0; JO's convention, drawn over all 10
 classes). ``jo`` relabels from epoch 15 with the mean softmax of the last 10

@@ -33,7 +33,7 @@ import numpy as np
 from experiments import protocol
 from experiments import study as study_lib
 from train import contract
-from train import reporting
+from train.report import reporting
 from train import transition_estimate
 
 RESULT_FILE = "result.json"

@@ -358,7 +358,7 @@ def run_overrides(setting: Setting, method: Method, point: Overrides,
 
 
 TRANSITION_FILE = "transition_matrix.npy"
-# What train writes with config.save_train_probabilities (train/trainer.py).
+# What train writes with config.save_train_probabilities (train/loop/trainer.py).
 PROBABILITIES_FILE = "probabilities_train.npy"
 
 

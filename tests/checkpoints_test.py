@@ -13,13 +13,12 @@ from absl.testing import absltest
 
 from tests.tiny import tiny_config
 from tests.trainer_test import without_timings
+from train import sharding
 from train import contract
-from train import checkpoints
-from train import config_checks
-from train import label_state
-from train import pipeline
-from train import reporting
-from train import trainer
+from train.loop import checkpoints
+from train.loop import config_checks
+from train.step import label_state
+from train.loop import trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -111,7 +110,7 @@ class MismatchTest(absltest.TestCase):
     self.assertLen(contract.read_records(workdir), 2)
 
   def test_checkpoint_of_other_shapes_is_rejected(self):
-    mesh = pipeline.make_mesh()
+    mesh = sharding.make_mesh()
     store = checkpoints.Checkpoints(tempfile.mkdtemp())
     state = {"w": jax.numpy.ones((3, 2))}
     labels = label_state.create(np.zeros(8, np.int32), 4, history=2,

@@ -9,11 +9,11 @@ import numpy as np
 
 from configs import common
 from tests.tiny import tiny_config
-from train import config_checks
-from train import loss_registry
-from train import noise
-from train import stages
-from train import trainer
+from train.loop import config_checks
+from train.objective import loss_registry
+from train.data import noise
+from train.objective import stages
+from train.loop import trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ConfigError = config_checks.ConfigError

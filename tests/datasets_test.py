@@ -1,4 +1,4 @@
-"""Tests of train/datasets.py and its sources (IDX, mnist1d, mosaic, tfds)."""
+"""Tests of train/data/datasets.py and its sources (IDX, mnist1d, mosaic, tfds)."""
 
 import contextlib
 import gzip
@@ -15,11 +15,11 @@ import tensorflow_datasets as tfds
 from absl.testing import absltest
 from absl.testing import parameterized
 
-from train import datasets
-from train import idx
-from train import local_data
-from train import mosaic
-from train import tfds_data
+from train.data import datasets
+from train.data import idx
+from train.data import local_data
+from train.data import mosaic
+from train.data import tfds_data
 
 HAS_FASHION_MNIST = local_data.find_fashion_mnist(
     local_data.DEBIAN_FASHION_MNIST_DIR) is not None

@@ -650,9 +650,9 @@ class RealStudiesTest(absltest.TestCase):
   and builds its loss."""
 
   def test_every_run_config_is_valid(self):
-    from train import config_checks  # pylint: disable=g-import-not-at-top
-    from train import loss_registry  # pylint: disable=g-import-not-at-top
-    from train import noise  # pylint: disable=g-import-not-at-top
+    from train.loop import config_checks  # pylint: disable=g-import-not-at-top
+    from train.objective import loss_registry  # pylint: disable=g-import-not-at-top
+    from train.data import noise  # pylint: disable=g-import-not-at-top
     names = study_lib.names()
     self.assertContainsSubset({"el_clean", "noisy_labels", "multilabel"},
                               names)

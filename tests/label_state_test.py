@@ -1,4 +1,4 @@
-"""Tests of train/label_state.py against a plain NumPy label state."""
+"""Tests of train/step/label_state.py against a plain NumPy label state."""
 
 import os
 import subprocess
@@ -11,10 +11,11 @@ from absl.testing import parameterized
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from train import label_state
-from train import pipeline
+from train import sharding
+from train.step import label_state
+from train.data import pipeline
 
-AXIS = pipeline.DATA_AXIS
+AXIS = sharding.DATA_AXIS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -55,7 +56,7 @@ def compare_with_reference(mode="soft", multi_label=False, num_examples=37,
                            num_classes=5, history=3, begin=2, epochs=6,
                            batch_size=8):
   """Runs both for ``epochs`` epochs of random batches; asserts equality."""
-  mesh = pipeline.make_mesh()
+  mesh = sharding.make_mesh()
   rng = np.random.default_rng(0)
   if multi_label:
     noisy = (rng.random((num_examples, num_classes)) < 0.3).astype(np.float32)
@@ -95,7 +96,7 @@ def compare_with_reference(mode="soft", multi_label=False, num_examples=37,
                                   reference.history)
     assert int(state.slot) == reference.slot
   assert state.labels.sharding.spec == jax.sharding.PartitionSpec(
-      pipeline.DATA_AXIS, None)
+      sharding.DATA_AXIS, None)
   return state, reference
 
 
@@ -115,7 +116,7 @@ class LabelStateTest(parameterized.TestCase):
     self.assertTrue(set(np.unique(reference.labels)) <= {0.0, 1.0})
 
   def test_recovery_accuracy(self):
-    mesh = pipeline.make_mesh()
+    mesh = sharding.make_mesh()
     noisy = np.array([0, 1, 2, 2, 1], np.int32)
     clean = np.array([0, 1, 1, 2, 0], np.int32)
     state = label_state.create(noisy, 3, history=1, mesh=mesh)
@@ -123,7 +124,7 @@ class LabelStateTest(parameterized.TestCase):
         state.labels, clean, 5)), 3 / 5)
 
   def test_no_history_records_nothing(self):
-    mesh = pipeline.make_mesh()
+    mesh = sharding.make_mesh()
     state = label_state.create(np.zeros(4, np.int32), 2, history=0,
                                mesh=mesh)
     same = label_state.record(state, np.arange(2, dtype=np.int32),
@@ -132,7 +133,7 @@ class LabelStateTest(parameterized.TestCase):
     self.assertIs(label_state.update(state, 5, begin=0, mode="soft"), state)
 
   def test_bad_mode(self):
-    mesh = pipeline.make_mesh()
+    mesh = sharding.make_mesh()
     state = label_state.create(np.zeros(4, np.int32), 2, history=1,
                                mesh=mesh)
     with self.assertRaisesRegex(ValueError, "mode"):

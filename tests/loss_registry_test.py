@@ -1,4 +1,4 @@
-"""Tests of train/loss_registry.py: names, reductions, checks, resolving,
+"""Tests of train/objective/loss_registry.py: names, reductions, checks, resolving,
 and a config's loss built and validated on its data (``from_config``)."""
 
 import jax
@@ -9,8 +9,8 @@ from absl.testing import parameterized
 
 import losses
 from tests.tiny import tiny_config
-from train import loss_registry
-from train import noise
+from train.objective import loss_registry
+from train.data import noise
 
 NUM_CLASSES = 10
 

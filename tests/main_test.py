@@ -55,7 +55,7 @@ def run_entry_point(args, setup=""):
     code = textwrap.dedent(f"""
         import runpy, socket, sys
         from unittest import mock
-        from train import local_data, tfds_data
+        from train.data import local_data, tfds_data
         {textwrap.indent(_NO_DOWNLOAD + setup, "        ").strip()}
         sys.argv = ["train", *{args!r}]
         runpy.run_module("train", run_name="__main__", alter_sys=True)

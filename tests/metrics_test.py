@@ -1,4 +1,4 @@
-"""Tests of train/metrics.py against plain NumPy and scikit-learn."""
+"""Tests of train/step/metrics.py against plain NumPy and scikit-learn."""
 
 import jax
 import jax.numpy as jnp
@@ -6,7 +6,7 @@ import numpy as np
 from absl.testing import absltest
 from sklearn import metrics as sk_metrics
 
-from train import metrics
+from train.step import metrics
 
 
 def _numpy_ece(confidence, correct, num_bins=15):

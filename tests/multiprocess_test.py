@@ -12,7 +12,7 @@ from absl.testing import absltest
 
 from tests.tiny import tiny_config
 from train import contract
-from train import trainer
+from train.loop import trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -24,7 +24,7 @@ jax.distributed.initialize(sys.argv[1], num_processes=2,
                            process_id=int(sys.argv[2]))
 assert jax.device_count() == 2 and jax.local_device_count() == 1
 from tests.multiprocess_test import process_config
-from train import trainer
+from train.loop import trainer
 summary = trainer.train_and_evaluate(process_config(), sys.argv[3])
 print("SUMMARY" + json.dumps(summary))
 """

@@ -1,4 +1,4 @@
-"""Tests of train/noise.py: realised rates, mappings, determinism, bad input."""
+"""Tests of train/data/noise.py: realised rates, mappings, determinism, bad input."""
 
 import os
 
@@ -6,8 +6,8 @@ import numpy as np
 from absl.testing import absltest
 from absl.testing import parameterized
 
-from train import local_data
-from train import noise
+from train.data import local_data
+from train.data import noise
 
 C = 10
 PER_CLASS = 900

@@ -1,4 +1,4 @@
-"""Tests of train/pipeline.py: epoch order, gathers, augmentation, sharding."""
+"""Tests of train/data/pipeline.py: epoch order, gathers, augmentation, sharding."""
 
 import os
 import subprocess
@@ -13,7 +13,8 @@ import numpy as np
 from absl.testing import absltest
 from absl.testing import parameterized
 
-from train import pipeline
+from train import sharding
+from train.data import pipeline
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -98,7 +99,8 @@ class GatherAndAugmentTest(chex.TestCase):
 _SHARDED_SCRIPT = textwrap.dedent("""
     import sys
     import jax, numpy as np
-    from train import pipeline
+    from train import sharding
+    from train.data import pipeline
     assert jax.device_count() == 8, jax.devices()
     x = np.random.default_rng(0).random((100, 8, 8, 3), np.float32)
     y = np.arange(100, dtype=np.int32)
@@ -107,10 +109,10 @@ _SHARDED_SCRIPT = textwrap.dedent("""
         d, i, r, crop_padding=2, flip=True))
     out = {}
     for name, devices in (("eight", jax.devices()), ("one", jax.devices()[:1])):
-      mesh = pipeline.make_mesh(devices)
-      data = pipeline.put_replicated({"image": x, "label": y}, mesh)
+      mesh = sharding.make_mesh(devices)
+      data = sharding.put_replicated({"image": x, "label": y}, mesh)
       split = jax.sharding.NamedSharding(
-          mesh, jax.sharding.PartitionSpec(pipeline.DATA_AXIS))
+          mesh, jax.sharding.PartitionSpec(sharding.DATA_AXIS))
       batch = step(data, jax.device_put(indices, split), jax.random.key(7))
       for key, value in batch.items():
         out[f"{name}_{key}"] = np.asarray(value)

@@ -1,4 +1,4 @@
-"""Tests of train/plot.py: curves drawn from workdirs' metrics."""
+"""Tests of train/report/plot.py: curves drawn from workdirs' metrics."""
 
 import json
 import os
@@ -14,9 +14,8 @@ import numpy as np
 
 from tests.tiny import tiny_config
 from train import contract
-from train import plot
-from train import reporting
-from train import trainer
+from train.report import plot
+from train.loop import trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -110,7 +109,7 @@ class PlotTest(absltest.TestCase):
 
   def test_command_line_error_is_one_line(self):
     result = subprocess.run(
-        [sys.executable, "-m", "train.plot",
+        [sys.executable, "-m", "train.report.plot",
          f"--workdirs={tempfile.mkdtemp()}"], cwd=ROOT, capture_output=True,
         text=True, check=False, env={**os.environ, "PYTHONPATH": ROOT})
     self.assertEqual(result.returncode, 1)

@@ -10,9 +10,9 @@ from tests.tiny import printed
 from tests.tiny import run_on_eight_devices
 from tests.tiny import tiny_config
 from train import contract
-from train import reporting
-from train import trainer
-from train import training_data
+from train.report import reporting
+from train.loop import trainer
+from train.data import training_data
 
 TIMINGS = ("epoch_seconds", "label_update_seconds")
 SEED = 3
@@ -117,7 +117,8 @@ import json, tempfile
 import jax
 assert jax.device_count() == 8, jax.devices()
 from tests.replicas_test import replica_config
-from train import contract, trainer
+from train import contract
+from train.loop import trainer
 workdir = tempfile.mkdtemp()
 trainer.train_and_evaluate(replica_config(replicas=2), workdir)
 print("RECORDS" + json.dumps(contract.read_records(workdir)))

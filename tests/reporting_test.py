@@ -1,4 +1,4 @@
-"""Tests of train/reporting.py: records on resume, summaries, progress."""
+"""Tests of train/report/reporting.py: records on resume, summaries, progress."""
 
 import io
 import json
@@ -9,7 +9,7 @@ import tempfile
 from absl.testing import absltest
 
 from train import contract
-from train import reporting
+from train.report import reporting
 
 
 def _record(epoch, **values):

@@ -1,11 +1,11 @@
-"""Tests of train/schedules.py: ramps and learning rates by epoch."""
+"""Tests of train/objective/schedules.py: ramps and learning rates by epoch."""
 
 import jax
 import numpy as np
 from absl.testing import absltest
 from absl.testing import parameterized
 
-from train import schedules
+from train.objective import schedules
 
 
 class RampTest(parameterized.TestCase):

@@ -1,4 +1,4 @@
-"""Tests of train/steps.py: the step's loss, schedules, sharding, metrics."""
+"""Tests of train/step/steps.py: the step's loss, schedules, sharding, metrics."""
 
 import jax
 import jax.numpy as jnp
@@ -9,13 +9,14 @@ from flax import nnx
 
 import losses
 from tests.tiny import run_on_eight_devices
-from train import label_state
-from train import loss_registry
-from train import metrics
+from train import sharding
+from train.step import label_state
+from train.objective import loss_registry
+from train.step import metrics
 from train import models
-from train import pipeline
-from train import schedules
-from train import steps
+from train.data import pipeline
+from train.objective import schedules
+from train.step import steps
 
 N, C, B = 48, 4, 16
 
@@ -38,7 +39,7 @@ def problem(mesh):
   """Labels, data, the net, SGD and its fresh state: the steps' problem."""
   rng = np.random.default_rng(0)
   noisy = rng.integers(0, C, N).astype(np.int32)
-  data = pipeline.put_replicated(
+  data = sharding.put_replicated(
       {"image": rng.normal(size=(N, 6, 1)).astype(np.float32),
        "label": noisy, "clean_label": noisy}, mesh)
   classifier = models.Classifier.split(TinyBatchNormNet(nnx.Rngs(0)))
@@ -51,7 +52,7 @@ def run_steps(mesh, loss_name="joint_optimization", num_steps=3,
               hparam_schedules=None, hyperparameters=None):
   """A few JO steps with the label state on ``mesh``; returns everything."""
   noisy, data, classifier, optimizer, state = problem(mesh)
-  state = jax.device_put(state, steps.replicate(state, mesh))
+  state = jax.device_put(state, sharding.replicate(state, mesh))
   labels = label_state.create(noisy, C, history=2, mesh=mesh)
   hparam_schedules = hparam_schedules or {}
   loss = loss_registry.build(loss_name, hyperparameters or {}, num_classes=C,
@@ -62,11 +63,11 @@ def run_steps(mesh, loss_name="joint_optimization", num_steps=3,
       hparam_schedules=hparam_schedules, mesh=mesh)
   step = steps.make_train_step(cfg, state, labels, data)
   sums = jax.device_put(metrics.zeros_like_sums(10),
-                        pipeline.replicated(mesh))
+                        sharding.replicated(mesh))
   order = jax.device_put(pipeline.epoch_indices(0, 0, N, B),
                          jax.sharding.NamedSharding(
                              mesh, jax.sharding.PartitionSpec(
-                                 None, pipeline.DATA_AXIS)))
+                                 None, sharding.DATA_AXIS)))
   step_losses, total = [], 0.0
   for i in range(num_steps):
     state, labels, sums = step(state, labels, sums, data, order, 0, i)
@@ -78,7 +79,7 @@ def run_steps(mesh, loss_name="joint_optimization", num_steps=3,
 class TrainStepTest(absltest.TestCase):
 
   def test_loss_is_the_library_loss_on_the_label_state(self):
-    mesh = pipeline.make_mesh()
+    mesh = sharding.make_mesh()
     state, labels, _, step_losses, _ = run_steps(mesh, num_steps=1)
     # Recompute step 0 by hand: same batch, same initial parameters.
     rng = np.random.default_rng(0)
@@ -95,7 +96,7 @@ class TrainStepTest(absltest.TestCase):
     self.assertEqual(int(state["step"]), 1)
 
   def test_schedule_moves_the_value_without_recompiling(self):
-    mesh = pipeline.make_mesh()
+    mesh = sharding.make_mesh()
     ramp = schedules.ramp("linear", initial=0.0, final=1.0, start_epoch=0.0,
                           ramp_epochs=4.0, steps_per_epoch=1)
     _, _, _, with_ramp, step = run_steps(
@@ -108,7 +109,7 @@ class TrainStepTest(absltest.TestCase):
     self.assertNotAlmostEqual(with_ramp[3], plain[3], places=3)
 
   def test_gradient_bins_count_every_example(self):
-    mesh = pipeline.make_mesh()
+    mesh = sharding.make_mesh()
     _, _, sums, _, _ = run_steps(mesh, "cross_entropy", num_steps=3)
     self.assertEqual(float(sums["grad_count"].sum()), 3 * B)
     self.assertEqual(float(sums["examples"]), 3 * B)
@@ -131,11 +132,11 @@ class DispatchTest(absltest.TestCase):
     order = jax.device_put(pipeline.epoch_indices(0, 0, N, B),
                            jax.sharding.NamedSharding(
                                mesh, jax.sharding.PartitionSpec(
-                                   None, pipeline.DATA_AXIS)))
+                                   None, sharding.DATA_AXIS)))
     return step, state, labels, sums, data, order
 
   def test_steps_in_one_call_match_one_per_call(self):
-    mesh = pipeline.make_mesh()
+    mesh = sharding.make_mesh()
     step, state, labels, sums, data, order = self._setup(
         mesh, "cross_entropy", False)
     one = (state, labels, sums)
@@ -150,7 +151,7 @@ class DispatchTest(absltest.TestCase):
                                  rtol=1e-5, atol=1e-6)
 
   def test_integer_labels_bypass_the_label_state(self):
-    mesh = pipeline.make_mesh()
+    mesh = sharding.make_mesh()
     for loss_name in ("cross_entropy", "joint_optimization",
                       "sigmoid_binary_cross_entropy"):
       results = []
@@ -190,9 +191,9 @@ _EIGHT_DEVICE_SCRIPT = """
 import jax, numpy as np
 assert jax.device_count() == 8
 from tests import steps_test
-from train import pipeline
-one = steps_test.run_steps(pipeline.make_mesh(jax.devices()[:1]))
-eight = steps_test.run_steps(pipeline.make_mesh())
+from train import sharding
+one = steps_test.run_steps(sharding.make_mesh(jax.devices()[:1]))
+eight = steps_test.run_steps(sharding.make_mesh())
 for a, b in zip(jax.tree.leaves(one[:3]), jax.tree.leaves(eight[:3])):
   np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5,
                              atol=1e-6)

@@ -1,4 +1,4 @@
-"""End-to-end tests of train/trainer.py on tiny runs (about 2 s each)."""
+"""End-to-end tests of train/loop/trainer.py on tiny runs (about 2 s each)."""
 
 import math
 import os
@@ -12,11 +12,11 @@ from tests.tiny import printed
 from tests.tiny import run_on_eight_devices
 from tests.tiny import tiny_config
 from train import contract
-from train import local_data
-from train import loss_registry
-from train import reporting
-from train import trainer
-from train import training_data
+from train.data import local_data
+from train.objective import loss_registry
+from train.report import reporting
+from train.loop import trainer
+from train.data import training_data
 
 # Measured durations differ between identical runs; nothing else may.
 TIMINGS = ("epoch_seconds", "label_update_seconds")
@@ -239,7 +239,8 @@ import json, sys, tempfile
 import jax
 assert jax.device_count() == 8, jax.devices()
 from tests.trainer_test import sharding_config
-from train import contract, trainer
+from train import contract
+from train.loop import trainer
 workdir = tempfile.mkdtemp()
 trainer.train_and_evaluate(sharding_config(), workdir)
 print("RECORDS" + json.dumps(contract.read_records(workdir)))

@@ -3,7 +3,7 @@
 import numpy as np
 from absl.testing import absltest
 
-from train import noise
+from train.data import noise
 from train.transition_estimate import estimate_transition_matrix
 
 

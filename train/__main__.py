@@ -166,8 +166,8 @@ def main(argv):
   quiet = not flags.FLAGS["verbosity"].present
   # Imported here, so that a command-line error comes without loading JAX.
   import jax  # pylint: disable=g-import-not-at-top
-  from train import config_checks  # pylint: disable=g-import-not-at-top
-  from train import trainer  # pylint: disable=g-import-not-at-top
+  from train.loop import config_checks  # pylint: disable=g-import-not-at-top
+  from train.loop import trainer  # pylint: disable=g-import-not-at-top
   if flags.FLAGS.jax_distributed:
     jax.distributed.initialize()
   config, workdir = flags.FLAGS.config, flags.FLAGS.workdir

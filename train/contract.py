@@ -24,7 +24,7 @@ USAGE_ERROR = 2
 DIVERGED = 3
 
 # ----- Files in the workdir ----------------------------------------------
-# One JSON object per epoch (``train.reporting``).
+# One JSON object per epoch (``train.report.reporting``).
 METRICS_FILE = "metrics.jsonl"
 # The config the run was started with; a resume must match it.
 CONFIG_FILE = "config.json"

@@ -21,7 +21,7 @@ Model: an MLP (width 256) on the 56x56 mosaics, Adam with a cosine decay,
 """
 
 from experiments import study as s
-from train import local_data
+from train.data import local_data
 
 _LR = {"optimizer.learning_rate": (3e-4, 1e-3, 3e-3)}
 # One step beyond the end that selections reached on _LR: every method the

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from train import idx
-from train import sampling
+from train.data import idx
+from train.data import sampling
 
 FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                          "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")

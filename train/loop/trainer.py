@@ -18,21 +18,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 from ml_collections import config_dict
 
-from train import checkpoints
-from train import config_checks
+from train import sharding
+from train.loop import checkpoints
+from train.loop import config_checks
 from train import contract
-from train import label_state as label_state_lib
-from train import metrics
+from train.step import label_state as label_state_lib
+from train.step import metrics
 from train import models
-from train import pipeline
-from train import reporting
-from train import stages
-from train import steps
-from train import training_data
+from train.data import pipeline
+from train.report import reporting
+from train.objective import stages
+from train.step import steps
+from train.data import training_data
 
 ConfigError = config_checks.ConfigError
 PROBABILITIES_FILE = contract.PROBABILITIES_FILE
@@ -53,7 +52,7 @@ class _Run:
     self.config = config
     self.workdir = workdir
     self.replicas = config.replicas
-    self.mesh = pipeline.make_mesh(replicas=self.replicas)
+    self.mesh = sharding.make_mesh(replicas=self.replicas)
     run_data = training_data.load(config)
     data, noisy = run_data.dataset, run_data.train
     self.data, self.noisy = data, noisy
@@ -96,8 +95,8 @@ class _Run:
       states.append(steps.init_state(classifier, stage.optimizer,
                                      stage.seed + r))
     state = jax.tree.map(lambda *leaves: np.stack(leaves), *states)
-    return classifier, pipeline.put(
-        state, steps.replicate(state, self.mesh, replicas=True))
+    return classifier, sharding.put(
+        state, sharding.replicate(state, self.mesh, replicas=True))
 
   def fresh_label_state(self) -> label_state_lib.LabelState:
     history = (self.config.label_state.history
@@ -161,8 +160,8 @@ class _Run:
         lambda: jax.tree.map(
             lambda x: jnp.zeros(lead + x.shape, x.dtype),
             metrics.zeros_like_sums(self.config.grad_bins)),
-        out_shardings=(pipeline.replicated(self.mesh) if single else
-                       NamedSharding(self.mesh, P(pipeline.REPLICA_AXIS))))
+        out_shardings=(sharding.replicated(self.mesh) if single else
+                       sharding.by_replica(self.mesh)))
 
   def _single_replica_moves(self, state, label_state):
     """Jitted moves of ``(state, label_state)`` off and onto the replica
@@ -174,15 +173,15 @@ class _Run:
     # Donated: dropping or adding an axis of 1 is a bitcast, so the moves
     # reuse the buffers instead of copying the state and the label state.
     leave = jax.jit(first, out_shardings=(
-        steps.replicate(template, mesh),
+        sharding.replicate(template, mesh),
         label_state_lib.shardings(mesh)), donate_argnums=0)
     enter = jax.jit(lead, out_shardings=(
-        steps.replicate(state, mesh, replicas=True),
+        sharding.replicate(state, mesh, replicas=True),
         label_state_lib.shardings(mesh, replicas=True)), donate_argnums=0)
     per_replica = {k: v for k, v in self.train_data.items()
-                   if k in steps.PER_REPLICA_DATA}
+                   if k in sharding.PER_REPLICA_DATA}
     data = dict(self.train_data)
-    data.update(jax.jit(first, out_shardings=steps.data_shardings(
+    data.update(jax.jit(first, out_shardings=sharding.data_shardings(
         first(per_replica), mesh))(per_replica))
     return leave, enter, data
 
@@ -196,10 +195,10 @@ class _Run:
                       for r in range(self.replicas)])
     single = self.replicas == 1
     if single:
-      order = pipeline.put(order[0], steps.order_sharding(self.mesh))
+      order = sharding.put(order[0], sharding.order_sharding(self.mesh))
       state, label_state = self._leave_replicas((state, label_state))
     else:
-      order = pipeline.put(order, steps.order_sharding(self.mesh,
+      order = sharding.put(order, sharding.order_sharding(self.mesh,
                                                          replicas=True))
     sums = self.zero_sums()
     # The host dispatches and never waits, but every `log_every_steps` (and
@@ -267,9 +266,8 @@ class _Run:
                                         self.config.eval_batch_size)
     predict = steps.make_predict(classifier, self.mesh, replicas=True)
     probs = predict(state["params"], state["model_state"],
-                    self.train_data["image"], pipeline.put(
-                        order, NamedSharding(self.mesh,
-                                             P(None, pipeline.DATA_AXIS))))
+                    self.train_data["image"], sharding.put(
+                        order, sharding.eval_sharding(self.mesh)))
     probs = np.asarray(multihost_utils.process_allgather(probs, tiled=True))
     # eval_indices keeps the examples in order, padding last.
     probs = probs[:, mask.reshape(-1)]

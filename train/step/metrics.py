@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from train import label_state as label_state_lib
+from train.step import label_state as label_state_lib
 
 ECE_BINS = 15
 

@@ -20,11 +20,11 @@ from absl import logging
 from ml_collections import config_dict
 
 from train import contract
-from train import datasets
-from train import label_state
+from train.data import datasets
+from train.step import label_state
 from train import models
-from train import noise
-from train import schedules
+from train.data import noise
+from train.objective import schedules
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
 CONFIG_FILE = contract.CONFIG_FILE

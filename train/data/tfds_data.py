@@ -25,7 +25,7 @@ import urllib.request
 
 import numpy as np
 
-from train import local_data
+from train.data import local_data
 
 # (crop padding, horizontal flip) for the usual datasets; any other gets no
 # augmentation unless ``datasets.load`` is told otherwise.

@@ -14,15 +14,12 @@ import dataclasses
 
 import jax
 import numpy as np
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 
-from train import config_checks
-from train import datasets
-from train import label_state as label_state_lib
-from train import noise
-from train import pipeline
-from train import steps
+from train import sharding
+from train.loop import config_checks
+from train.data import datasets
+from train.data import noise
+from train.data import pipeline
 
 ConfigError = config_checks.ConfigError
 # The validation noise's seed is (noise seed, this).
@@ -127,13 +124,13 @@ class Placed:
 
 def place(run_data: RunData, mesh: jax.sharding.Mesh, *,
           eval_batch_size: int) -> Placed:
-  """Puts ``run_data`` on ``mesh`` (``pipeline.put``: no all-gather)."""
+  """Puts ``run_data`` on ``mesh`` (``sharding.put``: no all-gather)."""
   data, noisy, val_noisy = run_data.dataset, run_data.train, run_data.val
   replicas, stack = len(noisy), np.stack
   train = {"image": data.train_x, "label": stack([n.labels for n in noisy]),
            "clean_label": noisy[0].clean_labels}
-  train = pipeline.put(train, steps.data_shardings(train, mesh,
-                                                   replicas=True))
+  train = sharding.put(train, sharding.data_shardings(train, mesh,
+                                                     replicas=True))
   eval_sets = {}
   # Validation is measured against the labels a practitioner has (noisy
   # with noise.validation) and against the clean ones; test is clean.
@@ -144,20 +141,19 @@ def place(run_data: RunData, mesh: jax.sharding.Mesh, *,
       ("test", data.test_x, {"": stack([data.test_y] * replicas)})):
     if len(x):
       order, mask = pipeline.eval_indices(len(x), eval_batch_size)
-      sharding = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
+      batches = sharding.eval_sharding(mesh)
       eval_sets[split] = (
-          pipeline.put(x, pipeline.replicated(mesh)),
-          pipeline.put(labels, NamedSharding(mesh, P(pipeline.REPLICA_AXIS))),
-          pipeline.put(order, sharding), pipeline.put(mask, sharding))
-  rows = label_state_lib.padded_size(data.num_train, mesh)
+          sharding.put(x, sharding.replicated(mesh)),
+          sharding.put(labels, sharding.by_replica(mesh)),
+          sharding.put(order, batches), sharding.put(mask, batches))
+  rows = sharding.padded_rows(data.num_train, mesh)
 
   def padded(labels):
     pad = [(0, 0), (0, rows - labels.shape[1])] + [(0, 0)] * (
         labels.ndim - 2)
-    spec = P(pipeline.REPLICA_AXIS, pipeline.DATA_AXIS,
-             *[None] * (labels.ndim - 2))
-    return pipeline.put(np.pad(labels, pad, constant_values=-1),
-                        NamedSharding(mesh, spec))
+    return sharding.put(np.pad(labels, pad, constant_values=-1),
+                        sharding.rows_sharding(mesh, labels.ndim,
+                                               replicas=True))
 
   return Placed(train=train, eval_sets=eval_sets,
                 clean_rows=padded(stack([n.clean_labels for n in noisy])),

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 import numpy as np
 
 import losses
-from train import sampling
+from train.data import sampling
 
 # Asymmetric (class-dependent) mappings, source class -> target class.
 # CIFAR-10 (Patrini et al. 2017, used by JO and SCE): truck->automobile,

@@ -17,67 +17,13 @@ is an index gather inside the jitted step:
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 
-DATA_AXIS = "data"
-REPLICA_AXIS = "replica"
 Batch = dict[str, jax.Array]
-
-
-def make_mesh(devices: Iterable[jax.Device] | None = None, *,
-              replicas: int = 1) -> jax.sharding.Mesh:
-  """A mesh over ``devices`` (default: all): ``('replica', 'data')``.
-
-  Seed replicas (``config.replicas``) spread over ``gcd(replicas, devices)``
-  rows of the mesh; each replica's batch is split over the row's devices
-  along ``'data'``. Without replicas the mesh is ``1 x devices``: the
-  replica axis is there, of size 1, and every array is replicated along it.
-
-  The axis types are ``Auto`` rather than JAX 0.10's default ``Explicit``:
-  the batch's sharding then follows from the sharded indices by propagation
-  and is stated once, at the jitted step's ``in_shardings``/``out_shardings``,
-  instead of an ``out_sharding=`` at every gather and every op on the batch.
-  """
-  devices = list(jax.devices() if devices is None else devices)
-  rows = math.gcd(replicas, len(devices))
-  return jax.make_mesh((rows, len(devices) // rows), (REPLICA_AXIS, DATA_AXIS),
-                       axis_types=(jax.sharding.AxisType.Auto,) * 2,
-                       devices=devices)
-
-
-def replicated(mesh: jax.sharding.Mesh) -> NamedSharding:
-  return NamedSharding(mesh, P())
-
-
-def put(arrays, shardings):
-  """Host arrays (a tree) as global arrays of ``shardings`` (a tree prefix).
-
-  Every process holds the whole host array (each loads the same data), and
-  fills only the shards of its own devices: unlike ``jax.device_put`` of a
-  NumPy array onto a sharding spanning processes, nothing is all-gathered
-  to check that the processes agree.
-  """
-  def one(x, sharding):
-    x = np.asarray(x)
-    return jax.make_array_from_callback(x.shape, sharding,
-                                        lambda index: x[index])
-
-  if isinstance(shardings, jax.sharding.Sharding):
-    return jax.tree.map(lambda x: one(x, shardings), arrays)
-  return jax.tree.map(one, arrays, shardings)
-
-
-def put_replicated(arrays: Mapping[str, np.ndarray],
-                   mesh: jax.sharding.Mesh) -> dict[str, jax.Array]:
-  """Copies host arrays to every device of ``mesh`` (the dataset's home)."""
-  return put(dict(arrays), replicated(mesh))
 
 
 def epoch_indices(seed: int, epoch: int, num_examples: int,

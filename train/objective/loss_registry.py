@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import losses
-from train import noise
+from train.data import noise
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,7 +1,7 @@
-r"""Draws a run's curves from its workdir(s): ``python -m train.plot``.
+r"""Draws a run's curves from its workdir(s): ``python -m train.report.plot``.
 
-    python -m train.plot --workdirs=/tmp/steep_default --out=/tmp/curves.png
-    python -m train.plot --workdirs=/tmp/r/ce_0.4,/tmp/r/jo_0.4
+    python -m train.report.plot --workdirs=/tmp/steep_default --out=/tmp/curves.png
+    python -m train.report.plot --workdirs=/tmp/r/ce_0.4,/tmp/r/jo_0.4
 
 Six panels from ``metrics.jsonl``: training loss; test accuracy; training
 accuracy against the noisy and the clean labels; label recovery and

@@ -24,13 +24,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import optax
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 
-from train import label_state as label_state_lib
-from train import metrics
+from train import sharding
+from train.step import label_state as label_state_lib
+from train.step import metrics
 from train import models
-from train import pipeline
+from train.data import pipeline
 
 TrainState = dict[str, Any]  # step, params, model_state, opt_state, rng
 
@@ -88,21 +87,9 @@ def init_state(classifier: models.Classifier,
           "rng": jax.random.key_data(jax.random.key(seed))}
 
 
-def replicate(tree, mesh: jax.sharding.Mesh, *, replicas: bool = False):
-  """Every leaf on every device (split by replica with ``replicas``)."""
-  sharding = (NamedSharding(mesh, P(pipeline.REPLICA_AXIS)) if replicas
-              else pipeline.replicated(mesh))
-  return jax.tree.map(lambda _: sharding, tree)
-
-
-# The training data's arrays with one version per replica (noise draws);
-# the inputs and the clean labels are shared.
-PER_REPLICA_DATA = ("label",)
-
-
 def data_axes(data: Mapping[str, Any]) -> dict[str, int | None]:
   """``vmap`` axes of the training data: 0 for per-replica arrays."""
-  return {k: 0 if k in PER_REPLICA_DATA else None for k in data}
+  return {k: 0 if k in sharding.PER_REPLICA_DATA else None for k in data}
 
 
 def over_replicas(fn, in_axes, enabled: bool):
@@ -110,7 +97,7 @@ def over_replicas(fn, in_axes, enabled: bool):
   if not enabled:
     return fn
   batched = jax.vmap(fn, in_axes=in_axes,
-                     spmd_axis_name=pipeline.REPLICA_AXIS)
+                     spmd_axis_name=sharding.REPLICA_AXIS)
 
   def over(*args):
     # One replica: its arrays indexed, not a vmap of size 1, which XLA:CPU
@@ -126,21 +113,6 @@ def over_replicas(fn, in_axes, enabled: bool):
     return jax.tree.map(lambda x: x[None], fn(*first))
 
   return over
-
-
-def data_shardings(data: Mapping[str, Any], mesh: jax.sharding.Mesh, *,
-                   replicas: bool = False) -> dict[str, NamedSharding]:
-  """The training data on every device; per-replica arrays split by replica."""
-  split = NamedSharding(mesh, P(pipeline.REPLICA_AXIS))
-  return {k: split if replicas and k in PER_REPLICA_DATA
-          else pipeline.replicated(mesh) for k in data}
-
-
-def order_sharding(mesh: jax.sharding.Mesh, *, replicas: bool = False
-                   ) -> NamedSharding:
-  """An epoch's ``[(R,) num_batches, B]`` indices: ``B`` along ``'data'``."""
-  lead = (pipeline.REPLICA_AXIS,) if replicas else ()
-  return NamedSharding(mesh, P(*lead, None, pipeline.DATA_AXIS))
 
 
 def probabilities(logits: jax.Array, family: str) -> jax.Array:
@@ -226,13 +198,13 @@ def make_train_step(cfg: StepConfig, state: TrainState,
                    first + j)
     return carry
 
-  state_sh = replicate(state, mesh, replicas=cfg.replicas)
+  state_sh = sharding.replicate(state, mesh, replicas=cfg.replicas)
   label_sh = label_state_lib.shardings(mesh, replicas=cfg.replicas)
-  sums_sh = replicate(metrics.zeros_like_sums(cfg.grad_bins), mesh,
-                      replicas=cfg.replicas)
-  data_sh = data_shardings(data, mesh, replicas=cfg.replicas)
-  order_sh = order_sharding(mesh, replicas=cfg.replicas)
-  scalar = pipeline.replicated(mesh)
+  sums_sh = sharding.replicate(metrics.zeros_like_sums(cfg.grad_bins),
+                               mesh, replicas=cfg.replicas)
+  data_sh = sharding.data_shardings(data, mesh, replicas=cfg.replicas)
+  order_sh = sharding.order_sharding(mesh, replicas=cfg.replicas)
+  scalar = sharding.replicated(mesh)
   del label_state
   return jax.jit(steps,
                  in_shardings=(state_sh, label_sh, sums_sh, data_sh,
@@ -266,7 +238,7 @@ def make_predict(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,
                                        order))
 
   predict = over_replicas(predict, (0, 0, None, None), replicas)
-  split = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
+  split = sharding.eval_sharding(mesh)
   return jax.jit(predict, in_shardings=(None, None, None, split))
 
 
@@ -295,7 +267,7 @@ def make_evaluate(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,
     return out
 
   evaluate = over_replicas(evaluate, (0, 0, None, 0, None, None), replicas)
-  split = NamedSharding(mesh, P(None, pipeline.DATA_AXIS))
+  split = sharding.eval_sharding(mesh)
   return jax.jit(evaluate, in_shardings=(None, None, None, None, split, split))
 
 
@@ -305,23 +277,22 @@ def make_label_update(mesh: jax.sharding.Mesh, *, begin: int, mode: str,
 
   Jitted once per stage, the state donated and kept split along ``'data'``.
   """
-  sharding = label_state_lib.shardings(mesh, replicas=replicas)
+  rows = label_state_lib.shardings(mesh, replicas=replicas)
   update = over_replicas(
       functools.partial(label_state_lib.update, begin=begin, mode=mode,
                         multi_label=multi_label), (0, None), replicas)
-  return jax.jit(update, in_shardings=(sharding, pipeline.replicated(mesh)),
-                 out_shardings=sharding, donate_argnums=(0,))
+  return jax.jit(update, in_shardings=(rows, sharding.replicated(mesh)),
+                 out_shardings=rows, donate_argnums=(0,))
 
 
 def make_label_metrics(mesh: jax.sharding.Mesh, *, multi_label: bool,
                        num_examples: int, replicas: bool = False):
   """``measure(labels, clean, noisy) -> metrics.label_metrics``, jitted."""
   rows = label_state_lib.shardings(mesh, replicas=replicas).labels
-  lead = (pipeline.REPLICA_AXIS,) if replicas else ()
-  padded = rows if multi_label else NamedSharding(
-      mesh, P(*lead, pipeline.DATA_AXIS))
+  padded = rows if multi_label else sharding.rows_sharding(
+      mesh, 1 + replicas, replicas=replicas)
   measure = over_replicas(
       functools.partial(metrics.label_metrics, num_examples=num_examples,
                         multi_label=multi_label), 0, replicas)
   return jax.jit(measure, in_shardings=(rows, padded, padded),
-                 out_shardings=pipeline.replicated(mesh))
+                 out_shardings=sharding.replicated(mesh))

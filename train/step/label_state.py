@@ -25,18 +25,16 @@ each shard.
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from train import pipeline
+from train import sharding
 
-AXIS = pipeline.DATA_AXIS
+AXIS = sharding.DATA_AXIS
 UPDATES = ("none", "soft", "hard")
 
 
@@ -47,11 +45,6 @@ class LabelState(NamedTuple):
   slot: jax.Array
 
 
-def padded_size(num_examples: int, mesh: jax.sharding.Mesh) -> int:
-  devices = mesh.shape[AXIS]
-  return math.ceil(num_examples / devices) * devices
-
-
 def shardings(mesh: jax.sharding.Mesh, *, replicas: bool = False
               ) -> LabelState:
   """Where each field lives: rows split along ``'data'``, ``slot`` replicated.
@@ -59,11 +52,7 @@ def shardings(mesh: jax.sharding.Mesh, *, replicas: bool = False
   With ``replicas`` every field has a leading replica axis, split along the
   mesh's ``'replica'`` axis.
   """
-  lead = (pipeline.REPLICA_AXIS,) if replicas else ()
-  return LabelState(labels=NamedSharding(mesh, P(*lead, AXIS, None)),
-                    history=NamedSharding(mesh, P(*lead, None, AXIS, None)),
-                    written=NamedSharding(mesh, P(*lead, None, AXIS)),
-                    slot=NamedSharding(mesh, P(*lead)))
+  return LabelState(**sharding.label_state_shardings(mesh, replicas=replicas))
 
 
 def create(noisy_labels: np.ndarray, num_classes: int, *, history: int,
@@ -83,14 +72,13 @@ def create(noisy_labels: np.ndarray, num_classes: int, *, history: int,
     raise ValueError(f"history must be >= 0, got {history}")
   lead = 1 if replicas else 0
   num_examples = noisy_labels.shape[lead]
-  num_rows = padded_size(num_examples, mesh)
+  num_rows = sharding.padded_rows(num_examples, mesh)
   pad = [(0, 0)] * lead + [(0, num_rows - num_examples)] + [(0, 0)] * (
       noisy_labels.ndim - 1 - lead)
   # Only the int labels ([N], small) cross from the host; the one-hot rows
   # are made on the devices, already sharded.
-  rows = pipeline.put(np.pad(noisy_labels, pad), NamedSharding(
-      mesh, P(*(pipeline.REPLICA_AXIS,) * lead, AXIS,
-              *[None] * (noisy_labels.ndim - 1 - lead))))
+  rows = sharding.put(np.pad(noisy_labels, pad), sharding.rows_sharding(
+      mesh, noisy_labels.ndim, replicas=replicas))
 
   def init(rows):
     labels = (rows.astype(jnp.float32) if rows.ndim == 2

@@ -23,7 +23,7 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
-from train import label_state as label_state_lib
+from train.step import label_state as label_state_lib
 
 
 def _nonempty(label_state: label_state_lib.LabelState) -> dict[str, Any]:

@@ -19,9 +19,9 @@ from collections.abc import Callable
 import jax
 import optax
 
-from train import loss_registry
-from train import noise
-from train import schedules
+from train.objective import loss_registry
+from train.data import noise
+from train.objective import schedules
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,10 +27,10 @@ import inspect
 from collections.abc import Callable, Mapping
 
 import numpy as np
-from train import local_data
-from train import mosaic
-from train import sampling
-from train import tfds_data
+from train.data import local_data
+from train.data import mosaic
+from train.data import sampling
+from train.data import tfds_data
 
 TFDS_PREFIX = "tfds:"
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from train import local_data
+from train.data import local_data
 
 CELLS = 4
 
