@@ -3,7 +3,8 @@ r"""How the config travels through the training program: ``python -m benchmarks.
 Traces one short run of ``configs/default.py`` (one epoch) and records every
 call of a function in ``train/`` that is handed the config or a section of
 it (a ``ConfigDict`` argument, or a method whose object holds one), or that
-is called by a function that holds it (with what it read there). A *stop* is such a call, listed by its module;
+is called by a function that holds it (with what it read there); property
+reads are attribute reads, not stops. A *stop* is such a call, listed by its module;
 a *return* is a stop in a module the walk had already left (the module of
 the stop before was another one, and this one came earlier). A config that
 is read once and flows down (config -> data -> model -> step -> loop ->
@@ -35,6 +36,12 @@ def walk(run) -> list[tuple[str, str]]:
   stops = []
   kinds = (config_dict.ConfigDict, config_dict.FrozenConfigDict)
 
+  def is_property(frame) -> bool:
+    this = frame.f_locals.get("self")
+    attribute = getattr(type(this), frame.f_code.co_name, None)
+    return (isinstance(attribute, property)
+            and attribute.fget.__code__ is frame.f_code)
+
   def holds_config(frame) -> bool:
     code = frame.f_code
     if not code.co_filename.startswith(_TRAIN):
@@ -48,7 +55,8 @@ def walk(run) -> list[tuple[str, str]]:
   def profile(frame, event, arg):
     del arg
     if (event != "call" or not frame.f_code.co_filename.startswith(_TRAIN)
-        or frame.f_code.co_name.startswith("<")):  # comprehensions, lambdas
+        or frame.f_code.co_name.startswith("<")  # comprehensions, lambdas
+        or is_property(frame)):  # an attribute read, not a hand-over
       return
     # Handed the config (or a section), or called by code that holds it
     # with what it read there.

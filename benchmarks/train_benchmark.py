@@ -48,18 +48,18 @@ from jax.sharding import PartitionSpec as P
 from configs import common
 from configs import fashion_mnist as fashion_mnist_config
 from configs import mnist1d as mnist1d_config
+from train import models
 from train import sharding
 from train.data import datasets
-from train.step import label_state
-from train.objective import loss_registry
-from train.step import metrics
-from train import models
 from train.data import pipeline
-from train.report import reporting
-from train.objective import stages
-from train.step import steps
-from train.loop import trainer
 from train.data import training_data
+from train.loop import trainer
+from train.objective import loss_registry
+from train.objective import stages
+from train.report import reporting
+from train.step import label_state
+from train.step import metrics
+from train.step import steps
 
 _MODELS = flags.DEFINE_list(
     "models", ["mlp", "cnn1d", "cnn", "preact_resnet32", "resnet18"],

@@ -13,12 +13,12 @@ from absl.testing import absltest
 
 from tests.tiny import tiny_config
 from tests.trainer_test import without_timings
-from train import sharding
 from train import contract
+from train import errors
+from train import sharding
 from train.loop import checkpoints
-from train.loop import config_checks
-from train.step import label_state
 from train.loop import trainer
+from train.step import label_state
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -101,7 +101,7 @@ class MismatchTest(absltest.TestCase):
   def test_other_config_in_workdir_is_rejected(self):
     workdir = tempfile.mkdtemp()
     trainer.train_and_evaluate(tiny_config(num_epochs=1), workdir)
-    with self.assertRaisesRegex(config_checks.ConfigError,
+    with self.assertRaisesRegex(errors.ConfigError,
                                 r"model.width: 32 in the workdir, 16 now"):
       trainer.train_and_evaluate(
           tiny_config(**{"num_epochs": 2, "model.width": 16}), workdir)

@@ -12,8 +12,8 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from train import sharding
-from train.step import label_state
 from train.data import pipeline
+from train.step import label_state
 
 AXIS = sharding.DATA_AXIS
 

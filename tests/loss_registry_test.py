@@ -9,8 +9,8 @@ from absl.testing import parameterized
 
 import losses
 from tests.tiny import tiny_config
-from train.objective import loss_registry
 from train.data import noise
+from train.objective import loss_registry
 
 NUM_CLASSES = 10
 

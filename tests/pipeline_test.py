@@ -13,7 +13,6 @@ import numpy as np
 from absl.testing import absltest
 from absl.testing import parameterized
 
-from train import sharding
 from train.data import pipeline
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -14,8 +14,8 @@ import numpy as np
 
 from tests.tiny import tiny_config
 from train import contract
-from train.report import plot
 from train.loop import trainer
+from train.report import plot
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

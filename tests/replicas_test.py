@@ -10,9 +10,9 @@ from tests.tiny import printed
 from tests.tiny import run_on_eight_devices
 from tests.tiny import tiny_config
 from train import contract
-from train.report import reporting
-from train.loop import trainer
 from train.data import training_data
+from train.loop import trainer
+from train.report import reporting
 
 TIMINGS = ("epoch_seconds", "label_update_seconds")
 SEED = 3

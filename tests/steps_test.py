@@ -9,13 +9,13 @@ from flax import nnx
 
 import losses
 from tests.tiny import run_on_eight_devices
-from train import sharding
-from train.step import label_state
-from train.objective import loss_registry
-from train.step import metrics
 from train import models
+from train import sharding
 from train.data import pipeline
+from train.objective import loss_registry
 from train.objective import schedules
+from train.step import label_state
+from train.step import metrics
 from train.step import steps
 
 N, C, B = 48, 4, 16

@@ -13,10 +13,10 @@ from tests.tiny import run_on_eight_devices
 from tests.tiny import tiny_config
 from train import contract
 from train.data import local_data
+from train.data import training_data
+from train.loop import trainer
 from train.objective import loss_registry
 from train.report import reporting
-from train.loop import trainer
-from train.data import training_data
 
 # Measured durations differ between identical runs; nothing else may.
 TIMINGS = ("epoch_seconds", "label_update_seconds")

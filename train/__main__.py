@@ -166,7 +166,7 @@ def main(argv):
   quiet = not flags.FLAGS["verbosity"].present
   # Imported here, so that a command-line error comes without loading JAX.
   import jax  # pylint: disable=g-import-not-at-top
-  from train.loop import config_checks  # pylint: disable=g-import-not-at-top
+  from train import errors  # pylint: disable=g-import-not-at-top
   from train.loop import trainer  # pylint: disable=g-import-not-at-top
   if flags.FLAGS.jax_distributed:
     jax.distributed.initialize()
@@ -177,7 +177,7 @@ def main(argv):
   try:
     # Checks the config and finds the data before it makes the workdir.
     trainer.train_and_evaluate(config, workdir)
-  except config_checks.ConfigError as e:
+  except errors.ConfigError as e:
     _fail(str(e))
   except FloatingPointError as e:
     _fail(str(e), status=DIVERGED)

@@ -20,6 +20,3 @@ class ConfigError(ValueError):
     """``config.KEY = VALUE: what is allowed``, the form of every message."""
     return cls(f"config.{key} = {value!r}: {allowed}")
 
-
-def is_positive_int(value: Any) -> bool:
-  return isinstance(value, int) and not isinstance(value, bool) and value > 0

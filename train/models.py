@@ -25,6 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from train.errors import ConfigError
+
 
 def _spatial_dims(input_shape: Sequence[int]) -> int:
   return len(input_shape) - 1
@@ -346,3 +348,44 @@ def _cast(tree, dtype):
 
 def num_params(params: nnx.State) -> int:
   return sum(x.size for x in jax.tree.leaves(params))
+
+
+def check(model_config) -> None:
+  """``config.model`` as far as the config decides.
+
+  Raises:
+    ConfigError: naming the bad key.
+  """
+  if model_config.name not in _BUILDERS:
+    raise ConfigError.of("model.name", model_config.name,
+                         f"must be one of {list(MODELS)}")
+  if model_config.dtype not in COMPUTE_DTYPES:
+    raise ConfigError.of("model.dtype", model_config.dtype,
+                         f"must be one of {list(COMPUTE_DTYPES)}")
+
+
+def factory(model_config, input_shape: Sequence[int], num_classes: int, *,
+            first_seed: int) -> Callable[[int], Classifier]:
+  """``seed -> Classifier`` as ``config.model`` says, for this data.
+
+  The model of ``first_seed`` is built here, so that an option or an input
+  the model cannot take fails before any workdir is made; the first call
+  for that seed returns it.
+
+  Raises:
+    ConfigError: an option or an input the model cannot take.
+  """
+  check(model_config)
+  options = ({"width": model_config.width}
+             if model_config.width is not None else {})
+
+  def make(seed: int) -> Classifier:
+    try:
+      model = create(model_config.name, input_shape, num_classes, seed=seed,
+                     **options)
+    except ValueError as e:
+      raise ConfigError(f"config.model: {e}") from None
+    return Classifier.split(model, dtype=model_config.dtype)
+
+  built = {first_seed: make(first_seed)}
+  return lambda seed: built.pop(seed, None) or make(seed)

@@ -14,16 +14,59 @@ import dataclasses
 
 import jax
 import numpy as np
+from absl import logging
 
 from train import sharding
-from train.loop import config_checks
 from train.data import datasets
 from train.data import noise
 from train.data import pipeline
+from train.errors import ConfigError
 
-ConfigError = config_checks.ConfigError
 # The validation noise's seed is (noise seed, this).
 VALIDATION_NOISE_STREAM = 1
+
+
+def check(config) -> None:
+  """``config.dataset`` and ``config.noise`` as far as the config decides.
+
+  Raises:
+    ConfigError: naming the first bad key.
+  """
+  name = config.dataset.name
+  if not (name in datasets.DATASETS or (
+      name.startswith(datasets.TFDS_PREFIX)
+      and len(name) > len(datasets.TFDS_PREFIX))):
+    raise ConfigError.of("dataset.name", name,
+                         f"must be one of {list(datasets.DATASETS)}")
+  n = config.noise
+  if n.name not in noise.NOISE_MODELS:
+    raise ConfigError.of("noise.name", n.name,
+                         f"must be one of {list(noise.NOISE_MODELS)}")
+  if not 0.0 <= n.rate < 1.0:
+    raise ConfigError.of("noise.rate", n.rate, "must lie in [0, 1)")
+
+
+def find(config) -> None:
+  """Checks, in seconds and loading nothing, that the data can be had.
+
+  The files are there, or a prepared tfds copy, or what preparing one needs
+  (``datasets.check_available``): run before the workdir is made, so that a
+  run without its data leaves nothing behind.
+
+  Raises:
+    ConfigError: saying what is missing and how to get it.
+  """
+  d = config.dataset
+  options = {} if d.download is None else {"download": d.download}
+  # tfds logs each folder it probes at WARNING: an error stays one line.
+  verbosity = logging.get_verbosity()
+  logging.set_verbosity(min(verbosity, logging.ERROR))
+  try:
+    datasets.check_available(d.name, data_dir=d.data_dir, **options)
+  except (ValueError, OSError, RuntimeError) as e:
+    raise ConfigError(f"config.dataset: {e}") from None
+  finally:
+    logging.set_verbosity(verbosity)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,37 +114,36 @@ def load(config) -> RunData:
         f"{'only multilabel' if data.multi_label else 'multilabel'} noise "
         f"{'fits' if data.multi_label else 'does not fit'} it")
 
-  def noisy(labels, human, seed):
-    try:
-      return noise.apply_noise(
-          labels, data.num_classes, name=n.name, rate=n.rate, seed=seed,
-          exact=n.exact, include_true_class=n.include_true_class,
-          mapping=n.mapping, drop_rate=n.drop_rate, add_rate=n.add_rate,
-          noisy_labels=None if human is None else human[n.human_key])
-    except ValueError as e:
-      raise ConfigError(f"config.noise: {e}") from None
-
+  model = dict(name=n.name, rate=n.rate, exact=n.exact,
+               include_true_class=n.include_true_class, mapping=n.mapping,
+               drop_rate=n.drop_rate, add_rate=n.add_rate)
   human = n.name == "human"
   train, val = [], []
-  for r in range(config.replicas):
-    seed = (config.seed if n.seed is None else n.seed) + (
-        0 if n.shared_across_replicas else r)
-    if r and n.shared_across_replicas:
-      train.append(train[0])
-      val.append(val[0])
-      continue
-    train.append(noisy(data.train_y, data.train_noisy_labels if human
-                       else None, seed))
-    if n.validation and n.name != "none" and len(data.val_y):
-      # A stream of its own: the training draw is the same without it.
-      val.append(noisy(data.val_y, data.val_noisy_labels if human else None,
-                       (seed, VALIDATION_NOISE_STREAM)))
-    else:
-      val.append(noise.NoisyLabels(labels=data.val_y, clean_labels=data.val_y,
-                                   noise_rate=0.0, transition_matrix=None))
-  if config.batch_size > data.num_train:
-    raise ConfigError(f"config.batch_size = {config.batch_size}: larger than "
-                      f"the {data.num_train} training examples")
+  try:
+    for r in range(config.replicas):
+      seed = (config.seed if n.seed is None else n.seed) + (
+          0 if n.shared_across_replicas else r)
+      if r and n.shared_across_replicas:
+        train.append(train[0])
+        val.append(val[0])
+        continue
+      train.append(noise.apply_noise(
+          data.train_y, data.num_classes, seed=seed, **model,
+          noisy_labels=data.train_noisy_labels[n.human_key] if human
+          else None))
+      if n.validation and n.name != "none" and len(data.val_y):
+        # A stream of its own: the training draw is the same without it.
+        val.append(noise.apply_noise(
+            data.val_y, data.num_classes,
+            seed=(seed, VALIDATION_NOISE_STREAM), **model,
+            noisy_labels=data.val_noisy_labels[n.human_key] if human
+            else None))
+      else:
+        val.append(noise.NoisyLabels(
+            labels=data.val_y, clean_labels=data.val_y, noise_rate=0.0,
+            transition_matrix=None))
+  except ValueError as e:
+    raise ConfigError(f"config.noise: {e}") from None
   return RunData(data, train, val)
 
 
@@ -158,3 +200,16 @@ def place(run_data: RunData, mesh: jax.sharding.Mesh, *,
   return Placed(train=train, eval_sets=eval_sets,
                 clean_rows=padded(stack([n.clean_labels for n in noisy])),
                 noisy_rows=padded(stack([n.labels for n in noisy])))
+
+
+def build(config, mesh: jax.sharding.Mesh) -> tuple[RunData, Placed]:
+  """The run's data, checked, found, loaded, noised and on ``mesh``.
+
+  Raises:
+    ConfigError: the data cannot be had, or does not fit the config.
+  """
+  check(config)
+  find(config)
+  run_data = load(config)
+  return run_data, place(run_data, mesh,
+                         eval_batch_size=config.eval_batch_size)

@@ -1,17 +1,28 @@
 """The training loop: config in, trained model, metrics and a summary out.
 
-``train_and_evaluate(config, workdir)`` reads the config (``configs/``),
-checks it, loads the data and its label noise, and trains one or two stages
-(Joint Optimization's stage 2: a fresh network on the labels stage 1 left).
-Each epoch runs the jitted step over the epoch's batches, relabels between
-epochs, evaluates validation and test, writes a record and a checkpoint. A
-workdir with a checkpoint is resumed from it.
+``train_and_evaluate(config, workdir)`` reads the config once and hands
+each section to the builder that checks and uses it, in this order:
+
+    the loop's own keys (``Settings``)  ->  sharding.make_mesh
+    -> data.training_data.build  (dataset, label noise, on the mesh)
+    -> objective.stages.build    (losses, schedules, optimisers per stage)
+    -> models.factory            (the network, per seed)
+    -> loop.workdir, checkpoints -> ``_train``: the epochs, which see the
+       built pieces and ``Settings``, never the config.
+
+It trains one or two stages (Joint Optimization's stage 2: a fresh network
+on the labels stage 1 left). Each epoch runs the jitted step over the
+epoch's batches, relabels between epochs, evaluates validation and test,
+writes a record (``report``) and a checkpoint. A workdir with a checkpoint
+is resumed from it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -20,21 +31,53 @@ import numpy as np
 from jax.experimental import multihost_utils
 from ml_collections import config_dict
 
-from train import sharding
-from train.loop import checkpoints
-from train.loop import config_checks
 from train import contract
+from train import errors
+from train import models
+from train import sharding
+from train.data import pipeline
+from train.data import training_data
+from train.loop import checkpoints
+from train.loop import workdir as workdir_lib
+from train.objective import stages
+from train.report import reporting
 from train.step import label_state as label_state_lib
 from train.step import metrics
-from train import models
-from train.data import pipeline
-from train.report import reporting
-from train.objective import stages
 from train.step import steps
-from train.data import training_data
 
-ConfigError = config_checks.ConfigError
+ConfigError = errors.ConfigError
 PROBABILITIES_FILE = contract.PROBABILITIES_FILE
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """The loop's own keys, read from the config once (``Settings.of``): the
+  loop below never sees the config itself."""
+
+  seed: int
+  replicas: int
+  batch_size: int
+  eval_batch_size: int
+  steps_per_dispatch: int
+  log_every_steps: int
+  eval_every_epochs: int
+  grad_bins: int
+  checkpoint_every_epochs: int
+  checkpoint_min_seconds: float
+  keep_checkpoints: int
+  save_train_probabilities: bool
+  progress: bool
+  tensorboard: bool
+  label_begin: int
+  label_history: int  # epochs of predictions kept (0: labels never move)
+
+  @classmethod
+  def of(cls, config) -> "Settings":
+    ls = config.label_state
+    own = {f.name: config[f.name] for f in dataclasses.fields(cls)
+           if f.name in config}
+    return cls(**own, label_begin=ls.begin,
+               label_history=ls.history if ls.mode != "none" else 0)
 
 
 # ---------------------------------------------------------------------------
@@ -48,38 +91,20 @@ class _Run:
   mesh's ``'replica'`` axis; the steps are ``vmap``ped over it.
   """
 
-  def __init__(self, config, workdir: str):
-    self.config = config
+  def __init__(self, settings: Settings, workdir: str, *,
+               mesh: jax.sharding.Mesh,
+               run_data: training_data.RunData,
+               placed: training_data.Placed, stages_: list[stages.Stage],
+               model: Callable[[int], models.Classifier]):
+    self.settings = settings
     self.workdir = workdir
-    self.replicas = config.replicas
-    self.mesh = sharding.make_mesh(replicas=self.replicas)
-    run_data = training_data.load(config)
-    data, noisy = run_data.dataset, run_data.train
-    self.data, self.noisy = data, noisy
-    self.steps_per_epoch = data.num_train // config.batch_size
-    try:
-      self.stages = stages.make_stages(
-          config, steps_per_epoch=self.steps_per_epoch,
-          num_classes=data.num_classes, multi_label=data.multi_label,
-          draws=noisy)
-    except ValueError as e:
-      raise ConfigError(str(e)) from None
-    self.total_epochs = self.stages[-1].last_epoch + 1
-    model_options = ({"width": config.model.width}
-                     if config.model.width is not None else {})
-    try:
-      self._model = lambda seed: models.create(
-          config.model.name, data.input_shape, data.num_classes, seed=seed,
-          **model_options)
-      # Built now so that a bad model option fails before the workdir is
-      # made; kept for the first replica of the stage with this seed.
-      self._built = {config.seed: models.Classifier.split(
-          self._model(config.seed), dtype=config.model.dtype)}
-    except ValueError as e:
-      raise ConfigError(f"config.model: {e}") from None
-
-    placed = training_data.place(run_data, self.mesh,
-                                 eval_batch_size=config.eval_batch_size)
+    self.replicas = settings.replicas
+    self.mesh = mesh
+    self.data, self.noisy = run_data.dataset, run_data.train
+    self.steps_per_epoch = self.data.num_train // settings.batch_size
+    self.stages = stages_
+    self.total_epochs = stages_[-1].last_epoch + 1
+    self._model = model
     self.train_data, self.eval_sets = placed.train, placed.eval_sets
     self.clean_rows, self.noisy_rows = placed.clean_rows, placed.noisy_rows
 
@@ -89,9 +114,7 @@ class _Run:
     """The model's graph and a fresh train state (replica r: seed + r)."""
     states = []
     for r in range(self.replicas):
-      classifier = self._built.pop(stage.seed + r, None) or (
-          models.Classifier.split(self._model(stage.seed + r),
-                                  dtype=self.config.model.dtype))
+      classifier = self._model(stage.seed + r)
       states.append(steps.init_state(classifier, stage.optimizer,
                                      stage.seed + r))
     state = jax.tree.map(lambda *leaves: np.stack(leaves), *states)
@@ -99,16 +122,13 @@ class _Run:
         state, sharding.replicate(state, self.mesh, replicas=True))
 
   def fresh_label_state(self) -> label_state_lib.LabelState:
-    history = (self.config.label_state.history
-               if self.config.label_state.mode != "none" else 0)
     return label_state_lib.create(
         np.stack([n.labels for n in self.noisy]), self.data.num_classes,
-        history=history, mesh=self.mesh, replicas=True)
+        history=self.settings.label_history, mesh=self.mesh, replicas=True)
 
   def compile_stage(self, stage: stages.Stage, classifier, state,
                     label_state) -> None:
     """Builds the jitted step, label update and evaluation of ``stage``."""
-    ls = self.config.label_state
     multi_label = self.data.multi_label
     # One replica trains without the replica axis: the step compiled over
     # [1, ...] arrays ran 10-17 % slower on XLA:CPU (2-D CNN). The axis is
@@ -122,10 +142,11 @@ class _Run:
                          if single else stage.loss.per_replica),
         mesh=self.mesh, crop_padding=self.data.crop_padding,
         flip=self.data.flip, multi_label=multi_label,
-        record=stage.label_update != "none", grad_bins=self.config.grad_bins,
+        record=stage.label_update != "none", grad_bins=self.settings.grad_bins,
         # Labels that never change need no label state: the losses' integer
         # fast paths (stage 2 too, when stage 1 never relabelled).
-        integer_labels=(ls.mode == "none" and not multi_label),
+        integer_labels=(self.settings.label_history == 0
+                        and not multi_label),
         num_classes=self.data.num_classes, replicas=not single)
     if single:
       self._leave_replicas, self._enter_replicas, self.step_data = (
@@ -137,7 +158,7 @@ class _Run:
     self.train_step = steps.make_train_step(cfg, *step_arrays,
                                             self.step_data)
     self.update_labels = None if stage.label_update == "none" else (
-        steps.make_label_update(self.mesh, begin=ls.begin,
+        steps.make_label_update(self.mesh, begin=self.settings.label_begin,
                                 mode=stage.label_update,
                                 multi_label=multi_label, replicas=True))
     self.measure_labels = steps.make_label_metrics(
@@ -159,7 +180,7 @@ class _Run:
     self.zero_sums = jax.jit(
         lambda: jax.tree.map(
             lambda x: jnp.zeros(lead + x.shape, x.dtype),
-            metrics.zeros_like_sums(self.config.grad_bins)),
+            metrics.zeros_like_sums(self.settings.grad_bins)),
         out_shardings=(sharding.replicated(self.mesh) if single else
                        sharding.by_replica(self.mesh)))
 
@@ -188,10 +209,10 @@ class _Run:
   # -- one epoch --------------------------------------------------------------
   def run_epoch(self, epoch: int, stage: stages.Stage, state, label_state,
                 progress: reporting.Progress):
-    config = self.config
+    settings = self.settings
     start = time.perf_counter()
     order = np.stack([pipeline.epoch_indices(
-        config.seed + r, epoch, self.data.num_train, config.batch_size)
+        settings.seed + r, epoch, self.data.num_train, settings.batch_size)
                       for r in range(self.replicas)])
     single = self.replicas == 1
     if single:
@@ -204,7 +225,7 @@ class _Run:
     # The host dispatches and never waits, but every `log_every_steps` (and
     # at the epoch's end) for the sums: the loss for the progress line and
     # the count of non-finite losses.
-    per_call, every = config.steps_per_dispatch, config.log_every_steps
+    per_call, every = settings.steps_per_dispatch, settings.log_every_steps
     done = reported = 0
     while done < self.steps_per_epoch:
       count = min(per_call, self.steps_per_epoch - done)
@@ -229,7 +250,7 @@ class _Run:
           label_state.labels, self.clean_rows, self.noisy_rows)
     update_seconds = time.perf_counter() - update_start
     # Every `eval_every_epochs` epochs and at the end of every stage.
-    due = ((epoch + 1) % config.eval_every_epochs == 0
+    due = ((epoch + 1) % settings.eval_every_epochs == 0
            or epoch == stage.last_epoch)
     evaluated = {split: self.evaluate[split](state["params"],
                                             state["model_state"], *arrays)
@@ -263,7 +284,7 @@ class _Run:
   def save_train_probabilities(self, classifier, state) -> None:
     """``workdir/probabilities_train.npy``: softmax of the training set."""
     order, mask = pipeline.eval_indices(self.data.num_train,
-                                        self.config.eval_batch_size)
+                                        self.settings.eval_batch_size)
     predict = steps.make_predict(classifier, self.mesh, replicas=True)
     probs = predict(state["params"], state["model_state"],
                     self.train_data["image"], sharding.put(
@@ -287,6 +308,48 @@ class _Run:
                   steps=done - reported)
 
 
+# The loop's own keys that count something.
+_COUNTS = ("num_epochs", "batch_size", "eval_batch_size",
+           "checkpoint_every_epochs", "keep_checkpoints", "grad_bins",
+           "steps_per_dispatch", "replicas", "eval_every_epochs")
+
+
+def check(config, *, num_devices: int) -> None:
+  """The loop's own keys (epochs, batches, checkpoints, logging).
+
+  Raises:
+    ConfigError: naming the first bad key.
+  """
+  for key in _COUNTS:
+    value = config[key]
+    if not (isinstance(value, int) and not isinstance(value, bool)
+            and value > 0):
+      raise ConfigError.of(key, value, "must be a positive integer")
+  if not (isinstance(config.log_every_steps, int)
+          and config.log_every_steps >= 0):
+    raise ConfigError.of("log_every_steps", config.log_every_steps,
+                         "must be a non-negative integer (0: once per epoch)")
+  for key in ("batch_size", "eval_batch_size"):
+    if config[key] % num_devices:
+      raise ConfigError.of(
+          key, config[key], f"must be a multiple of the {num_devices} "
+          f"devices, so that every device gets the same share of a batch")
+
+
+def check_config(config, *, num_devices: int) -> None:
+  """Every check the config alone decides, without the data: what each
+  builder checks as it reads its section (data, objective, model) and the
+  loop's own keys. (The loss is checked against the data when it is built.)
+
+  Raises:
+    ConfigError: naming the first bad key.
+  """
+  training_data.check(config)
+  stages.check(config)
+  models.check(config.model)
+  check(config, num_devices=num_devices)
+
+
 def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
                        *, stop_after_epochs: int | None = None
                        ) -> dict[str, Any]:
@@ -306,19 +369,56 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
     ConfigError: a bad config, workdir or checkpoint, before training.
     FloatingPointError: the loss became NaN or infinite.
   """
-  # ----- Checks, data, stages, model ------------------------------------------
-  # Everything the config and the data can reject, before the workdir is made.
-  config_checks.check(config, num_devices=jax.device_count())
-  config_checks.check_data(config)
-  run = _Run(config, workdir)
-  config_checks.check_workdir(workdir)
+  # ----- Config, data, stages, model --------------------------------------
+  # Each builder checks its own section as it reads it; everything the
+  # config and the data can reject fails here, before the workdir is made.
+  check(config, num_devices=jax.device_count())
+  settings = Settings.of(config)
+  mesh = sharding.make_mesh(replicas=config.replicas)
+  run_data, placed = training_data.build(config, mesh)
+  data = run_data.dataset
+  if config.batch_size > data.num_train:
+    raise ConfigError.of("batch_size", config.batch_size,
+                         f"larger than the {data.num_train} training "
+                         f"examples")
+  stages_ = stages.build(
+      config, steps_per_epoch=data.num_train // config.batch_size,
+      num_classes=data.num_classes, multi_label=data.multi_label,
+      draws=run_data.train)
+  model = models.factory(config.model, data.input_shape, data.num_classes,
+                         first_seed=config.seed)
+  run = _Run(settings, workdir, mesh=mesh, run_data=run_data,
+             placed=placed, stages_=stages_, model=model)
+  realised = f"{run.noisy[0].noise_rate:.1%}"
+  noise_text = (f"{config.noise.name} noise {config.noise.rate:.0%} "
+                f"(realised {realised})" if config.noise.name != "none"
+                else "clean labels")
+  parts = " + ".join(f"{s.loss.name} x{s.num_epochs}" for s in run.stages)
+  title = (f"\nSummary: {config.dataset.name}, {noise_text}, "
+           f"{config.model.name}, {parts}")
+  header = (f"{data.summary()}; noise {config.noise.name} (realised rate "
+            f"{realised})")
+
+  # ----- Workdir, checkpoints -------------------------------------------------
+  workdir_lib.check_workdir(workdir)
   store = checkpoints.Checkpoints(os.path.join(workdir,
                                                contract.CHECKPOINT_DIR),
                                   keep=config.keep_checkpoints)
   resume_epoch = store.latest_epoch() or 0
+  workdir_lib.check_resume(workdir, config, resuming=bool(resume_epoch),
+                           write=jax.process_index() == 0)
+  # From here on the loop reads its settings, never the config.
+  return _train(run, store, resume_epoch=resume_epoch, header=header,
+                title=title,
+                stop_after_epochs=stop_after_epochs)
+
+
+def _train(run: _Run, store: checkpoints.Checkpoints, *, resume_epoch: int,
+           header: str, title: str, stop_after_epochs: int | None
+           ) -> dict[str, Any]:
+  """The epochs of ``run`` from ``resume_epoch`` on; its summary."""
+  settings, workdir = run.settings, run.workdir
   main_process = jax.process_index() == 0
-  config_checks.check_resume(workdir, config, resuming=bool(resume_epoch),
-                             write=main_process)
 
   # ----- State -----------------------------------------------------------------
   stage = stages.stage_of(run.stages, max(resume_epoch - 1, 0))
@@ -331,15 +431,14 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
       raise ConfigError(str(e)) from None
   writer = reporting.MetricWriter(
       workdir, resume_epoch=resume_epoch,
-      tensorboard=config.tensorboard and main_process, enabled=main_process)
+      tensorboard=settings.tensorboard and main_process,
+      enabled=main_process)
   progress = reporting.Progress(
       run.total_epochs, run.steps_per_epoch, first_epoch=resume_epoch,
-      enabled=config.progress and main_process)
+      enabled=settings.progress and main_process)
   records = contract.read_records(workdir)
   if main_process:
-    print(f"{run.data.summary()}; noise {config.noise.name} "
-          f"(realised rate {run.noisy[0].noise_rate:.1%}); "
-          f"{jax.device_count()} device(s); "
+    print(f"{header}; {jax.device_count()} device(s); "
           f"{'resuming after epoch ' + str(resume_epoch) if resume_epoch else 'new run'}"
           f" in {workdir}", flush=True)
 
@@ -363,8 +462,9 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
       done = epoch + 1
       # A save costs tens of milliseconds however small the model: epochs
       # of a fraction of a second are not each saved.
-      due = (done % config.checkpoint_every_epochs == 0 and
-             time.perf_counter() - last_save >= config.checkpoint_min_seconds)
+      due = (done % settings.checkpoint_every_epochs == 0 and
+             time.perf_counter() - last_save
+             >= settings.checkpoint_min_seconds)
       if due or done == last:
         last_save = time.perf_counter()
         store.save(done, state, label_state, {
@@ -375,18 +475,18 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
     store.close()
     writer.close()
 
-  if config.save_train_probabilities and last == run.total_epochs:
+  if settings.save_train_probabilities and last == run.total_epochs:
     run.save_train_probabilities(classifier, state)
   summary = contract.summarise(records)
   if main_process and last == run.total_epochs:
     data = run.data
     contract.write_run(workdir, {
-        "dataset": config.dataset.name, "num_train": data.num_train,
+        "dataset": data.name, "num_train": data.num_train,
         "num_validation": len(data.val_x), "num_test": len(data.test_x),
         "num_classes": data.num_classes, "multi_label": data.multi_label,
         "epochs": run.total_epochs, "replicas": run.replicas,
         "devices": jax.device_count()})
-    print(reporting.summary_table(summary, _title(config, run)), flush=True)
+    print(reporting.summary_table(summary, title), flush=True)
   return summary
 
 
@@ -395,12 +495,3 @@ def _host_value(value: np.ndarray) -> float | list[float | None]:
   if np.ndim(value) == 0:
     return float(value)
   return [None if np.isnan(v) else float(v) for v in np.ravel(value)]
-
-
-def _title(config, run: _Run) -> str:
-  noise_text = (f"{config.noise.name} noise {config.noise.rate:.0%} "
-                f"(realised {run.noisy[0].noise_rate:.1%})"
-                if config.noise.name != "none" else "clean labels")
-  parts = " + ".join(f"{s.loss.name} x{s.num_epochs}" for s in run.stages)
-  return (f"\nSummary: {config.dataset.name}, {noise_text}, "
-          f"{config.model.name}, {parts}")

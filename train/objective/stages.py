@@ -6,8 +6,9 @@ initialised network (seed ``seed + stage2.seed_offset``) on the labels
 stage 1 left, with ``stage2.loss`` and its own step-decayed learning rate,
 never relabelling. Epochs are numbered across stages.
 
-``make_stages`` builds each stage's loss (``loss_registry``, which validates
-it), schedules and optimiser once; what it rejects raises ``ValueError``
+``check`` validates what the config alone decides; ``build`` (``make_stages``)
+builds each stage's loss (``loss_registry``, which validates it against the
+data), schedules and optimiser once; what it rejects raises ``ConfigError``
 naming the config key.
 """
 
@@ -19,9 +20,13 @@ from collections.abc import Callable
 import jax
 import optax
 
-from train.objective import loss_registry
 from train.data import noise
+from train.errors import ConfigError
+from train.objective import loss_registry
 from train.objective import schedules
+from train.step import label_state
+
+OPTIMIZERS = ("sgd", "adam", "adamw")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +46,60 @@ class Stage:
   @property
   def last_epoch(self) -> int:
     return self.first_epoch + self.num_epochs - 1
+
+
+def check(config) -> None:
+  """The optimiser, learning-rate schedules, relabelling and stage 2, as far
+  as the config decides (the loss is checked against the data when built).
+
+  Raises:
+    ConfigError: naming the first bad key.
+  """
+  opt = config.optimizer
+  if opt.name not in OPTIMIZERS:
+    raise ConfigError.of("optimizer.name", opt.name,
+                         f"must be one of {list(OPTIMIZERS)}")
+  for key, value, ok, allowed in (
+      ("learning_rate", opt.learning_rate, opt.learning_rate > 0,
+       "must be positive"),
+      ("momentum", opt.momentum, 0.0 <= opt.momentum < 1.0,
+       "must lie in [0, 1)"),
+      ("weight_decay", opt.weight_decay, opt.weight_decay >= 0,
+       "must be non-negative")):
+    if not ok:
+      raise ConfigError.of(f"optimizer.{key}", value, allowed)
+  for key, schedule, boundaries in (
+      ("optimizer", opt.schedule, opt.boundaries),
+      ("stage2", config.stage2.schedule, config.stage2.boundaries)):
+    # A tuple override takes any literal: --config.optimizer.boundaries=x.
+    if not all(isinstance(b, (int, float)) and not isinstance(b, bool)
+               for b in boundaries):
+      raise ConfigError.of(f"{key}.boundaries", boundaries,
+                           "must be epochs, such as '(40, 80)'")
+    try:
+      schedules.learning_rate(schedule, base=1.0, steps_per_epoch=1,
+                              num_epochs=1, boundaries=boundaries)
+    except ValueError as e:
+      raise ConfigError(str(e)) from None
+
+  ls = config.label_state
+  if ls.mode not in label_state.UPDATES:
+    raise ConfigError.of("label_state.mode", ls.mode,
+                         f"must be one of {list(label_state.UPDATES)}")
+  if not (isinstance(ls.begin, int) and ls.begin >= 0):
+    raise ConfigError.of("label_state.begin", ls.begin,
+                         "must be a non-negative integer epoch")
+  if not (isinstance(ls.history, int)
+          and (ls.history >= 1 or ls.mode == "none")):
+    raise ConfigError.of("label_state.history", ls.history,
+                         "must be a positive integer when labels are updated")
+  s2 = config.stage2
+  if not (isinstance(s2.epochs, int) and s2.epochs >= 0):
+    raise ConfigError.of("stage2.epochs", s2.epochs,
+                         "must be a non-negative integer")
+  if s2.learning_rate <= 0:
+    raise ConfigError.of("stage2.learning_rate", s2.learning_rate,
+                         "must be positive")
 
 
 def make_optimizer(opt, learning_rate: optax.Schedule
@@ -97,6 +156,18 @@ def make_stages(config, *, steps_per_epoch: int, num_classes: int,
                         make_optimizer(opt, lr2), lr2, {}, "none",
                         config.seed + s2.seed_offset))
   return stages
+
+
+def build(config, *, steps_per_epoch: int, num_classes: int,
+          multi_label: bool, draws: list[noise.NoisyLabels]) -> list[Stage]:
+  """``check`` then ``make_stages``, its mistakes as ``ConfigError``."""
+  check(config)
+  try:
+    return make_stages(config, steps_per_epoch=steps_per_epoch,
+                       num_classes=num_classes, multi_label=multi_label,
+                       draws=draws)
+  except ValueError as e:
+    raise ConfigError(str(e)) from None
 
 
 def stage_of(stages: list[Stage], epoch: int) -> Stage:

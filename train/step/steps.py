@@ -25,11 +25,11 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from train import models
 from train import sharding
+from train.data import pipeline
 from train.step import label_state as label_state_lib
 from train.step import metrics
-from train import models
-from train.data import pipeline
 
 TrainState = dict[str, Any]  # step, params, model_state, opt_state, rng
 

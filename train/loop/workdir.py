@@ -1,0 +1,82 @@
+"""The workdir's guards: writable, and holding no run of another config.
+
+``check_workdir`` runs once the config and the data have passed their
+checks, so that a mistake leaves no folder behind; ``check_resume`` saves
+the config beside the checkpoints and refuses to resume a run of another.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+
+from ml_collections import config_dict
+
+from train import contract
+from train.errors import ConfigError
+
+CONFIG_FILE = contract.CONFIG_FILE
+# Keys a resumed run may change: they do not alter the epochs already run.
+RESUMABLE_CHANGES = ("num_epochs", "checkpoint_every_epochs",
+                     "checkpoint_min_seconds", "log_every_steps",
+                     "keep_checkpoints", "tensorboard", "progress")
+
+
+def check_workdir(workdir: str) -> None:
+  """Creates ``workdir`` if needed and proves it writable.
+
+  Raises:
+    ConfigError: it cannot be created or written.
+  """
+  try:
+    os.makedirs(workdir, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=workdir, prefix=".write_test"):
+      pass
+  except OSError as e:
+    raise ConfigError(f"--workdir={workdir!r} is not a writable folder: "
+                      f"{e.strerror or e}") from None
+
+
+def _differences(saved: Mapping, current: Mapping, prefix: str = ""
+                 ) -> list[str]:
+  out = []
+  for key in sorted(set(saved) | set(current)):
+    a, b = saved.get(key), current.get(key)
+    path = f"{prefix}{key}"
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+      out += _differences(a, b, path + ".")
+    elif a != b and path not in RESUMABLE_CHANGES:
+      out.append(f"{path}: {a!r} in the workdir, {b!r} now")
+  return out
+
+
+def check_resume(workdir: str, config: config_dict.ConfigDict, *,
+                 resuming: bool, write: bool = True) -> None:
+  """Saves the config in the workdir; a resumed run's must match the saved.
+
+  Args:
+    workdir: the run's folder.
+    config: this run's config.
+    resuming: whether the workdir holds a checkpoint to resume (without one,
+      a saved config is that of a run that never checkpointed: replaced).
+    write: whether to save the config (one process of a multi-process run).
+
+  Raises:
+    ConfigError: the workdir holds a checkpoint of a different config.
+  """
+  path = os.path.join(workdir, CONFIG_FILE)
+  current = json.loads(config.to_json())
+  if resuming and os.path.exists(path):
+    with open(path) as f:
+      saved = json.load(f)
+    differences = _differences(saved, current)
+    if differences:
+      raise ConfigError(
+          f"--workdir={workdir!r} holds a run of another config, so its "
+          f"checkpoint cannot be resumed: {'; '.join(differences)}. Use a "
+          f"new workdir, or delete this one to start over.")
+  if write:
+    with open(path, "w") as f:
+      json.dump(current, f, indent=2, sort_keys=True)
