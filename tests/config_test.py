@@ -11,6 +11,7 @@ from configs import common
 from tests.tiny import tiny_config
 from train import errors
 from train.data import noise
+from train.loop import settings
 from train.loop import trainer
 from train.objective import loss_registry
 from train.objective import stages
@@ -43,26 +44,26 @@ class CheckTest(parameterized.TestCase):
   )
   def test_rejected(self, overrides, message):
     with self.assertRaisesRegex(ConfigError, message):
-      trainer.check_config(tiny_config(**overrides), num_devices=1)
+      settings.check_config(tiny_config(**overrides), num_devices=1)
 
   def test_loss_is_left_to_its_builder(self):
     # loss_registry.from_config validates it, on the data (its tests).
-    trainer.check_config(tiny_config(**{"loss.name": "focal",
+    settings.check_config(tiny_config(**{"loss.name": "focal",
                                        "loss.gamma": -1.0}), num_devices=1)
 
   def test_batch_size_must_divide_over_devices(self):
     config = tiny_config(batch_size=100)
-    trainer.check_config(config, num_devices=4)
+    settings.check_config(config, num_devices=4)
     with self.assertRaisesRegex(ConfigError,
                                 r"batch_size = 100: must be a multiple of "
                                 r"the 8 devices"):
-      trainer.check_config(config, num_devices=8)
+      settings.check_config(config, num_devices=8)
 
   def test_default_and_all_shipped_configs_pass(self):
     for name in _config_files():
       with self.subTest(name):
         config = _load_config(name)
-        trainer.check_config(config, num_devices=1)
+        settings.check_config(config, num_devices=1)
 
   def test_every_config_opens_with_its_command(self):
     for name in _config_files():
@@ -78,7 +79,7 @@ class CheckTest(parameterized.TestCase):
         continue
       for noise in ("0", "0.4"):
         config = _load_config(f"{dataset}.py", f"loss={loss},noise={noise}")
-        trainer.check_config(config, num_devices=1)
+        settings.check_config(config, num_devices=1)
         _build_loss(config, num_classes=100 if dataset == "cifar100" else 10)
     with self.assertRaisesRegex(ValueError, r"config argument 'lr=1'"):
       _load_config(f"{dataset}.py", "lr=1")
@@ -90,7 +91,7 @@ class CheckTest(parameterized.TestCase):
                       ("cifar10.py", "model=resnet18"),
                       ("mosaic_asl.py", "loss=bce,drop=0.3,add=0.01")):
       config = _load_config(name, arg)
-      trainer.check_config(config, num_devices=1)
+      settings.check_config(config, num_devices=1)
       _build_loss(config, num_classes=100 if "cifar100" in arg else 10,
                   multi_label=name == "mosaic_asl.py")
     self.assertEqual(_load_config("jo_full.py", "dataset=cifar10,noise=0.7"

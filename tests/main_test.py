@@ -142,6 +142,20 @@ class OneLineErrorTest(parameterized.TestCase):
 
 class HelpTest(absltest.TestCase):
 
+  def test_help_lists_configs_and_losses_and_exits_0(self):
+    for flag in ("--help", "-h", "--helpfull"):
+      result = run_entry_point([flag])
+      self.assertEqual(result.returncode, 0, flag)
+      for part in ("configs/default.py", "configs/cifar10.py",
+                   "encouraging", "focal", "--show_config", "--workdir"):
+        self.assertIn(part, result.stdout, flag)
+
+  def test_show_config_prints_every_key_with_overrides(self):
+    result = run_entry_point(["--show_config", "--config.loss.name=focal"])
+    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertIn("name: focal", result.stdout)
+    self.assertIn("label_state:", result.stdout)
+
   def test_every_override_in_the_help_exists(self):
     # --helpshort prints the module docstring.
     config = default.get_config()

@@ -26,6 +26,7 @@ import importlib.util
 import os
 import re
 import sys
+import textwrap
 from typing import NoReturn
 
 from absl import app
@@ -46,14 +47,50 @@ _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false",
 DIVERGED = contract.DIVERGED
 
 
+_HELP_FLAGS = ("-h", "--help", "-help", "--helpshort", "--helpfull",
+               "-helpfull", "-?")
+
+
+def _print_help() -> None:
+  """The usage, the shipped configs, the loss names, the flags."""
+  from train.objective import loss_registry  # pylint: disable=g-import-not-at-top
+  shipped = []
+  for name in _shipped_configs():
+    with open(os.path.join(os.path.dirname(_DEFAULT_CONFIG), name)) as f:
+      module_doc = f.read().split('"""')
+    first = module_doc[1].strip().splitlines()[0] if len(module_doc) > 2 else ""
+    shipped.append(f"  configs/{name:<18} {first}")
+  losses = textwrap.fill(", ".join(sorted(loss_registry.LOSSES)), width=76,
+                         initial_indent="  ", subsequent_indent="  ")
+  print("\n".join([
+      __doc__.strip(), "",
+      "Configs shipped (--config=FILE[:ARGS]):", *shipped, "",
+      "Losses (--config.loss.name=NAME):", losses, "",
+      "Every key of a config, with its value:",
+      "  python -m train --config=configs/default.py --show_config", "",
+      "Flags:",
+      "  --config=FILE[:ARGS]  the config file (default configs/default.py)",
+      "  --config.KEY=VALUE    overrides a key of the config",
+      "  --workdir=DIR         metrics, checkpoints; rerun to resume",
+      "  --show_config         print the config and exit",
+      "  --jax_distributed     multi-host: jax.distributed.initialize() first",
+  ]))
+
+
+def _shipped_configs() -> list[str]:
+  return sorted(f for f in os.listdir(os.path.dirname(_DEFAULT_CONFIG))
+                if f.endswith(".py") and f not in ("__init__.py", "common.py"))
+
+
 def _define_flags():
   # Defined only when run: the config flag reads sys.argv's overrides as it
   # is defined, so the command line is checked first.
   config_flags.DEFINE_config_file(
       "config", _DEFAULT_CONFIG, "Training config file (get_config()).",
       lock_config=True)
-  flags.DEFINE_string("workdir", None, "Folder for metrics and checkpoints.",
-                      required=True)
+  flags.DEFINE_string("workdir", None, "Folder for metrics and checkpoints.")
+  flags.DEFINE_bool("show_config", False,
+                    "Print the config (with overrides) and exit.")
   flags.DEFINE_bool(
       "jax_distributed", False,
       "Call jax.distributed.initialize() first (multi-host runs).")
@@ -80,9 +117,7 @@ def _load_config(argument: str) -> config_dict.ConfigDict:
   """``FILE.py[:ARG]`` as ``--config`` loads it, without the overrides."""
   path, _, arg = argument.partition(":")
   if not os.path.isfile(path):
-    shipped = sorted(f for f in os.listdir(os.path.dirname(_DEFAULT_CONFIG))
-                     if f.endswith(".py") and f not in ("__init__.py",
-                                                        "common.py"))
+    shipped = _shipped_configs()
     raise FileNotFoundError(f"no such file; the shipped configs are "
                             f"configs/{{{','.join(shipped)}}}")
   spec = importlib.util.spec_from_file_location("config_file", path)
@@ -163,6 +198,12 @@ def main(argv):
   if len(argv) > 1:
     _fail(f"unexpected arguments {argv[1:]}: flags are written "
           f"--name=value")
+  if flags.FLAGS.show_config:
+    print(flags.FLAGS.config)
+    return
+  if flags.FLAGS.workdir is None:
+    _fail("--workdir=DIR is required: the folder for metrics and "
+          "checkpoints")
   quiet = not flags.FLAGS["verbosity"].present
   # Imported here, so that a command-line error comes without loading JAX.
   import jax  # pylint: disable=g-import-not-at-top
@@ -184,6 +225,9 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  if any(arg in _HELP_FLAGS for arg in sys.argv[1:]):
+    _print_help()
+    sys.exit(0)
   _check_command_line(sys.argv)
   _define_flags()
   app.run(main, flags_parser=_parse_flags)

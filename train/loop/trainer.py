@@ -3,7 +3,7 @@
 ``train_and_evaluate(config, workdir)`` reads the config once and hands
 each section to the builder that checks and uses it, in this order:
 
-    the loop's own keys (``Settings``)  ->  sharding.make_mesh
+    the loop's own keys (``loop.settings``)  ->  sharding.make_mesh
     -> data.training_data.build  (dataset, label noise, on the mesh)
     -> objective.stages.build    (losses, schedules, optimisers per stage)
     -> models.factory            (the network, per seed)
@@ -19,7 +19,6 @@ is resumed from it.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from train import sharding
 from train.data import pipeline
 from train.data import training_data
 from train.loop import checkpoints
+from train.loop import settings as settings_lib
 from train.loop import workdir as workdir_lib
 from train.objective import stages
 from train.report import reporting
@@ -47,37 +47,6 @@ from train.step import steps
 
 ConfigError = errors.ConfigError
 PROBABILITIES_FILE = contract.PROBABILITIES_FILE
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-  """The loop's own keys, read from the config once (``Settings.of``): the
-  loop below never sees the config itself."""
-
-  seed: int
-  replicas: int
-  batch_size: int
-  eval_batch_size: int
-  steps_per_dispatch: int
-  log_every_steps: int
-  eval_every_epochs: int
-  grad_bins: int
-  checkpoint_every_epochs: int
-  checkpoint_min_seconds: float
-  keep_checkpoints: int
-  save_train_probabilities: bool
-  progress: bool
-  tensorboard: bool
-  label_begin: int
-  label_history: int  # epochs of predictions kept (0: labels never move)
-
-  @classmethod
-  def of(cls, config) -> "Settings":
-    ls = config.label_state
-    own = {f.name: config[f.name] for f in dataclasses.fields(cls)
-           if f.name in config}
-    return cls(**own, label_begin=ls.begin,
-               label_history=ls.history if ls.mode != "none" else 0)
 
 
 # ---------------------------------------------------------------------------
@@ -91,7 +60,7 @@ class _Run:
   mesh's ``'replica'`` axis; the steps are ``vmap``ped over it.
   """
 
-  def __init__(self, settings: Settings, workdir: str, *,
+  def __init__(self, settings: settings_lib.Settings, workdir: str, *,
                mesh: jax.sharding.Mesh,
                run_data: training_data.RunData,
                placed: training_data.Placed, stages_: list[stages.Stage],
@@ -308,48 +277,6 @@ class _Run:
                   steps=done - reported)
 
 
-# The loop's own keys that count something.
-_COUNTS = ("num_epochs", "batch_size", "eval_batch_size",
-           "checkpoint_every_epochs", "keep_checkpoints", "grad_bins",
-           "steps_per_dispatch", "replicas", "eval_every_epochs")
-
-
-def check(config, *, num_devices: int) -> None:
-  """The loop's own keys (epochs, batches, checkpoints, logging).
-
-  Raises:
-    ConfigError: naming the first bad key.
-  """
-  for key in _COUNTS:
-    value = config[key]
-    if not (isinstance(value, int) and not isinstance(value, bool)
-            and value > 0):
-      raise ConfigError.of(key, value, "must be a positive integer")
-  if not (isinstance(config.log_every_steps, int)
-          and config.log_every_steps >= 0):
-    raise ConfigError.of("log_every_steps", config.log_every_steps,
-                         "must be a non-negative integer (0: once per epoch)")
-  for key in ("batch_size", "eval_batch_size"):
-    if config[key] % num_devices:
-      raise ConfigError.of(
-          key, config[key], f"must be a multiple of the {num_devices} "
-          f"devices, so that every device gets the same share of a batch")
-
-
-def check_config(config, *, num_devices: int) -> None:
-  """Every check the config alone decides, without the data: what each
-  builder checks as it reads its section (data, objective, model) and the
-  loop's own keys. (The loss is checked against the data when it is built.)
-
-  Raises:
-    ConfigError: naming the first bad key.
-  """
-  training_data.check(config)
-  stages.check(config)
-  models.check(config.model)
-  check(config, num_devices=num_devices)
-
-
 def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
                        *, stop_after_epochs: int | None = None
                        ) -> dict[str, Any]:
@@ -372,8 +299,8 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   # ----- Config, data, stages, model --------------------------------------
   # Each builder checks its own section as it reads it; everything the
   # config and the data can reject fails here, before the workdir is made.
-  check(config, num_devices=jax.device_count())
-  settings = Settings.of(config)
+  settings_lib.check(config, num_devices=jax.device_count())
+  settings = settings_lib.Settings.of(config)
   mesh = sharding.make_mesh(replicas=config.replicas)
   run_data, placed = training_data.build(config, mesh)
   data = run_data.dataset

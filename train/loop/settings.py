@@ -1,0 +1,90 @@
+"""The loop's own keys of the config: checked, then read once into ``Settings``.
+
+``check`` validates the keys the loop reads (epochs, batches, checkpoints,
+logging, replicas); ``Settings.of`` reads them, so that the epoch loop never
+holds the config. ``check_config`` runs every check the config alone
+decides, without the data (the builders' ``check`` functions and this one):
+what a test or a launcher uses to validate a config in a second.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from train import models
+from train.data import training_data
+from train.errors import ConfigError
+from train.objective import stages
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """The loop's own keys, read from the config once (``Settings.of``): the
+  loop below never sees the config itself."""
+
+  seed: int
+  replicas: int
+  batch_size: int
+  eval_batch_size: int
+  steps_per_dispatch: int
+  log_every_steps: int
+  eval_every_epochs: int
+  grad_bins: int
+  checkpoint_every_epochs: int
+  checkpoint_min_seconds: float
+  keep_checkpoints: int
+  save_train_probabilities: bool
+  progress: bool
+  tensorboard: bool
+  label_begin: int
+  label_history: int  # epochs of predictions kept (0: labels never move)
+
+  @classmethod
+  def of(cls, config) -> "Settings":
+    ls = config.label_state
+    own = {f.name: config[f.name] for f in dataclasses.fields(cls)
+           if f.name in config}
+    return cls(**own, label_begin=ls.begin,
+               label_history=ls.history if ls.mode != "none" else 0)
+
+
+# The loop's own keys that count something.
+_COUNTS = ("num_epochs", "batch_size", "eval_batch_size",
+           "checkpoint_every_epochs", "keep_checkpoints", "grad_bins",
+           "steps_per_dispatch", "replicas", "eval_every_epochs")
+
+
+def check(config, *, num_devices: int) -> None:
+  """The loop's own keys (epochs, batches, checkpoints, logging).
+
+  Raises:
+    ConfigError: naming the first bad key.
+  """
+  for key in _COUNTS:
+    value = config[key]
+    if not (isinstance(value, int) and not isinstance(value, bool)
+            and value > 0):
+      raise ConfigError.of(key, value, "must be a positive integer")
+  if not (isinstance(config.log_every_steps, int)
+          and config.log_every_steps >= 0):
+    raise ConfigError.of("log_every_steps", config.log_every_steps,
+                         "must be a non-negative integer (0: once per epoch)")
+  for key in ("batch_size", "eval_batch_size"):
+    if config[key] % num_devices:
+      raise ConfigError.of(
+          key, config[key], f"must be a multiple of the {num_devices} "
+          f"devices, so that every device gets the same share of a batch")
+
+
+def check_config(config, *, num_devices: int) -> None:
+  """Every check the config alone decides, without the data: what each
+  builder checks as it reads its section (data, objective, model) and the
+  loop's own keys. (The loss is checked against the data when it is built.)
+
+  Raises:
+    ConfigError: naming the first bad key.
+  """
+  training_data.check(config)
+  stages.check(config)
+  models.check(config.model)
+  check(config, num_devices=num_devices)
