@@ -93,8 +93,14 @@ def run_overrides(setting: Setting, method: Method, point: Overrides,
 TRANSITION_FILE = "transition_matrix.npy"
 
 
-def _run(study: Study, phase, s: Setting, m: Method, point, seed, workdir,
-         source: str | None) -> Run:
+def _run(study: Study, root: str, phase: str, s: Setting, m: Method,
+         point, seed: int, source: tuple[str, Mapping[str, Any]] | None
+         ) -> Run:
+  """One run, with ``source`` (a method and its point) the run of this
+  seed whose predictions estimate its transition matrix, if any."""
+  workdir = run_dir(root, phase, s.name, m.name, point, seed, source)
+  source_dir = None if source is None else run_dir(root, phase, s.name,
+                                                   *source, seed)
   overrides = run_overrides(s, m, point, seed)
   if any(other.transition_from == m.name for other in study.methods):
     overrides["save_train_probabilities"] = True
@@ -102,7 +108,7 @@ def _run(study: Study, phase, s: Setting, m: Method, point, seed, workdir,
     overrides["loss.transition_matrix"] = os.path.join(workdir,
                                                        TRANSITION_FILE)
   return Run(phase, s.name, m.name, point, seed, s.config, overrides,
-             workdir, source)
+             workdir, source_dir)
 
 
 def replicas_for(study: Study, flag: int | None) -> tuple[int, str]:
@@ -164,12 +170,8 @@ def tune_runs(study: Study, root: str,
           continue
         source = (m.transition_from, selected[(s.name, m.transition_from)])
       for point in m.points(s):
-        for seed in study.tune_seeds:
-          source_dir = None if source is None else run_dir(
-              root, "tune", s.name, *source, seed)
-          runs.append(_run(study, "tune", s, m, point, seed,
-                           run_dir(root, "tune", s.name, m.name, point, seed,
-                                   source), source_dir))
+        runs += [_run(study, root, "tune", s, m, point, seed, source)
+                 for seed in study.tune_seeds]
   return runs
 
 
@@ -197,12 +199,8 @@ def final_runs(study: Study, root: str,
       if m.transition_from is not None:
         source = (m.transition_from, _final_point(
             study, s, study.method(m.transition_from), selected))
-      for seed in study.final_seeds:
-        source_dir = None if source is None else run_dir(
-            root, "final", s.name, *source, seed)
-        runs.append(_run(study, "final", s, m, point, seed,
-                         run_dir(root, "final", s.name, m.name, point, seed,
-                                 source), source_dir))
+      runs += [_run(study, root, "final", s, m, point, seed, source)
+               for seed in study.final_seeds]
   return runs
 
 
