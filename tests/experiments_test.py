@@ -103,6 +103,155 @@ def _drawn(study, collected, *draws):
   return captured
 
 
+class ToyStudyTest(TestCase):
+  """The whole command on seven runs of seconds: run, skip, resume, continue
+  from the ledger, summary. (First in the file: the longest test starts
+  first when the tests are spread over processes.)"""
+
+  def _experiments(self, root, out, *flags_):
+    """``python -m experiments`` on the toy study, started (a Popen)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "experiments", f"--study={TOY}",
+         f"--root={root}", f"--out={out}", *flags_],
+        cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+
+  def _finish(self, process):
+    """The process's stderr once it has ended with status 0."""
+    _, stderr = process.communicate(timeout=600)
+    self.assertEqual(process.returncode, 0, stderr)
+    return stderr
+
+  def test_toy_study(self):
+    root, out = self._tempdir(), self._tempdir()
+    ledger = os.path.join(out, "runs", "toy.jsonl")
+    done = self._finish(self._experiments(root, out, "--workers=2",
+                                          f"--ledger={ledger}"))
+    self.assertIn("toy tune: 3 runs, 0 finished before", done)
+    self.assertIn("runs 3/3", done)
+    # Forward correction waits for ce's selection, then estimates T from
+    # ce's run of the same seed.
+    self.assertIn("toy tune (dependent methods): 1 runs, 0 finished before",
+                  done)
+    self.assertIn("toy final (dependent methods): 1 runs", done)
+    with open(os.path.join(out, "toy.csv")) as f:
+      before = f.read()
+    rows = list(csv.DictReader(io.StringIO(before)))
+    self.assertEqual([(r["method"], r["seed"]) for r in rows],
+                     [("ce", "1"), ("el_at_ce", "1"), ("fc_est", "1")])
+    fc = _toy_final(root, "fc_est")
+    t = np.load(os.path.join(fc, plan.TRANSITION_FILE))
+    self.assertEqual(t.shape, (10, 10))
+    np.testing.assert_allclose(t.sum(1), 1.0, rtol=1e-6)
+    probs = np.load(os.path.join(_toy_final(root, "ce"),
+                                 contract.PROBABILITIES_FILE))
+    self.assertEqual(probs.shape, (256, 10))
+    np.testing.assert_allclose(
+        t, transition_estimate.estimate_transition_matrix(probs))
+    for row in rows:
+      self.assertBetween(float(row["test_at_val"]), 0.0, 1.0)
+    with open(os.path.join(out, "toy.md")) as f:
+      page = f.read()
+    self.assertIn("| EL beats CE | toy |", page)
+    self.assertNotIn("Incomplete", page)
+    # The test split's size, from the runs' run.json.
+    self.assertIn("Test set: 2000 examples", page)
+    self.assertTrue(os.path.exists(os.path.join(out, "toy_scores.png")))
+
+    # Selection is by validation: the selected rate is the better mean val;
+    # a real run whose loss diverged (train's status 3) is a result that
+    # sinks its point.
+    tune = {}
+    for lr in ("0.05", "0.1", "1e+30"):
+      with open(os.path.join(root, "m1d_sym40", "ce", "tune",
+                             f"learning_rate={lr}", "seed0",
+                             results.RESULT_FILE)) as f:
+        result = json.load(f)
+      if lr == "1e+30":
+        self.assertEqual((result["status"], result["scores"]),
+                         ("diverged", None))
+        continue
+      tune[float(lr)] = result["scores"]["val_best"]
+    with open(os.path.join(_toy_final(root, "el_at_ce"),
+                           results.RESULT_FILE)) as f:
+      inherited = json.load(f)["point"]
+    self.assertEqual(inherited["optimizer.learning_rate"],
+                     max(tune, key=lambda lr: (tune[lr], -lr)))
+    entries = ledger_lib.Ledger(ledger, root).entries()
+    self.assertLen(entries, 7)  # 3 + 1 tune runs, 3 finals
+
+    # Three independent continuations, at once:
+    # (1) A finished study runs nothing again; a run without its result
+    # resumes (without the ledger, which would restore that result).
+    os.remove(os.path.join(_toy_final(root, "ce"), results.RESULT_FILE))
+    resumed = self._experiments(root, out, "--phases=tune,final", "--ledger=")
+    # (2) On a fresh machine (no root), the committed ledger continues the
+    # study: nothing trains again, and the summary is the same.
+    fresh, fresh_out = self._tempdir(), self._tempdir()
+    restored = self._experiments(fresh, fresh_out, "--workers=2",
+                                 f"--ledger={ledger}")
+    # (3) Forward correction's run missing from the ledger trains on a
+    # fresh machine with T from ce's restored estimate (ce's predictions
+    # are gone).
+    partial = os.path.join(self._tempdir(), "toy.jsonl")
+    with open(ledger) as f, open(partial, "w") as g:
+      g.writelines(line for line in f
+                   if '"workdir": "m1d_sym40/fc_est/final' not in line)
+    other = self._tempdir()
+    retrained = self._experiments(other, self._tempdir(),
+                                  f"--ledger={partial}",
+                                  "--phases=tune,final")
+
+    again = self._finish(resumed)
+    self.assertIn("toy tune: 3 runs, 3 finished before, 0 to run", again)
+    self.assertIn("toy final: 2 runs, 1 finished before, 1 to run", again)
+    with open(os.path.join(_toy_final(root, "ce"), runner.LOG_FILE)) as f:
+      self.assertIn("resuming after epoch 2", f.read())
+
+    again = self._finish(restored)
+    self.assertIn("toy: 7 finished run(s) restored", again)
+    self.assertIn("toy final (dependent methods): 1 runs, 1 finished before, "
+                  "0 to run", again)
+    with open(os.path.join(fresh_out, "toy.csv")) as f:
+      self.assertEqual(f.read(), before)
+    self.assertTrue(os.path.exists(os.path.join(fresh_out, "toy_scores.png")))
+
+    again = self._finish(retrained)
+    self.assertIn("toy final (dependent methods): 1 runs, 0 finished before, "
+                  "1 to run", again)
+    ce_final = os.path.relpath(_toy_final(other, "ce"), other)
+    ce_entry = [e for e in ledger_lib.Ledger(partial, other).entries()
+                if e["workdir"] == ce_final][-1]
+    np.testing.assert_array_equal(
+        np.load(os.path.join(_toy_final(other, "fc_est"),
+                             plan.TRANSITION_FILE)),
+        np.asarray(ce_entry["transition_estimate"]))
+
+  def test_replicas_flag_and_unmatched_ledger_runs(self):
+    root, out = self._tempdir(), self._tempdir()
+    common = (f"--study={TOY}", f"--root={root}", f"--out={out}",
+              "--dry_run")
+    status, _, err = _cli(*common, "--replicas=3", "--ledger=")
+    self.assertEqual(status, 0, err)
+    self.assertIn("toy: --replicas=3 ignored: ['fc_est'] train each seed "
+                  "alone", err)
+    _, _, err = _cli(*common, "--ledger=")
+    self.assertNotIn("--replicas", err)
+    # A ledger line no run of the study names (an older grid, say) is
+    # restored but said to count for nothing.
+    ledger = os.path.join(out, "l.jsonl")
+    with open(ledger, "w") as f:
+      for workdir in ("m1d_sym40/ce/tune/learning_rate=0.3/seed0",
+                      "m1d_sym40/ce/tune/learning_rate=0.1/seed0"):
+        f.write(json.dumps({"workdir": workdir, "result": {
+            "phase": "tune", "scores": None, "wall_seconds": 1.0}}) + "\n")
+    status, _, err = _cli(*common, f"--ledger={ledger}")
+    self.assertEqual(status, 0, err)
+    self.assertIn("toy: 2 finished run(s) restored", err)
+    self.assertIn("toy: 1 run(s) of the ledger match no run of the study as "
+                  "it stands", err)
+
+
 class RunScoresTest(TestCase):
 
   def test_test_score_is_read_at_the_best_validation_epoch(self):
@@ -396,17 +545,6 @@ class RunnerTest(TestCase):
     os.chmod(path, 0o755)
     return path
 
-  def test_a_real_diverging_run(self):
-    from tests import toy_study  # pylint: disable=g-import-not-at-top
-    workdir = self._tempdir()
-    run = plan.Run("tune", "a", "ce", {}, 0, "mnist1d.py", {
-        **toy_study._TINY, "num_epochs": 1,  # pylint: disable=protected-access
-        "optimizer.learning_rate": 1e30}, workdir)
-    with mock.patch.dict(os.environ, _env()):
-      (result,) = runner.execute(run, configs_dir=study_files.CONFIGS_DIR,
-                                 metric="accuracy")
-    self.assertEqual(result["status"], "diverged")
-
   def test_a_run_stopped_before_its_end_is_no_result(self):
     # train exits 0 when SIGTERM stops it after a checkpoint: records, but
     # no run.json. Its scores would be an unfinished run's.
@@ -577,147 +715,6 @@ class RunnerTest(TestCase):
                      "runs 3/10  1 failed  elapsed 0m30s  ETA 1m30s")
 
 
-class ToyStudyTest(TestCase):
-  """The whole command on six runs of seconds: run, skip, resume, continue
-  from the ledger, summary."""
-
-  def _experiments(self, root, out, *flags_):
-    """``python -m experiments`` on the toy study, started (a Popen)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "experiments", f"--study={TOY}",
-         f"--root={root}", f"--out={out}", *flags_],
-        cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
-
-  def _finish(self, process):
-    """The process's stderr once it has ended with status 0."""
-    _, stderr = process.communicate(timeout=600)
-    self.assertEqual(process.returncode, 0, stderr)
-    return stderr
-
-  def test_toy_study(self):
-    root, out = self._tempdir(), self._tempdir()
-    ledger = os.path.join(out, "runs", "toy.jsonl")
-    done = self._finish(self._experiments(root, out, "--workers=2",
-                                          f"--ledger={ledger}"))
-    self.assertIn("toy tune: 2 runs, 0 finished before", done)
-    self.assertIn("runs 2/2", done)
-    # Forward correction waits for ce's selection, then estimates T from
-    # ce's run of the same seed.
-    self.assertIn("toy tune (dependent methods): 1 runs, 0 finished before",
-                  done)
-    self.assertIn("toy final (dependent methods): 1 runs", done)
-    with open(os.path.join(out, "toy.csv")) as f:
-      before = f.read()
-    rows = list(csv.DictReader(io.StringIO(before)))
-    self.assertEqual([(r["method"], r["seed"]) for r in rows],
-                     [("ce", "1"), ("el_at_ce", "1"), ("fc_est", "1")])
-    fc = _toy_final(root, "fc_est")
-    t = np.load(os.path.join(fc, plan.TRANSITION_FILE))
-    self.assertEqual(t.shape, (10, 10))
-    np.testing.assert_allclose(t.sum(1), 1.0, rtol=1e-6)
-    probs = np.load(os.path.join(_toy_final(root, "ce"),
-                                 contract.PROBABILITIES_FILE))
-    self.assertEqual(probs.shape, (256, 10))
-    np.testing.assert_allclose(
-        t, transition_estimate.estimate_transition_matrix(probs))
-    for row in rows:
-      self.assertBetween(float(row["test_at_val"]), 0.0, 1.0)
-    with open(os.path.join(out, "toy.md")) as f:
-      page = f.read()
-    self.assertIn("| EL beats CE | toy |", page)
-    self.assertNotIn("Incomplete", page)
-    # The test split's size, from the runs' run.json.
-    self.assertIn("Test set: 2000 examples", page)
-    self.assertTrue(os.path.exists(os.path.join(out, "toy_scores.png")))
-
-    # Selection is by validation: the selected rate is the better mean val.
-    tune = {}
-    for lr in ("0.05", "0.1"):
-      with open(os.path.join(root, "m1d_sym40", "ce", "tune",
-                             f"learning_rate={lr}", "seed0",
-                             results.RESULT_FILE)) as f:
-        tune[float(lr)] = json.load(f)["scores"]["val_best"]
-    with open(os.path.join(_toy_final(root, "el_at_ce"),
-                           results.RESULT_FILE)) as f:
-      inherited = json.load(f)["point"]
-    self.assertEqual(inherited["optimizer.learning_rate"],
-                     max(tune, key=lambda lr: (tune[lr], -lr)))
-    entries = ledger_lib.Ledger(ledger, root).entries()
-    self.assertLen(entries, 6)  # 2 + 1 tune runs, 3 finals
-
-    # Three independent continuations, at once:
-    # (1) A finished study runs nothing again; a run without its result
-    # resumes (without the ledger, which would restore that result).
-    os.remove(os.path.join(_toy_final(root, "ce"), results.RESULT_FILE))
-    resumed = self._experiments(root, out, "--phases=tune,final", "--ledger=")
-    # (2) On a fresh machine (no root), the committed ledger continues the
-    # study: nothing trains again, and the summary is the same.
-    fresh, fresh_out = self._tempdir(), self._tempdir()
-    restored = self._experiments(fresh, fresh_out, "--workers=2",
-                                 f"--ledger={ledger}")
-    # (3) Forward correction's run missing from the ledger trains on a
-    # fresh machine with T from ce's restored estimate (ce's predictions
-    # are gone).
-    partial = os.path.join(self._tempdir(), "toy.jsonl")
-    with open(ledger) as f, open(partial, "w") as g:
-      g.writelines(line for line in f
-                   if '"workdir": "m1d_sym40/fc_est/final' not in line)
-    other = self._tempdir()
-    retrained = self._experiments(other, self._tempdir(),
-                                  f"--ledger={partial}",
-                                  "--phases=tune,final")
-
-    again = self._finish(resumed)
-    self.assertIn("toy tune: 2 runs, 2 finished before, 0 to run", again)
-    self.assertIn("toy final: 2 runs, 1 finished before, 1 to run", again)
-    with open(os.path.join(_toy_final(root, "ce"), runner.LOG_FILE)) as f:
-      self.assertIn("resuming after epoch 2", f.read())
-
-    again = self._finish(restored)
-    self.assertIn("toy: 6 finished run(s) restored", again)
-    self.assertIn("toy final (dependent methods): 1 runs, 1 finished before, "
-                  "0 to run", again)
-    with open(os.path.join(fresh_out, "toy.csv")) as f:
-      self.assertEqual(f.read(), before)
-    self.assertTrue(os.path.exists(os.path.join(fresh_out, "toy_scores.png")))
-
-    again = self._finish(retrained)
-    self.assertIn("toy final (dependent methods): 1 runs, 0 finished before, "
-                  "1 to run", again)
-    ce_final = os.path.relpath(_toy_final(other, "ce"), other)
-    ce_entry = [e for e in ledger_lib.Ledger(partial, other).entries()
-                if e["workdir"] == ce_final][-1]
-    np.testing.assert_array_equal(
-        np.load(os.path.join(_toy_final(other, "fc_est"),
-                             plan.TRANSITION_FILE)),
-        np.asarray(ce_entry["transition_estimate"]))
-
-  def test_replicas_flag_and_unmatched_ledger_runs(self):
-    root, out = self._tempdir(), self._tempdir()
-    common = (f"--study={TOY}", f"--root={root}", f"--out={out}",
-              "--dry_run")
-    status, _, err = _cli(*common, "--replicas=3", "--ledger=")
-    self.assertEqual(status, 0, err)
-    self.assertIn("toy: --replicas=3 ignored: ['fc_est'] train each seed "
-                  "alone", err)
-    _, _, err = _cli(*common, "--ledger=")
-    self.assertNotIn("--replicas", err)
-    # A ledger line no run of the study names (an older grid, say) is
-    # restored but said to count for nothing.
-    ledger = os.path.join(out, "l.jsonl")
-    with open(ledger, "w") as f:
-      for workdir in ("m1d_sym40/ce/tune/learning_rate=0.3/seed0",
-                      "m1d_sym40/ce/tune/learning_rate=0.1/seed0"):
-        f.write(json.dumps({"workdir": workdir, "result": {
-            "phase": "tune", "scores": None, "wall_seconds": 1.0}}) + "\n")
-    status, _, err = _cli(*common, f"--ledger={ledger}")
-    self.assertEqual(status, 0, err)
-    self.assertIn("toy: 2 finished run(s) restored", err)
-    self.assertIn("toy: 1 run(s) of the ledger match no run of the study as "
-                  "it stands", err)
-
-
 class CommandLineTest(TestCase):
   """What a newcomer meets: help, one-line usage errors, summaries."""
 
@@ -854,6 +851,7 @@ class RealStudiesTest(TestCase):
     names = study_files.names()
     self.assertContainsSubset({"el_clean", "noisy_labels", "multilabel"},
                               names)
+    built = set()
     for name in names:
       study = study_files.load(name)
       firsts = {}
@@ -878,14 +876,18 @@ class RealStudiesTest(TestCase):
                 **run.overrides, "loss.transition_matrix": "identity"})
           config = run.config_dict(study_files.CONFIGS_DIR)
           config_checks.check(config, num_devices=1)
-          # The loss is validated where it is built, on the data.
+          # The loss is validated where it is built, on the data (once for
+          # each loss section: most runs differ by their learning rate).
           multi_label = config.noise.name == "multilabel"
-          labels = np.arange(50) % 10
-          if multi_label:
-            labels = np.eye(10, dtype=np.float32)[labels]
-          loss_registry.from_config(
-              config.loss, num_classes=10, multi_label=multi_label,
-              draws=[noise.NoisyLabels(labels, labels, 0.0, None)])
+          loss_key = repr((multi_label, sorted(config.loss.to_dict().items())))
+          if loss_key not in built:
+            labels = np.arange(50) % 10
+            if multi_label:
+              labels = np.eye(10, dtype=np.float32)[labels]
+            loss_registry.from_config(
+                config.loss, num_classes=10, multi_label=multi_label,
+                draws=[noise.NoisyLabels(labels, labels, 0.0, None)])
+            built.add(loss_key)
           self.assertEqual(config.seed, run.seed)
 
 
