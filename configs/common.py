@@ -179,7 +179,7 @@ def base_config() -> config_dict.ConfigDict:
   # Writes workdir/probabilities_train.npy at the end: the softmax of every
   # training example ([N, C]; [R, N, C] with replicas), what forward
   # correction's estimated transition matrix is made from
-  # (train/transition_estimate.py).
+  # (experiments/transition_estimate.py).
   c.save_train_probabilities = False
   c.progress = True
   return c

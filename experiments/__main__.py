@@ -11,48 +11,76 @@ running the same command again skips finished runs and resumes killed ones
 from their checkpoints. Each finished run is also recorded in the study's
 ledger (``--ledger``, default ``docs/results/runs/NAME.jsonl``): commit it,
 and the same command continues the study on a fresh clone where the root
-is gone. The summary (``NAME.md``, ``NAME.csv``, figures)
-goes to ``--out`` (default ``docs/results``).
+is gone, or summarises it. The summary (``NAME.md``, ``NAME.csv``,
+figures) goes to ``--out`` (default ``docs/results``).
+
+Exit status: 0 done, 1 some runs failed, 2 a usage error (one line).
 """
 
 import os
 import sys
 
-from absl import app
 from absl import flags
 
+from experiments import ledger as ledger_lib
+from experiments import plan
+from experiments import results
 from experiments import runner
-from experiments import study as study_lib
+from experiments import study_files
 from experiments import summary
 
-_STUDY = flags.DEFINE_string("study", None, "A study of configs/studies/ "
-                             "(name) or the path of a study file.",
-                             required=True)
+PHASES = ("tune", "final", "summarize")
+USAGE_ERROR = 2
+
+# Flags of their own (not absl's global FLAGS): ``main`` can be called more
+# than once in a process, each call starting from the defaults.
+FLAGS = flags.FlagValues()
+_STUDY = flags.DEFINE_string(
+    "study", None, "A study of configs/studies/ ("
+    + ", ".join(study_files.names()) + ") or the path of a study file.",
+    required=True, flag_values=FLAGS)
 _ROOT = flags.DEFINE_string("root", None, "Folder of the study's runs "
-                            "(default workdirs/studies/NAME).")
+                            "(default workdirs/studies/NAME).",
+                            flag_values=FLAGS)
 _WORKERS = flags.DEFINE_integer("workers", 1, "Runs trained at once.",
-                                lower_bound=1)
-_PHASES = flags.DEFINE_list("phases", ["tune", "final", "summarize"],
-                            "Which of tune, final, summarize to do.")
+                                lower_bound=1, flag_values=FLAGS)
+_PHASES = flags.DEFINE_list("phases", list(PHASES),
+                            "Which of tune, final, summarize to do.",
+                            flag_values=FLAGS)
 _REPLICAS = flags.DEFINE_integer(
     "replicas", None, "Train up to this many consecutive seeds of a grid "
     "point as one program (config.replicas); 1: each seed alone. Default: "
     "the study's own (Study.replicas), which a study keeps from start to "
-    "end so that its seeds' splits pair.", lower_bound=1)
-_OUT = flags.DEFINE_string("out", "docs/results",
-                           "Where the summary and figures go.")
+    "end so that its seeds' splits pair.", lower_bound=1, flag_values=FLAGS)
+_OUT = flags.DEFINE_string("out", study_files.RESULTS_DIR,
+                           "Where the summary and figures go.",
+                           flag_values=FLAGS)
 _LEDGER = flags.DEFINE_string(
     "ledger", None, "JSON-lines record of the finished runs, restored into "
-    "the root before anything runs (default OUT/runs/NAME.jsonl; '' for "
-    "none).")
+    "the root before anything runs (default: the committed one, "
+    "docs/results/runs/NAME.jsonl, whatever --out says; '' for none).",
+    flag_values=FLAGS)
+_FIGURES = flags.DEFINE_bool(
+    "figures", True, "Save the summary's figures; --nofigures writes the "
+    "page (linking them all the same) and the CSV only, in seconds.",
+    flag_values=FLAGS)
 _DRY_RUN = flags.DEFINE_bool("dry_run", False,
-                             "List the runs and their state; train nothing.")
+                             "List the runs and their state; train nothing.",
+                             flag_values=FLAGS)
 
-CONFIGS_DIR = study_lib.CONFIGS_DIR
+
+class UsageError(Exception):
+  """A mistake on the command line, reported in one line (status 2)."""
+
+
+def usage() -> str:
+  """The module's docstring, the studies and the flags."""
+  return (f"{__doc__.strip()}\n\nStudies: {', '.join(study_files.names())}"
+          f"\n\nFlags:\n{FLAGS.module_help(sys.modules[__name__])}\n")
 
 
 def _selected(study, root):
-  collected = summary.collect(study, root)
+  collected = results.collect(study, root)
   tuned = [(s.name, m.name) for s in study.settings for m in study.methods
            if m.inherit_from is None]
   missing = [pair for pair in tuned if pair not in collected.selected]
@@ -63,9 +91,9 @@ def _selected(study, root):
 def _unmatched(study, root, ledger) -> int:
   """How many of the ledger's runs no run of the study now names."""
   selected, missing = _selected(study, root)
-  runs = study_lib.tune_runs(study, root, selected)
+  runs = plan.tune_runs(study, root, selected)
   if not missing:
-    runs += study_lib.final_runs(study, root, selected)
+    runs += plan.final_runs(study, root, selected)
   expected = {os.path.relpath(r.workdir, root) for r in runs}
   recorded = {e["workdir"]: e["result"].get("phase")
               for e in ledger.entries()}
@@ -80,75 +108,117 @@ def _waves(runs):
           [r for r in runs if r.transition_source is not None])
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments {argv[1:]}")
-  unknown = set(_PHASES.value) - {"tune", "final", "summarize"}
-  if unknown:
-    sys.exit(f"error: --phases: unknown {sorted(unknown)}; use tune, final, "
-             f"summarize")
+def _parse(argv):
+  """Parses the flags; raises UsageError (one line) for a bad command."""
   try:
-    study = study_lib.load(_STUDY.value)
+    rest = FLAGS(argv)
+  except flags.Error as e:
+    raise UsageError(" ".join(str(e).split())) from e
+  if len(rest) > 1:
+    raise UsageError(f"unexpected arguments {rest[1:]}")
+  unknown = set(_PHASES.value) - set(PHASES)
+  if unknown:
+    raise UsageError(f"--phases: unknown {sorted(unknown)}; use "
+                     f"{', '.join(PHASES)}")
+
+
+def _run_study(log) -> list[str]:
+  """Does what the parsed flags ask; returns the failed runs' messages."""
+  try:
+    study = study_files.load(_STUDY.value)
   except ValueError as e:
-    sys.exit(f"error: {e}")
+    raise UsageError(str(e)) from e
   root = _ROOT.value or os.path.join("workdirs", "studies", study.name)
   root = os.path.abspath(root)
-  ledger_path = (os.path.join(_OUT.value, "runs", f"{study.name}.jsonl")
-                 if _LEDGER.value is None else _LEDGER.value)
-  ledger = runner.Ledger(ledger_path, root) if ledger_path else None
+  ledger_path = (study_files.ledger_path(study.name) if _LEDGER.value is None
+                 else _LEDGER.value)
+  ledger = ledger_lib.Ledger(ledger_path, root) if ledger_path else None
   if ledger is not None:
     restored = ledger.restore()
     if restored:
-      print(f"{study.name}: {restored} finished run(s) restored from "
-            f"{ledger_path}", file=sys.stderr)
+      log(f"{study.name}: {restored} finished run(s) restored from "
+          f"{ledger_path}")
     unmatched = _unmatched(study, root, ledger)
     if unmatched:
-      print(f"{study.name}: {unmatched} run(s) of the ledger match no run of "
-            f"the study as it stands (a grid point or selection has changed "
-            f"since they ran, or their folder layout is an older one): they "
-            f"count for nothing", file=sys.stderr)
-  replicas, warning = study_lib.replicas_for(study, _REPLICAS.value)
+      log(f"{study.name}: {unmatched} run(s) of the ledger match no run of "
+          f"the study as it stands (a grid point or selection has changed "
+          f"since they ran, or their folder layout is an older one): they "
+          f"count for nothing")
+  replicas, warning = plan.replicas_for(study, _REPLICAS.value)
   if warning:
-    print(f"{study.name}: {warning}", file=sys.stderr)
-  common = dict(workers=_WORKERS.value, configs_dir=CONFIGS_DIR,
-                metric=study.metric, replicas=replicas, ledger=ledger)
+    log(f"{study.name}: {warning}")
+  common = dict(workers=_WORKERS.value, configs_dir=study_files.CONFIGS_DIR,
+                metric=study.metric, replicas_at_most=replicas, ledger=ledger)
   if _DRY_RUN.value:
-    tune = study_lib.tune_runs(study, root, _selected(study, root)[0])
-    done = sum(runner.read_result(r) is not None for r in tune)
-    print(f"{study.name}: {study_lib.count_runs(study)} runs, of which "
+    tune = plan.tune_runs(study, root, _selected(study, root)[0])
+    done = sum(results.read_result(r) is not None for r in tune)
+    print(f"{study.name}: {plan.count_runs(study)} runs, of which "
           f"{len(tune)} tune runs are ready ({done} finished); root {root}")
     for r in tune[:5]:
-      print("  python " + " ".join(r.command(CONFIGS_DIR)))
-    return
+      print("  python " + " ".join(r.command(study_files.CONFIGS_DIR)))
+    return []
+  phases = set(_PHASES.value)
+  if phases == {"summarize"}:
+    collected = results.collect(study, root)
+    if collected.total == collected.pending:
+      # Summarising nothing would write a page of empty cells.
+      where = (f"the ledger {ledger_path} holds none"
+               if ledger is not None and os.path.exists(ledger.path) else
+               f"no ledger at {ledger_path}" if ledger is not None else
+               "no ledger (--ledger='')")
+      raise UsageError(f"{study.name}: nothing to summarise: {where}, and "
+                       f"{root} holds no finished run (--ledger names the "
+                       f"study's ledger)")
   failures = []
-  if "tune" in _PHASES.value:
+  if "tune" in phases:
     # Independent methods, then those that wait for another's selection.
     for wave in ("", " (dependent methods)"):
-      tune = study_lib.tune_runs(study, root, _selected(study, root)[0])
+      tune = plan.tune_runs(study, root, _selected(study, root)[0])
       todo = [r for r in tune if (r.transition_source is None) == (not wave)]
       if todo:
         failures += runner.run_all(todo, label=f"{study.name} tune{wave}: ",
                                    **common)
-  if "final" in _PHASES.value:
+  if "final" in phases:
     selected, missing = _selected(study, root)
     if missing:
-      print(f"{study.name}: final phase waits for tuning of {missing}",
-            file=sys.stderr)
+      log(f"{study.name}: final phase waits for tuning of {missing}")
     else:
       for wave, runs in zip(("", " (dependent methods)"), _waves(
-          study_lib.final_runs(study, root, selected))):
+          plan.final_runs(study, root, selected))):
         if runs:
           failures += runner.run_all(runs, label=f"{study.name} final{wave}: ",
                                      **common)
-  if "summarize" in _PHASES.value:
-    out = summary.write(study, root, _OUT.value)
+  if "summarize" in phases:
+    out = summary.write(study, root, _OUT.value, save_figures=_FIGURES.value)
     print(f"{study.name}: {out['total'] - out['pending']}/{out['total']} runs "
           f"finished; summary in {os.path.join(_OUT.value, study.name)}.md")
     for (claim, setting), (verdict, interval) in out["verdicts"].items():
       print(f"  {claim} [{setting}]: {interval} -> {verdict}")
+  return failures
+
+
+def main(argv: list[str]) -> int:
+  """The command line ``argv`` (program name first); returns the exit
+  status."""
+  def log(line):
+    print(line, file=sys.stderr, flush=True)
+
+  if any(a in ("-h", "--help", "--helpshort", "--helpfull", "-?")
+         for a in argv[1:]):
+    print(usage())
+    return 0
+  FLAGS.unparse_flags()
+  try:
+    _parse(argv)
+    failures = _run_study(log)
+  except UsageError as e:
+    log(f"error: {e}")
+    return USAGE_ERROR
   if failures:
-    sys.exit("error: runs failed:\n" + "\n".join(failures))
+    log("error: runs failed:\n" + "\n".join(failures))
+    return 1
+  return 0
 
 
 if __name__ == "__main__":
-  app.run(main)
+  sys.exit(main(sys.argv))

@@ -1,7 +1,8 @@
 """A study's figures, drawn from its final runs.
 
-Each function takes the study, what ``summary.collect`` read and a path,
-draws one PNG and returns True (False when nothing is there to draw yet).
+Each function takes the study, what ``results.collect`` read and a path,
+draws one PNG and returns True (False when nothing is there to draw yet);
+with the path None it draws, saves nothing and says the same.
 Error bars and bands are 95 % Student-t intervals of the mean over seeds.
 """
 
@@ -42,7 +43,11 @@ def _test_interval(c, setting: str, method: str) -> tuple[float, float]:
 
 
 def _save(fig, path, legend_ax=None, top_inches: float = 0.0) -> None:
-  """Saves and closes; ``top_inches`` kept free above the panels."""
+  """Saves and closes (closes only when ``path`` is None); ``top_inches``
+  kept free above the panels."""
+  if path is None:
+    plt.close(fig)
+    return
   if legend_ax is not None:
     legend_ax.legend(fontsize=7)
   fig.tight_layout(rect=(0, 0, 1, 1 - top_inches / fig.get_figheight()))

@@ -1,4 +1,4 @@
-"""What a study declares, and the runs it expands into.
+"""What a study declares: settings, methods, claims, the study itself.
 
 A study compares methods (a loss with its hyperparameters) on settings (a
 dataset, model and noise model) under one protocol:
@@ -11,26 +11,21 @@ dataset, model and noise model) under one protocol:
    method, so that differences are paired (same split, noise draw and
    initialisation).
 
-Study files live in ``configs/studies/`` and define ``get_study()``.
-Everything here is plain Python: a study file imports no JAX.
+Study files live in ``configs/studies/`` and define ``get_study()`` with
+this module alone: it imports no JAX and nothing of ``configs``, so a
+study file loads in a second and ``experiments`` finds study files by path
+(``study_files``). The runs a study expands into are ``plan``'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import itertools
-import os
-import re
 from typing import Any, Mapping, Sequence
 
-import configs
 from experiments import protocol
 
 Overrides = Mapping[str, Any]
-
-CONFIGS_DIR = os.path.dirname(os.path.abspath(configs.__file__))
-STUDIES_DIR = os.path.join(CONFIGS_DIR, "studies")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +72,7 @@ class Method:
       Encouraging Loss trained with cross entropy's selected learning rate).
     inherit_keys: the keys taken from ``inherit_from``'s selection.
     transition_from: forward correction with an estimated transition
-      matrix: each run's ``T`` is estimated (``train.transition_estimate``)
+      matrix: each run's ``T`` is estimated (``transition_estimate``)
       from the predictions on the training set of this other method's run
       with the same seed at its selected point, so this method's runs wait
       for that method's selection and runs.
@@ -283,229 +278,3 @@ class Study:
 
   def setting(self, name: str) -> Setting:
     return next(s for s in self.settings if s.name == name)
-
-
-@dataclasses.dataclass(frozen=True)
-class Run:
-  """One ordinary ``python -m train`` run of a study."""
-  phase: str  # "tune" or "final"
-  setting: str
-  method: str
-  point: Mapping[str, Any]  # the tuned keys' values (or the selected ones)
-  seed: int
-  config: str
-  overrides: Mapping[str, Any]  # everything set on the command line
-  workdir: str
-  # The run whose saved training-set predictions estimate this run's
-  # transition matrix (``Method.transition_from``), or None.
-  transition_source: str | None = None
-
-  def command(self, configs_dir: str) -> list[str]:
-    args = ["-m", "train", f"--config={os.path.join(configs_dir, self.config)}",
-            f"--workdir={self.workdir}"]
-    args += [f"--config.{k}={_flag_value(v)}"
-             for k, v in sorted(self.overrides.items())]
-    return args
-
-
-  def config_dict(self, configs_dir: str):
-    """The run's config, as ``python -m train`` would build it.
-
-    Raises:
-      KeyError: an override names a key the config does not have.
-    """
-    file, _, arg = self.config.partition(":")
-    config = _module(os.path.join(configs_dir, file)).get_config(arg or None)
-    for key, value in self.overrides.items():
-      target = config
-      *path, last = key.split(".")
-      for part in path:
-        target = target[part]
-      if last not in target:
-        raise KeyError(f"{self.config}: no config key {key!r}")
-      target[last] = value
-    return config
-
-
-def _flag_value(value: Any) -> str:
-  if isinstance(value, (tuple, list)):
-    return "(" + ",".join(str(v) for v in value) + ("," if len(value) == 1
-                                                    else "") + ")"
-  return str(value)
-
-
-def point_name(point: Mapping[str, Any]) -> str:
-  """A readable folder name for a grid point: ``learning_rate=0.1,...``."""
-  if not point:
-    return "default"
-  parts = [f"{key.split('.')[-1]}={_flag_value(value)}"
-           for key, value in sorted(point.items())]
-  return re.sub(r"[^A-Za-z0-9_.,=+-]", "_", ",".join(parts))
-
-
-def run_overrides(setting: Setting, method: Method, point: Overrides,
-                  seed: int) -> dict[str, Any]:
-  """The command-line overrides of one run, later ones winning."""
-  out: dict[str, Any] = {}
-  out.update(setting.overrides)
-  out.update(method.overrides)
-  out.update(setting.method_overrides.get(method.name, {}))
-  out.update(point)
-  out["seed"] = seed
-  # None in a grid means "not set": the config's own default (a flag cannot
-  # say None), e.g. focal loss without alpha.
-  return {k: v for k, v in out.items() if v is not None}
-
-
-TRANSITION_FILE = "transition_matrix.npy"
-# What train writes with config.save_train_probabilities (train/loop/trainer.py).
-PROBABILITIES_FILE = "probabilities_train.npy"
-
-
-def _run(study: Study, phase, s: Setting, m: Method, point, seed, workdir,
-         source: str | None) -> Run:
-  overrides = run_overrides(s, m, point, seed)
-  if any(other.transition_from == m.name for other in study.methods):
-    overrides["save_train_probabilities"] = True
-  if m.transition_from is not None:
-    overrides["loss.transition_matrix"] = os.path.join(workdir,
-                                                       TRANSITION_FILE)
-  return Run(phase, s.name, m.name, point, seed, s.config, overrides,
-             workdir, source)
-
-
-def replicas_for(study: Study, flag: int | None) -> tuple[int, str]:
-  """Seeds a program trains (``--replicas``, else the study's), and a
-  warning for the user ('' when none is due)."""
-  if flag is None or flag == study.replicas:
-    return study.replicas, ""
-  estimated = [m.name for m in study.methods if m.transition_from]
-  if estimated:
-    # Replicas share the first seed's validation split, and a method whose
-    # T is estimated from its own seed's run trains alone: its seeds would
-    # not share the splits of the baseline's, and the pairs would not pair.
-    return study.replicas, (
-        f"--replicas={flag} ignored: {estimated} train each seed alone, so "
-        f"every method does (paired splits)")
-  return flag, (
-      f"--replicas={flag} where the study trains {study.replicas} seed(s) a "
-      f"program: runs of the two kinds hold different validation splits, and "
-      f"their pairs would not pair")
-
-
-def run_dir(root: str, phase: str, setting: str, method: str,
-            point: Mapping[str, Any], seed: int,
-            source: tuple[str, Mapping[str, Any]] | None = None) -> str:
-  """``SETTING/METHOD/PHASE/POINT[/T_from_SOURCE_POINT]/seedS`` under root.
-
-  The folder names all a run's result depends on beyond its setting and
-  seed: its point and, for a method whose transition matrix is estimated
-  from another method's run (``source``: that method and its point), the
-  source's point. So when a selection changes (a grid extended later), no
-  run made under the old one is taken for the new one.
-  """
-  parts = [root, setting, method, phase, point_name(point)]
-  if source is not None:
-    name, source_point = source
-    parts.append(f"T_from_{name}_{point_name(source_point)}")
-  return os.path.join(*parts, f"seed{seed}")
-
-
-def tune_runs(study: Study, root: str,
-              selected: Mapping[tuple[str, str], Overrides] | None = None
-              ) -> list[Run]:
-  """The tune phase: every grid point of every tuned method, tuning seeds.
-
-  Args:
-    selected: the selections known so far; a method that estimates its
-      transition matrix from another's runs (``Method.transition_from``) has
-      tune runs only once that method is selected in the setting, and
-      estimates from that method's tuning run of the same seed.
-  """
-  runs = []
-  for s in study.settings:
-    for m in study.methods:
-      if m.inherit_from is not None:
-        continue
-      source = None
-      if m.transition_from is not None:
-        if (s.name, m.transition_from) not in (selected or {}):
-          continue
-        source = (m.transition_from, selected[(s.name, m.transition_from)])
-      for point in m.points(s):
-        for seed in study.tune_seeds:
-          source_dir = None if source is None else run_dir(
-              root, "tune", s.name, *source, seed)
-          runs.append(_run(study, "tune", s, m, point, seed,
-                           run_dir(root, "tune", s.name, m.name, point, seed,
-                                   source), source_dir))
-  return runs
-
-
-def count_runs(study: Study) -> int:
-  """Tune and final runs of the whole study."""
-  tune = sum(len(m.points(s)) for s in study.settings for m in study.methods
-             if m.inherit_from is None) * len(study.tune_seeds)
-  final = len(study.methods) * len(study.final_seeds)
-  return tune + len(study.settings) * final
-
-
-def final_runs(study: Study, root: str,
-               selected: Mapping[tuple[str, str], Overrides]) -> list[Run]:
-  """The final phase: each method's selected point on the final seeds.
-
-  Args:
-    selected: (setting, method) -> the selected grid point, for every tuned
-      method (``protocol.select``); inheriting methods take theirs from it.
-  """
-  runs = []
-  for s in study.settings:
-    for m in study.methods:
-      point = _final_point(study, s, m, selected)
-      source = None
-      if m.transition_from is not None:
-        source = (m.transition_from, _final_point(
-            study, s, study.method(m.transition_from), selected))
-      for seed in study.final_seeds:
-        source_dir = None if source is None else run_dir(
-            root, "final", s.name, *source, seed)
-        runs.append(_run(study, "final", s, m, point, seed,
-                         run_dir(root, "final", s.name, m.name, point, seed,
-                                 source), source_dir))
-  return runs
-
-
-def _final_point(study, setting, method, selected):
-  if method.inherit_from is None:
-    return selected[(setting.name, method.name)]
-  parent = selected[(setting.name, method.inherit_from)]
-  return {k: parent[k] for k in method.inherit_keys if k in parent}
-
-
-def names() -> list[str]:
-  """The studies of ``configs/studies/``."""
-  return sorted(f[:-3] for f in os.listdir(STUDIES_DIR)
-                if f.endswith(".py") and not f.startswith("_"))
-
-
-def load(name_or_path: str) -> Study:
-  """``get_study()`` of ``configs/studies/NAME.py`` or of a file's path.
-
-  Raises:
-    ValueError: no such study.
-  """
-  path = name_or_path
-  if not path.endswith(".py"):
-    path = os.path.join(STUDIES_DIR, f"{name_or_path}.py")
-  if not os.path.exists(path):
-    raise ValueError(f"--study={name_or_path}: no such study; the studies "
-                     f"are {names()}, or give a file's path")
-  return _module(path).get_study()
-
-
-def _module(path: str):
-  """The Python file at ``path``, imported (config and study files)."""
-  spec = importlib.util.spec_from_file_location("_loaded", path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module

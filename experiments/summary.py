@@ -1,8 +1,8 @@
 """A study's finished runs as tables: selection, scores, claims' verdicts.
 
-``collect`` reads every ``result.json`` under the study root; ``write``
-puts ``NAME.md``, ``NAME.csv`` (one row per final run) and the figures in
-the output folder (``docs/results/`` by default). Missing runs leave their
+``write`` reads the study root (``results.collect``) and puts ``NAME.md``,
+``NAME.csv`` (one row per final run) and the figures (``figures``) in the
+output folder (``docs/results/`` by default). Missing runs leave their
 cells empty and the page says the study is incomplete, so a summary can be
 written at any point of a long study.
 """
@@ -10,99 +10,14 @@ written at any point of a long study.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import math
 import os
 from typing import Any, Mapping
 
 from experiments import figures
 from experiments import protocol
-from experiments import runner
+from experiments import results
 from experiments import study as study_lib
-
-
-@dataclasses.dataclass
-class Collected:
-  """What the study root holds.
-
-  Attributes:
-    tune: (setting, method) -> [(point, [val_best per tuning seed])], with
-      only points whose every tuning seed finished.
-    selected: (setting, method) -> (point, mean validation score), where
-      every tuning run of that pair finished.
-    final: (setting, method) -> {seed: scores} of the finished final runs.
-    final_workdirs: (setting, method) -> {seed: workdir}, for figures that
-      need whole curves.
-    test_size: the test split's size (from the runs' logs).
-    pending: how many runs of the study have no result yet.
-    total: the study's number of runs (tune + final).
-    wall_seconds: the summed wall time of the finished runs.
-  """
-  tune: dict = dataclasses.field(default_factory=dict)
-  selected: dict = dataclasses.field(default_factory=dict)
-  final: dict = dataclasses.field(default_factory=dict)
-  final_workdirs: dict = dataclasses.field(default_factory=dict)
-  test_size: dict = dataclasses.field(default_factory=dict)
-  pending: int = 0
-  total: int = 0
-  wall_seconds: float = 0.0
-  replicas: int = 1  # the most seeds a finished final run trained with
-
-
-def _tune_results(study, root, known):
-  """(tune, selected, finished runs, their wall seconds) given ``known``."""
-  by_pair: dict[tuple[str, str], dict] = {}
-  incomplete, done, seconds = set(), 0, 0.0
-  for run in study_lib.tune_runs(study, root, known):
-    pair = (run.setting, run.method)
-    points = by_pair.setdefault(pair, {})
-    result = runner.read_result(run)
-    if result is None:
-      incomplete.add(pair)
-      continue
-    done += 1
-    seconds += result["wall_seconds"]
-    scores = result["scores"]
-    points.setdefault(study_lib.point_name(run.point), (run.point, []))[
-        1].append(None if scores is None else scores["val_best"])
-  tune = {pair: list(points.values()) for pair, points in by_pair.items()}
-  selected = {pair: protocol.select(points) for pair, points in tune.items()
-              if pair not in incomplete}
-  return tune, selected, done, seconds
-
-
-def collect(study: study_lib.Study, root: str) -> Collected:
-  """Reads the study's results (see ``Collected``)."""
-  c = Collected(total=study_lib.count_runs(study))
-  known = {}
-  # Two passes: a method whose runs need another's selection
-  # (``Method.transition_from``) has tune runs once that one is selected.
-  for _ in range(2):
-    c.tune, c.selected, done, c.wall_seconds = _tune_results(study, root,
-                                                             known)
-    known = {pair: point for pair, (point, _) in c.selected.items()}
-  c.pending = c.total - done
-  tuned = {(s.name, m.name) for s in study.settings for m in study.methods
-           if m.inherit_from is None}
-  if not tuned <= set(c.selected):
-    return c
-  for run in study_lib.final_runs(study, root, known):
-    result = runner.read_result(run)
-    pair = (run.setting, run.method)
-    c.final.setdefault(pair, {})
-    c.final_workdirs.setdefault(pair, {})
-    if result is None:
-      continue
-    c.pending -= 1
-    c.wall_seconds += result["wall_seconds"]
-    c.replicas = max(c.replicas,
-                     result.get("trained_as", {}).get("replicas", 1))
-    if result["scores"] is not None:
-      c.final[pair][run.seed] = result["scores"]
-      c.final_workdirs[pair][run.seed] = run.workdir
-      if result.get("test_size"):
-        c.test_size[run.setting] = result["test_size"]
-  return c
 
 
 def _pct(value: float | None, digits: int = 2) -> str:
@@ -198,7 +113,7 @@ def claim_line(row: Mapping[str, Any]) -> str:
   return f"{100 * p.mean:+.2f} [{100 * p.low:+.2f}, {100 * p.high:+.2f}]"
 
 
-def markdown(study: study_lib.Study, c: Collected,
+def markdown(study: study_lib.Study, c: results.Collected,
              figure_files: Mapping[str, str]) -> str:
   """The summary page."""
   metric = "accuracy" if study.metric == "accuracy" else "mAP"
@@ -325,7 +240,7 @@ def markdown(study: study_lib.Study, c: Collected,
   return "\n".join(lines)
 
 
-def write_csv(study: study_lib.Study, c: Collected, path: str) -> None:
+def write_csv(study: study_lib.Study, c: results.Collected, path: str) -> None:
   """One row per finished final run: setting, method, seed, scores."""
   columns = ["setting", "method", "seed", "selected", *protocol.SCORES,
              "recovery_accuracy_last", "memorised_last", "epochs"]
@@ -341,19 +256,26 @@ def write_csv(study: study_lib.Study, c: Collected, path: str) -> None:
                            "selected": _point_text(point), **scores})
 
 
-def write(study: study_lib.Study, root: str, out_dir: str) -> dict[str, Any]:
+def write(study: study_lib.Study, root: str, out_dir: str, *,
+          save_figures: bool = True) -> dict[str, Any]:
   """Writes ``NAME.md``, ``NAME.csv`` and the figures into ``out_dir``.
+
+  Args:
+    save_figures: False draws each figure but saves none (the page links
+      them all the same): the page and CSV in a fraction of the time.
 
   Returns:
     The verdicts, ``{(claim text, setting): (verdict, interval text)}``,
     and the counts, for the caller to print.
   """
   os.makedirs(out_dir, exist_ok=True)
-  c = collect(study, root)
+  c = results.collect(study, root)
   figure_files = {}
   for name in study.figures:
     path = os.path.join(out_dir, f"{study.name}_{name}.png")
-    if figures.FIGURES[name](study, c, path):
+    # Drawn either way: whether a figure has anything to show decides
+    # whether the page links it.
+    if figures.FIGURES[name](study, c, path if save_figures else None):
       figure_files[name] = path
   with open(os.path.join(out_dir, f"{study.name}.md"), "w") as f:
     f.write(markdown(study, c, figure_files))

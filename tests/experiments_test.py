@@ -1,5 +1,6 @@
 """Tests of experiments/: the protocol's arithmetic, the runner, a toy study."""
 
+import contextlib
 import csv
 import dataclasses
 import glob
@@ -7,6 +8,7 @@ import io
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,15 +17,64 @@ from unittest import mock
 import numpy as np
 from absl.testing import absltest
 
+from experiments import __main__ as cli
+from experiments import ledger as ledger_lib
+from experiments import plan
+from experiments import progress
 from experiments import protocol
+from experiments import replicas
+from experiments import results
 from experiments import runner
 from experiments import study as study_lib
+from experiments import study_files
 from experiments import summary
+from experiments import transition_estimate
 from train import contract
-from train import transition_estimate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOY = os.path.join(ROOT, "tests", "toy_study.py")
+
+# Every file a test makes, and every file its processes make in a temporary
+# folder, lies under one folder that the module removes when it ends.
+_SANDBOX = None
+
+
+def setUpModule():
+  global _SANDBOX
+  _SANDBOX = tempfile.mkdtemp(prefix="experiments_test_")
+
+
+def tearDownModule():
+  shutil.rmtree(_SANDBOX, ignore_errors=True)
+
+
+def _env():
+  """The environment of the processes a test starts: this checkout's code,
+  temporary files in the sandbox, and one JAX compilation cache, so that
+  the toy study's ``train`` runs compile each program once, not once a
+  run (seconds instead of tens of seconds a run)."""
+  return dict(os.environ, PYTHONPATH=ROOT, TMPDIR=_SANDBOX,
+              JAX_COMPILATION_CACHE_DIR=os.path.join(_SANDBOX, "jax_cache"),
+              JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+              JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+
+
+class TestCase(absltest.TestCase):
+  """A test whose temporary folders are removed when it ends."""
+
+  def _tempdir(self):
+    path = tempfile.mkdtemp(dir=_SANDBOX)
+    self.addCleanup(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
+def _cli(*flags_):
+  """``python -m experiments FLAGS`` in this process: (status, stdout,
+  stderr)."""
+  out, err = io.StringIO(), io.StringIO()
+  with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    status = cli.main(["experiments", *flags_])
+  return status, out.getvalue(), err.getvalue()
 
 
 def _record(epoch, val, test, clean=None):
@@ -52,7 +103,156 @@ def _drawn(study, collected, *draws):
   return captured
 
 
-class RunScoresTest(absltest.TestCase):
+class ToyStudyTest(TestCase):
+  """The whole command on seven runs of seconds: run, skip, resume, continue
+  from the ledger, summary. (First in the file: the longest test starts
+  first when the tests are spread over processes.)"""
+
+  def _experiments(self, root, out, *flags_):
+    """``python -m experiments`` on the toy study, started (a Popen)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "experiments", f"--study={TOY}",
+         f"--root={root}", f"--out={out}", *flags_],
+        cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+
+  def _finish(self, process):
+    """The process's stderr once it has ended with status 0."""
+    _, stderr = process.communicate(timeout=600)
+    self.assertEqual(process.returncode, 0, stderr)
+    return stderr
+
+  def test_toy_study(self):
+    root, out = self._tempdir(), self._tempdir()
+    ledger = os.path.join(out, "runs", "toy.jsonl")
+    done = self._finish(self._experiments(root, out, "--workers=2",
+                                          f"--ledger={ledger}"))
+    self.assertIn("toy tune: 3 runs, 0 finished before", done)
+    self.assertIn("runs 3/3", done)
+    # Forward correction waits for ce's selection, then estimates T from
+    # ce's run of the same seed.
+    self.assertIn("toy tune (dependent methods): 1 runs, 0 finished before",
+                  done)
+    self.assertIn("toy final (dependent methods): 1 runs", done)
+    with open(os.path.join(out, "toy.csv")) as f:
+      before = f.read()
+    rows = list(csv.DictReader(io.StringIO(before)))
+    self.assertEqual([(r["method"], r["seed"]) for r in rows],
+                     [("ce", "1"), ("el_at_ce", "1"), ("fc_est", "1")])
+    fc = _toy_final(root, "fc_est")
+    t = np.load(os.path.join(fc, plan.TRANSITION_FILE))
+    self.assertEqual(t.shape, (10, 10))
+    np.testing.assert_allclose(t.sum(1), 1.0, rtol=1e-6)
+    probs = np.load(os.path.join(_toy_final(root, "ce"),
+                                 contract.PROBABILITIES_FILE))
+    self.assertEqual(probs.shape, (256, 10))
+    np.testing.assert_allclose(
+        t, transition_estimate.estimate_transition_matrix(probs))
+    for row in rows:
+      self.assertBetween(float(row["test_at_val"]), 0.0, 1.0)
+    with open(os.path.join(out, "toy.md")) as f:
+      page = f.read()
+    self.assertIn("| EL beats CE | toy |", page)
+    self.assertNotIn("Incomplete", page)
+    # The test split's size, from the runs' run.json.
+    self.assertIn("Test set: 2000 examples", page)
+    self.assertTrue(os.path.exists(os.path.join(out, "toy_scores.png")))
+
+    # Selection is by validation: the selected rate is the better mean val;
+    # a real run whose loss diverged (train's status 3) is a result that
+    # sinks its point.
+    tune = {}
+    for lr in ("0.05", "0.1", "1e+30"):
+      with open(os.path.join(root, "m1d_sym40", "ce", "tune",
+                             f"learning_rate={lr}", "seed0",
+                             results.RESULT_FILE)) as f:
+        result = json.load(f)
+      if lr == "1e+30":
+        self.assertEqual((result["status"], result["scores"]),
+                         ("diverged", None))
+        continue
+      tune[float(lr)] = result["scores"]["val_best"]
+    with open(os.path.join(_toy_final(root, "el_at_ce"),
+                           results.RESULT_FILE)) as f:
+      inherited = json.load(f)["point"]
+    self.assertEqual(inherited["optimizer.learning_rate"],
+                     max(tune, key=lambda lr: (tune[lr], -lr)))
+    entries = ledger_lib.Ledger(ledger, root).entries()
+    self.assertLen(entries, 7)  # 3 + 1 tune runs, 3 finals
+
+    # Three independent continuations, at once:
+    # (1) A finished study runs nothing again; a run without its result
+    # resumes (without the ledger, which would restore that result).
+    os.remove(os.path.join(_toy_final(root, "ce"), results.RESULT_FILE))
+    resumed = self._experiments(root, out, "--phases=tune,final", "--ledger=")
+    # (2) On a fresh machine (no root), the committed ledger continues the
+    # study: nothing trains again, and the summary is the same.
+    fresh, fresh_out = self._tempdir(), self._tempdir()
+    restored = self._experiments(fresh, fresh_out, "--workers=2",
+                                 f"--ledger={ledger}")
+    # (3) Forward correction's run missing from the ledger trains on a
+    # fresh machine with T from ce's restored estimate (ce's predictions
+    # are gone).
+    partial = os.path.join(self._tempdir(), "toy.jsonl")
+    with open(ledger) as f, open(partial, "w") as g:
+      g.writelines(line for line in f
+                   if '"workdir": "m1d_sym40/fc_est/final' not in line)
+    other = self._tempdir()
+    retrained = self._experiments(other, self._tempdir(),
+                                  f"--ledger={partial}",
+                                  "--phases=tune,final")
+
+    again = self._finish(resumed)
+    self.assertIn("toy tune: 3 runs, 3 finished before, 0 to run", again)
+    self.assertIn("toy final: 2 runs, 1 finished before, 1 to run", again)
+    with open(os.path.join(_toy_final(root, "ce"), runner.LOG_FILE)) as f:
+      self.assertIn("resuming after epoch 2", f.read())
+
+    again = self._finish(restored)
+    self.assertIn("toy: 7 finished run(s) restored", again)
+    self.assertIn("toy final (dependent methods): 1 runs, 1 finished before, "
+                  "0 to run", again)
+    with open(os.path.join(fresh_out, "toy.csv")) as f:
+      self.assertEqual(f.read(), before)
+    self.assertTrue(os.path.exists(os.path.join(fresh_out, "toy_scores.png")))
+
+    again = self._finish(retrained)
+    self.assertIn("toy final (dependent methods): 1 runs, 0 finished before, "
+                  "1 to run", again)
+    ce_final = os.path.relpath(_toy_final(other, "ce"), other)
+    ce_entry = [e for e in ledger_lib.Ledger(partial, other).entries()
+                if e["workdir"] == ce_final][-1]
+    np.testing.assert_array_equal(
+        np.load(os.path.join(_toy_final(other, "fc_est"),
+                             plan.TRANSITION_FILE)),
+        np.asarray(ce_entry["transition_estimate"]))
+
+  def test_replicas_flag_and_unmatched_ledger_runs(self):
+    root, out = self._tempdir(), self._tempdir()
+    common = (f"--study={TOY}", f"--root={root}", f"--out={out}",
+              "--dry_run")
+    status, _, err = _cli(*common, "--replicas=3", "--ledger=")
+    self.assertEqual(status, 0, err)
+    self.assertIn("toy: --replicas=3 ignored: ['fc_est'] train each seed "
+                  "alone", err)
+    _, _, err = _cli(*common, "--ledger=")
+    self.assertNotIn("--replicas", err)
+    # A ledger line no run of the study names (an older grid, say) is
+    # restored but said to count for nothing.
+    ledger = os.path.join(out, "l.jsonl")
+    with open(ledger, "w") as f:
+      for workdir in ("m1d_sym40/ce/tune/learning_rate=0.3/seed0",
+                      "m1d_sym40/ce/tune/learning_rate=0.1/seed0"):
+        f.write(json.dumps({"workdir": workdir, "result": {
+            "phase": "tune", "scores": None, "wall_seconds": 1.0}}) + "\n")
+    status, _, err = _cli(*common, f"--ledger={ledger}")
+    self.assertEqual(status, 0, err)
+    self.assertIn("toy: 2 finished run(s) restored", err)
+    self.assertIn("toy: 1 run(s) of the ledger match no run of the study as "
+                  "it stands", err)
+
+
+class RunScoresTest(TestCase):
 
   def test_test_score_is_read_at_the_best_validation_epoch(self):
     records = [_record(1, 0.5, 0.6, 0.9), _record(2, 0.7, 0.65, 0.6),
@@ -76,7 +276,7 @@ class RunScoresTest(absltest.TestCase):
       protocol.run_scores([])
 
 
-class SelectTest(absltest.TestCase):
+class SelectTest(TestCase):
 
   def test_best_mean_validation_wins(self):
     point, score = protocol.select([({"lr": 0.1}, [0.8, 0.9]),
@@ -99,7 +299,7 @@ class SelectTest(absltest.TestCase):
       protocol.select([({"lr": 0.1}, [None])])
 
 
-class PairedTest(absltest.TestCase):
+class PairedTest(TestCase):
 
   def test_t_interval_by_hand(self):
     # d = (1, 2, 3): mean 2, sd 1, t_{0.975, 2} = 4.302653.
@@ -127,7 +327,7 @@ class PairedTest(absltest.TestCase):
                            0.003)
 
 
-class StudyTest(absltest.TestCase):
+class StudyTest(TestCase):
 
   def _study(self, **changes):
     kwargs = dict(name="s", title="t",
@@ -141,11 +341,11 @@ class StudyTest(absltest.TestCase):
 
   def test_runs_expand_grid_and_seeds(self):
     study = self._study()
-    tune = study_lib.tune_runs(study, "/r")
+    tune = plan.tune_runs(study, "/r")
     self.assertLen(tune, 4)  # 2 points x 2 tuning seeds; el is not tuned
     self.assertEqual(tune[0].workdir, "/r/a/ce/tune/x=1/seed0")
     self.assertEqual(tune[0].overrides, {"x": 1, "seed": 0})
-    final = study_lib.final_runs(study, "/r", {("a", "ce"): {"x": 2}})
+    final = plan.final_runs(study, "/r", {("a", "ce"): {"x": 2}})
     self.assertLen(final, 20)
     self.assertEqual({r.overrides["x"] for r in final}, {2})
     self.assertIn("--config.x=2", final[-1].command("/c"))
@@ -153,7 +353,7 @@ class StudyTest(absltest.TestCase):
     self.assertEqual(final[-1].workdir, "/r/a/el/final/x=2/seed109")
     # Another selection (a grid extended later) trains in other folders:
     # the old selection's finished runs are not taken for the new one's.
-    other = study_lib.final_runs(study, "/r", {("a", "ce"): {"x": 1}})
+    other = plan.final_runs(study, "/r", {("a", "ce"): {"x": 1}})
     self.assertFalse({r.workdir for r in final} & {r.workdir for r in other})
 
   def test_a_setting_replaces_grid_values(self):
@@ -173,11 +373,11 @@ class StudyTest(absltest.TestCase):
                      [{lr: 0.01, "loss.q": 0.5}, {lr: 0.01, "loss.q": 0.7},
                       {lr: 0.1, "loss.q": 0.5}, {lr: 0.1, "loss.q": 0.7}])
     self.assertEqual(points("b", "plain"), [{}])  # it tunes no rate
-    tune = study_lib.tune_runs(study, "/r")
+    tune = plan.tune_runs(study, "/r")
     self.assertEqual(sorted({r.overrides[lr] for r in tune
                              if r.setting == "b" and r.method != "plain"}),
                      [0.01, 0.1])
-    self.assertEqual(study_lib.count_runs(study), len(tune) + 2 * 3 * 10)
+    self.assertEqual(plan.count_runs(study), len(tune) + 2 * 3 * 10)
     # The page lists what was searched, the setting's values too.
     lines = summary.grid_lines(dataclasses.replace(study, methods=(
         *study.methods, study_lib.Method("sce", grid={
@@ -205,9 +405,9 @@ class StudyTest(absltest.TestCase):
     study = self._study(methods=(
         study_lib.Method("ce", grid={"x": (1, 2)}),
         study_lib.Method("fc", grid={"y": (3,)}, transition_from="ce")))
-    self.assertEqual({r.method for r in study_lib.tune_runs(study, "/r")},
+    self.assertEqual({r.method for r in plan.tune_runs(study, "/r")},
                      {"ce"})
-    tune = study_lib.tune_runs(study, "/r", {("a", "ce"): {"x": 2}})
+    tune = plan.tune_runs(study, "/r", {("a", "ce"): {"x": 2}})
     fc = [r for r in tune if r.method == "fc"]
     self.assertLen(fc, 2)
     self.assertEqual(fc[0].transition_source, "/r/a/ce/tune/x=2/seed0")
@@ -216,23 +416,23 @@ class StudyTest(absltest.TestCase):
     self.assertEqual(fc[0].overrides["loss.transition_matrix"],
                      "/r/a/fc/tune/y=3/T_from_ce_x=2/seed0/"
                      "transition_matrix.npy")
-    moved = [r for r in study_lib.tune_runs(study, "/r", {("a", "ce"): {"x": 1}})
+    moved = [r for r in plan.tune_runs(study, "/r", {("a", "ce"): {"x": 1}})
              if r.method == "fc"]
     self.assertFalse({r.workdir for r in fc} & {r.workdir for r in moved})
     # The source's runs save the predictions the estimate needs.
     self.assertTrue(all(r.overrides["save_train_probabilities"]
                         for r in tune if r.method == "ce"))
-    final = study_lib.final_runs(study, "/r", {("a", "ce"): {"x": 2},
+    final = plan.final_runs(study, "/r", {("a", "ce"): {"x": 2},
                                                ("a", "fc"): {"y": 3}})
     self.assertEqual([r.transition_source for r in final
                       if r.method == "fc"][:1], ["/r/a/ce/final/x=2/seed100"])
     self.assertEqual([r.workdir for r in final if r.method == "fc"][:1],
                      ["/r/a/fc/final/y=3/T_from_ce_x=2/seed100"])
-    moved = study_lib.final_runs(study, "/r", {("a", "ce"): {"x": 1},
+    moved = plan.final_runs(study, "/r", {("a", "ce"): {"x": 1},
                                                ("a", "fc"): {"y": 3}})
     self.assertFalse({r.workdir for r in final if r.method == "fc"}
                      & {r.workdir for r in moved if r.method == "fc"})
-    self.assertEqual(study_lib.count_runs(study), 3 * 2 + 2 * 10)
+    self.assertEqual(plan.count_runs(study), 3 * 2 + 2 * 10)
     with self.assertRaisesRegex(ValueError, "estimates its transition"):
       self._study(methods=(study_lib.Method("ce"),
                            study_lib.Method("fc", transition_from="fc")))
@@ -241,7 +441,7 @@ class StudyTest(absltest.TestCase):
     setting = study_lib.Setting("a", "f.py", {"k": 1, "j": 1},
                                 method_overrides={"ce": {"k": 2}})
     method = study_lib.Method("ce", {"j": 3, "k": 0})
-    self.assertEqual(study_lib.run_overrides(setting, method, {"j": 4}, 7),
+    self.assertEqual(plan.run_overrides(setting, method, {"j": 4}, 7),
                      {"k": 2, "j": 4, "seed": 7})
 
   def test_bad_studies(self):
@@ -295,77 +495,83 @@ class StudyTest(absltest.TestCase):
 
   def test_replicas_for(self):
     study = self._study(replicas=5)
-    self.assertEqual(study_lib.replicas_for(study, None), (5, ""))
-    self.assertEqual(study_lib.replicas_for(study, 5), (5, ""))
-    replicas, warning = study_lib.replicas_for(study, 1)
+    self.assertEqual(plan.replicas_for(study, None), (5, ""))
+    self.assertEqual(plan.replicas_for(study, 5), (5, ""))
+    replicas, warning = plan.replicas_for(study, 1)
     self.assertEqual(replicas, 1)
     self.assertIn("pairs would not pair", warning)
     estimated = self._study(methods=(
         study_lib.Method("ce"), study_lib.Method("fc", transition_from="ce")))
-    replicas, warning = study_lib.replicas_for(estimated, 4)
+    replicas, warning = plan.replicas_for(estimated, 4)
     self.assertEqual(replicas, 1)
     self.assertIn("--replicas=4 ignored: ['fc'] train each seed alone",
                   warning)
 
   def test_replica_group_trains_under_its_point(self):
     study = self._study()
-    final = study_lib.final_runs(study, "/r", {("a", "ce"): {"x": 2}})
-    (group, *_) = runner.replica_groups(final, 5)
-    self.assertEqual(runner._group_run(group).workdir,
+    final = plan.final_runs(study, "/r", {("a", "ce"): {"x": 2}})
+    (group, *_) = replicas.replica_groups(final, 5)
+    self.assertEqual(replicas.group_run(group).workdir,
                      "/r/a/ce/final/x=2/seeds100-104")
 
 
-class RunnerTest(absltest.TestCase):
+class RunnerTest(TestCase):
 
   def _run(self, workdir):
-    return study_lib.Run("tune", "a", "ce", {}, 0, "mnist1d.py", {}, workdir)
+    return plan.Run("tune", "a", "ce", {}, 0, "mnist1d.py", {}, workdir)
 
   def _fake_train(self, body):
-    path = os.path.join(tempfile.mkdtemp(), "fake.py")
+    path = os.path.join(self._tempdir(), "fake.py")
     with open(path, "w") as f:
       f.write(body)
     return path
 
   def test_diverged_run_is_a_result(self):
-    workdir = tempfile.mkdtemp()
+    workdir = self._tempdir()
     fake = self._fake_train(
         "import sys\nprint('error: the training loss is not finite')\n"
-        f"sys.exit({runner.DIVERGED})\n")
+        f"sys.exit({contract.DIVERGED})\n")
     run = self._run(workdir)
     (result,) = runner.execute(run, configs_dir="/c", metric="accuracy",
                             python=self._launcher(fake))
     self.assertEqual(result["status"], "diverged")
     self.assertIsNone(result["scores"])
-    self.assertEqual(runner.read_result(run)["status"], "diverged")
+    self.assertEqual(results.read_result(run)["status"], "diverged")
 
   def _launcher(self, script):
-    path = os.path.join(tempfile.mkdtemp(), "python")
+    path = os.path.join(self._tempdir(), "python")
     with open(path, "w") as f:
       f.write(f"#!/bin/sh\nexec {sys.executable} {script} \"$@\"\n")
     os.chmod(path, 0o755)
     return path
 
-  def test_a_real_diverging_run(self):
-    from tests import toy_study  # pylint: disable=g-import-not-at-top
-    workdir = tempfile.mkdtemp()
-    run = study_lib.Run("tune", "a", "ce", {}, 0, "mnist1d.py", {
-        **toy_study._TINY, "num_epochs": 1,  # pylint: disable=protected-access
-        "optimizer.learning_rate": 1e30}, workdir)
-    (result,) = runner.execute(run, configs_dir=os.path.join(ROOT, "configs"),
-                               metric="accuracy")
-    self.assertEqual(result["status"], "diverged")
+  def test_a_run_stopped_before_its_end_is_no_result(self):
+    # train exits 0 when SIGTERM stops it after a checkpoint: records, but
+    # no run.json. Its scores would be an unfinished run's.
+    fake = self._fake_train(
+        "import json, os, sys\n"
+        "w = [a.split('=', 1)[1] for a in sys.argv if a.startswith('--workdir=')][0]\n"
+        "open(os.path.join(w, 'metrics.jsonl'), 'w').write(json.dumps(\n"
+        "    {'epoch': 1, 'val_accuracy': 0.5, 'test_accuracy': 0.5}) + '\\n')\n"
+        "print('stopped by SIGTERM after epoch 1')\n")
+    run = self._run(self._tempdir())
+    with self.assertRaisesRegex(runner.RunFailed, "exited before its last "
+                                "epoch \\(no run.json\\):\nstopped by SIGTERM"):
+      runner.execute(run, configs_dir="/c", metric="accuracy",
+                     python=self._launcher(fake))
+    self.assertIsNone(results.read_result(run))
 
   def test_failed_run_raises_with_its_log(self):
     fake = self._fake_train("import sys\nprint('boom')\nsys.exit(1)\n")
-    run = self._run(tempfile.mkdtemp())
+    run = self._run(self._tempdir())
     with self.assertRaisesRegex(runner.RunFailed, "exited with 1:\nboom"):
       runner.execute(run, configs_dir="/c", metric="accuracy",
                      python=self._launcher(fake))
-    self.assertIsNone(runner.read_result(run))
+    self.assertIsNone(results.read_result(run))
 
   def test_a_study_gives_up_when_every_run_fails(self):
     fake = self._fake_train("import sys\nprint('no data')\nsys.exit(1)\n")
-    root = tempfile.mkdtemp()
+    root = self._tempdir()
     runs = [self._run(os.path.join(root, f"s{seed}")) for seed in range(6)]
     stream = io.StringIO()
     failures = runner.run_all(runs, workers=1, configs_dir="/c",
@@ -378,58 +584,58 @@ class RunnerTest(absltest.TestCase):
     self.assertFalse(os.path.exists(os.path.join(root, "s3")))
 
   def test_transition_matrix_estimated_from_the_source_run(self):
-    source, workdir = tempfile.mkdtemp(), tempfile.mkdtemp()
-    run = study_lib.Run("tune", "a", "fc", {}, 0, "mnist1d.py", {}, workdir,
+    source, workdir = self._tempdir(), self._tempdir()
+    run = plan.Run("tune", "a", "fc", {}, 0, "mnist1d.py", {}, workdir,
                         transition_source=source)
-    with self.assertRaisesRegex(runner.RunFailed, "holds neither"):
-      runner.estimate_transition(run)
+    with self.assertRaisesRegex(FileNotFoundError, "holds neither"):
+      transition_estimate.write_for_run(run)
     t = np.array([[0.8, 0.2], [0.3, 0.7]])
     # 50 near-anchors of each class (clean posteriors within 1 % of one-hot)
     # among 200 unsure inputs: the 97th-percentile anchors give T to 1 %.
     delta = np.linspace(0, 0.01, 50)[:, None]
     clean = np.concatenate([(1 - delta) * np.eye(2)[i] + delta / 2
                             for i in range(2)] + [np.full((200, 2), 0.5)])
-    np.save(os.path.join(source, study_lib.PROBABILITIES_FILE), clean @ t)
-    runner.estimate_transition(run)
+    np.save(os.path.join(source, contract.PROBABILITIES_FILE), clean @ t)
+    transition_estimate.write_for_run(run)
     np.testing.assert_allclose(
-        np.load(os.path.join(workdir, study_lib.TRANSITION_FILE)), t,
+        np.load(os.path.join(workdir, plan.TRANSITION_FILE)), t,
         atol=0.01)
 
   def test_ledger_restores_the_latest_record_of_each_run(self):
-    root, elsewhere = tempfile.mkdtemp(), tempfile.mkdtemp()
+    root, elsewhere = self._tempdir(), self._tempdir()
     workdir = os.path.join(root, "s", "ce", "final", "seed1")
     os.makedirs(workdir)
     with open(os.path.join(workdir, contract.METRICS_FILE), "w") as f:
       for epoch, recovery in ((1, 0.6), (2, 0.7)):
         f.write(json.dumps({**_record(epoch, 0.5, 0.6),
                             "recovery_accuracy": recovery}) + "\n")
-    np.save(os.path.join(workdir, runner.ESTIMATE_FILE), np.eye(2))
-    ledger = runner.Ledger(os.path.join(elsewhere, "l.jsonl"), root)
+    np.save(os.path.join(workdir, transition_estimate.ESTIMATE_FILE), np.eye(2))
+    ledger = ledger_lib.Ledger(os.path.join(elsewhere, "l.jsonl"), root)
     for score in (0.1, 0.2):
       ledger.add(workdir, {"phase": "final", "scores": score})
     with open(ledger.path, "a") as f:
       f.write('{"workdir": "cut sh')  # a kill mid-line
     # The next record starts a line of its own, and is the latest.
     ledger.add(workdir, {"phase": "final", "scores": 0.3})
-    fresh = tempfile.mkdtemp()
-    self.assertEqual(runner.Ledger(ledger.path, fresh).restore(), 1)
+    fresh = self._tempdir()
+    self.assertEqual(ledger_lib.Ledger(ledger.path, fresh).restore(), 1)
     moved = os.path.join(fresh, "s", "ce", "final", "seed1")
-    with open(os.path.join(moved, runner.RESULT_FILE)) as f:
+    with open(os.path.join(moved, results.RESULT_FILE)) as f:
       self.assertEqual(json.load(f)["scores"], 0.3)
     # A curve that never moves (no relabelling) is not kept.
-    self.assertEqual(runner.ledger_curve(
+    self.assertEqual(ledger_lib.ledger_curve(
         [{"epoch": e, "recovery_accuracy": 1.0} for e in (1, 2)]), [])
     # Of the records, the ledger keeps the label recovery curve.
     self.assertEqual(contract.read_records(moved),
                      [{"epoch": 1, "recovery_accuracy": 0.6},
                       {"epoch": 2, "recovery_accuracy": 0.7}])
     np.testing.assert_array_equal(
-        np.load(os.path.join(moved, runner.ESTIMATE_FILE)), np.eye(2))
+        np.load(os.path.join(moved, transition_estimate.ESTIMATE_FILE)), np.eye(2))
     # A run that finished on this machine is left as it is.
-    self.assertEqual(runner.Ledger(ledger.path, fresh).restore(), 0)
+    self.assertEqual(ledger_lib.Ledger(ledger.path, fresh).restore(), 0)
     # A finished run the ledger lacks is added to it.
-    other = runner.Ledger(os.path.join(elsewhere, "other.jsonl"), fresh)
-    run = study_lib.Run("final", "s", "ce", {}, 1, "f.py", {}, moved)
+    other = ledger_lib.Ledger(os.path.join(elsewhere, "other.jsonl"), fresh)
+    run = plan.Run("final", "s", "ce", {}, 1, "f.py", {}, moved)
     self.assertEqual(other.record_missing([run]), 1)
     self.assertEqual(other.record_missing([run]), 0)
     self.assertEqual(other.entries()[0]["workdir"], "s/ce/final/seed1")
@@ -438,31 +644,31 @@ class RunnerTest(absltest.TestCase):
     records = [{"epoch": 1, "replicas": 2, "learning_rate": 0.1,
                 "val_accuracy": [0.5, 0.6],
                 "grad_by_confidence": [[1.0, None], [2.0, 3.0]]}]
-    (mine,) = runner.replica_records(records, 1)
+    (mine,) = replicas.replica_records(records, 1)
     self.assertEqual(mine["val_accuracy"], 0.6)
     self.assertEqual(mine["learning_rate"], 0.1)
     self.assertEqual(mine["grad_by_confidence"], [2.0, 3.0])
     plain = [{"epoch": 1, "grad_by_confidence": [1.0, 2.0]}]
-    self.assertEqual(runner.replica_records(plain, 0), plain)
+    self.assertEqual(replicas.replica_records(plain, 0), plain)
 
   def test_replica_groups(self):
     def run(seed, method="ce", point=None):
-      return study_lib.Run("final", "a", method, point or {}, seed, "f.py",
+      return plan.Run("final", "a", method, point or {}, seed, "f.py",
                            {"seed": seed}, f"/r/{method}/seed{seed}")
     runs = [run(0), run(1), run(2), run(4), run(5, "el"), run(6, "el")]
-    seeds = [[r.seed for r in g] for g in runner.replica_groups(runs, 2)]
+    seeds = [[r.seed for r in g] for g in replicas.replica_groups(runs, 2)]
     self.assertEqual(seeds, [[0, 1], [2], [4], [5, 6]])
-    self.assertLen(runner.replica_groups(runs, 1), 6)
+    self.assertLen(replicas.replica_groups(runs, 1), 6)
     # Each replica resolves the oracle matrix and JO's prior from its own
     # noise draw: such runs group; a matrix estimated per seed does not.
     for overrides in ({"loss.transition_matrix": "noise"},
                       {"loss.prior": "noisy_labels"}):
-      own_draw = [study_lib.Run("final", "a", "fc", {}, seed, "f.py",
+      own_draw = [plan.Run("final", "a", "fc", {}, seed, "f.py",
                                 overrides, f"/r/{seed}") for seed in (0, 1)]
-      self.assertLen(runner.replica_groups(own_draw, 2), 1)
+      self.assertLen(replicas.replica_groups(own_draw, 2), 1)
     estimated = [dataclasses.replace(run, transition_source="/r/ce")
                  for run in own_draw]
-    self.assertLen(runner.replica_groups(estimated, 2), 2)
+    self.assertLen(replicas.replica_groups(estimated, 2), 2)
 
   def test_group_trains_as_replicas_and_splits_results(self):
     # A fake train: writes two epochs of two replicas' records.
@@ -473,217 +679,221 @@ class RunnerTest(absltest.TestCase):
         "assert args['config.replicas'] == '2', args\n"
         "assert args['config.seed'] == '7', args\n"
         "w = args['workdir']\n"
-        "print('mnist1d: train 10, val 5, test 20; noise none')\n"
+        # The size comes from run.json, whatever train prints.
+        "print('mnist1d: train 10, val 5, test 999; noise none')\n"
+        "json.dump({'num_test': 20}, open(os.path.join(w, 'run.json'), 'w'))\n"
         "with open(os.path.join(w, 'metrics.jsonl'), 'w') as f:\n"
         "  for e, (v, t) in enumerate([([.5, .9], [.4, .8]),\n"
         "                               ([.6, .7], [.3, .2])]):\n"
         "    f.write(json.dumps({'epoch': e + 1, 'replicas': 2, 'val_accuracy': v,\n"
         "                        'test_accuracy': t}) + '\\n')\n")
-    root = tempfile.mkdtemp()
-    group = [study_lib.Run("final", "a", "ce", {}, seed, "f.py",
+    root = self._tempdir()
+    group = [plan.Run("final", "a", "ce", {}, seed, "f.py",
                            {"seed": seed}, os.path.join(root, f"seed{seed}"))
              for seed in (7, 8)]
-    results = runner.execute(group, configs_dir="/c", metric="accuracy",
-                             python=self._launcher(fake))
-    self.assertEqual([r["scores"]["test_at_val"] for r in results],
+    outcomes = runner.execute(group, configs_dir="/c", metric="accuracy",
+                              python=self._launcher(fake))
+    self.assertEqual([r["scores"]["test_at_val"] for r in outcomes],
                      [0.3, 0.8])
-    self.assertEqual([r["scores"]["test_last"] for r in results], [0.3, 0.2])
-    self.assertEqual(results[1]["trained_as"]["workdir"],
+    self.assertEqual([r["scores"]["test_last"] for r in outcomes], [0.3, 0.2])
+    self.assertEqual(outcomes[1]["trained_as"]["workdir"],
                      os.path.join(root, "seeds7-8"))
-    self.assertEqual(runner.read_result(group[1])["test_size"], 20)
+    self.assertEqual(results.read_result(group[1])["test_size"], 20)
     self.assertLen(contract.read_records(group[0].workdir), 2)
 
   def test_progress_line(self):
     now = [0.0]
     stream = io.StringIO()
-    progress = runner.StudyProgress(10, 2, workers=2, stream=stream,
-                                    clock=lambda: now[0])
-    self.assertIn("ETA ?", progress.line())
+    shown = progress.StudyProgress(10, 2, workers=2, stream=stream,
+                                   clock=lambda: now[0])
+    self.assertIn("ETA ?", shown.line())
     now[0] = 30.0
-    progress.finished(30.0)
-    progress.finished(10.0, failed=True)
+    shown.finished(30.0)
+    shown.finished(10.0, failed=True)
     # 10 - 3 done - 1 failed = 6 left at 30 s each over 2 workers: 90 s.
     self.assertEqual(stream.getvalue().splitlines()[-1],
                      "runs 3/10  1 failed  elapsed 0m30s  ETA 1m30s")
 
 
-class ToyStudyTest(absltest.TestCase):
-  """The whole command on four runs of seconds: run, skip, resume, summary."""
+class CommandLineTest(TestCase):
+  """What a newcomer meets: help, one-line usage errors, summaries."""
 
-  def _experiments(self, root, out, *flags):
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.run(
-        [sys.executable, "-m", "experiments", f"--study={TOY}",
-         f"--root={root}", f"--out={out}", *flags],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+  def test_help_names_the_studies_and_bad_input_exits_2(self):
+    # The real entry point, twice at once.
+    help_, unknown = (subprocess.Popen(
+        [sys.executable, "-m", "experiments", *flags_], cwd=ROOT,
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True) for flags_ in (["--help"], ["--study=nope"]))
+    out, err = help_.communicate(timeout=120)
+    self.assertEqual(help_.returncode, 0, err)
+    for name in ("el_clean", "multilabel", "noisy_labels"):
+      self.assertIn(name, out)
+    out, err = unknown.communicate(timeout=120)
+    self.assertEqual(unknown.returncode, 2, err)
+    self.assertEqual(err.splitlines(), [
+        "error: --study=nope: no such study; the studies are ['el_clean', "
+        "'multilabel', 'noisy_labels'], or give a file's path"])
 
-  def test_toy_study(self):
-    root, out = tempfile.mkdtemp(), tempfile.mkdtemp()
-    done = self._experiments(root, out, "--workers=2")
-    self.assertEqual(done.returncode, 0, done.stderr)
-    self.assertIn("toy tune: 2 runs, 0 finished before", done.stderr)
-    self.assertIn("runs 2/2", done.stderr)
-    # Forward correction waits for ce's selection, then estimates T from
-    # ce's run of the same seed.
-    self.assertIn("toy tune (dependent methods): 1 runs, 0 finished before",
-                  done.stderr)
-    self.assertIn("toy final (dependent methods): 1 runs", done.stderr)
-    with open(os.path.join(out, "toy.csv")) as f:
-      rows = list(csv.DictReader(f))
-    self.assertEqual([(r["method"], r["seed"]) for r in rows],
-                     [("ce", "1"), ("el_at_ce", "1"), ("fc_est", "1")])
-    fc = _toy_final(root, "fc_est")
-    t = np.load(os.path.join(fc, study_lib.TRANSITION_FILE))
-    self.assertEqual(t.shape, (10, 10))
-    np.testing.assert_allclose(t.sum(1), 1.0, rtol=1e-6)
-    probs = np.load(os.path.join(_toy_final(root, "ce"),
-                                 study_lib.PROBABILITIES_FILE))
-    self.assertEqual(probs.shape, (256, 10))
-    np.testing.assert_allclose(
-        t, transition_estimate.estimate_transition_matrix(probs))
-    for row in rows:
-      self.assertBetween(float(row["test_at_val"]), 0.0, 1.0)
-    with open(os.path.join(out, "toy.md")) as f:
-      page = f.read()
-    self.assertIn("| EL beats CE | toy |", page)
-    self.assertNotIn("Incomplete", page)
-    self.assertTrue(os.path.exists(os.path.join(out, "toy_scores.png")))
+  def test_usage_errors_exit_2_in_one_line(self):
+    root = self._tempdir()
+    for flags_, message in (
+        ((), "flag --study=None: Flag --study must have a value other than "
+             "None."),
+        (("--study=el_clean", "extra"), "unexpected arguments ['extra']"),
+        (("--study=el_clean", "--workers=0"), "flag --workers=0: 0 is not a "
+                                              "positive integer"),
+        (("--study=el_clean", "--wokers=2"), "Unknown command line flag "
+                                             "'wokers'. Did you mean: "
+                                             "workers ?"),
+        (("--study=el_clean", "--phases=tune,bogus"),
+         "--phases: unknown ['bogus']; use tune, final, summarize"),
+    ):
+      with self.subTest(flags=flags_):
+        status, out, err = _cli(*flags_, f"--root={root}")
+        self.assertEqual((status, out, err.splitlines()),
+                         (2, "", [f"error: {message}"]))
+    self.assertEqual(os.listdir(root), [])
 
-    # Selection is by validation: the selected rate is the better mean val.
-    tune = {}
-    for lr in ("0.05", "0.1"):
-      with open(os.path.join(root, "m1d_sym40", "ce", "tune",
-                             f"learning_rate={lr}", "seed0",
-                             runner.RESULT_FILE)) as f:
-        tune[float(lr)] = json.load(f)["scores"]["val_best"]
-    with open(os.path.join(_toy_final(root, "el_at_ce"),
-                           runner.RESULT_FILE)) as f:
-      inherited = json.load(f)["point"]
-    self.assertEqual(inherited["optimizer.learning_rate"],
-                     max(tune, key=lambda lr: (tune[lr], -lr)))
-
-    # A finished study runs nothing again; a run without its result resumes.
-    os.remove(os.path.join(_toy_final(root, "ce"), runner.RESULT_FILE))
-    # (Without the ledger, which would restore that result.)
-    again = self._experiments(root, out, "--phases=tune,final", "--ledger=")
-    self.assertEqual(again.returncode, 0, again.stderr)
-    self.assertIn("toy tune: 2 runs, 2 finished before, 0 to run",
-                  again.stderr)
-    self.assertIn("toy final: 2 runs, 1 finished before, 1 to run",
-                  again.stderr)
-    with open(os.path.join(_toy_final(root, "ce"), runner.LOG_FILE)) as f:
-      self.assertIn("resuming after epoch 2", f.read())
-
-    # On a fresh machine (no root), the committed ledger continues the
-    # study: nothing trains again, and the summary is the same.
-    with open(os.path.join(out, "toy.csv")) as f:
-      before = f.read()
-    ledger = os.path.join(out, "runs", "toy.jsonl")
-    entries = runner.Ledger(ledger, root).entries()
-    self.assertLen(entries, 6)  # 2 + 1 tune runs, 3 finals
-    fresh = tempfile.mkdtemp()
-    again = self._experiments(fresh, out, "--workers=2")
-    self.assertEqual(again.returncode, 0, again.stderr)
-    self.assertIn("toy: 6 finished run(s) restored", again.stderr)
-    self.assertIn("toy final (dependent methods): 1 runs, 1 finished before, "
-                  "0 to run", again.stderr)
-    with open(os.path.join(out, "toy.csv")) as f:
-      self.assertEqual(f.read(), before)
-    self.assertTrue(os.path.exists(os.path.join(out, "toy_scores.png")))
-
-    # Forward correction's run missing from the ledger trains on the fresh
-    # machine with T from ce's restored estimate (ce's predictions are gone).
-    partial = os.path.join(tempfile.mkdtemp(), "toy.jsonl")
-    with open(ledger) as f, open(partial, "w") as g:
-      g.writelines(line for line in f
-                   if '"workdir": "m1d_sym40/fc_est/final' not in line)
-    fresh = tempfile.mkdtemp()
-    again = self._experiments(fresh, out, f"--ledger={partial}",
-                              "--phases=tune,final")
-    self.assertEqual(again.returncode, 0, again.stderr)
-    self.assertIn("toy final (dependent methods): 1 runs, 0 finished before, "
-                  "1 to run", again.stderr)
-    ce_final = os.path.relpath(_toy_final(fresh, "ce"), fresh)
-    ce_entry = [e for e in runner.Ledger(partial, fresh).entries()
-                if e["workdir"] == ce_final][-1]
-    np.testing.assert_array_equal(
-        np.load(os.path.join(_toy_final(fresh, "fc_est"),
-                             study_lib.TRANSITION_FILE)),
-        np.asarray(ce_entry["transition_estimate"]))
-
-  def test_unknown_study(self):
-    done = subprocess.run(
-        [sys.executable, "-m", "experiments", "--study=nope"], cwd=ROOT,
-        env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True,
-        text=True, timeout=120)
-    self.assertNotEqual(done.returncode, 0)
-    self.assertIn("error: --study=nope: no such study", done.stderr)
-    self.assertNotIn("Traceback", done.stderr)
-
-  def test_replicas_flag_and_unmatched_ledger_runs(self):
-    root, out = tempfile.mkdtemp(), tempfile.mkdtemp()
-    done = self._experiments(root, out, "--dry_run", "--replicas=3",
-                             "--ledger=")
-    self.assertEqual(done.returncode, 0, done.stderr)
-    self.assertIn("toy: --replicas=3 ignored: ['fc_est'] train each seed "
-                  "alone", done.stderr)
-    done = self._experiments(root, out, "--dry_run", "--ledger=")
-    self.assertNotIn("--replicas", done.stderr)
-    # A ledger line no run of the study names (an older grid, say) is
-    # restored but said to count for nothing.
-    ledger = os.path.join(out, "l.jsonl")
-    with open(ledger, "w") as f:
-      for workdir in ("m1d_sym40/ce/tune/learning_rate=0.3/seed0",
-                      "m1d_sym40/ce/tune/learning_rate=0.1/seed0"):
-        f.write(json.dumps({"workdir": workdir, "result": {
-            "phase": "tune", "scores": None, "wall_seconds": 1.0}}) + "\n")
-    done = self._experiments(root, out, "--dry_run", f"--ledger={ledger}")
-    self.assertEqual(done.returncode, 0, done.stderr)
-    self.assertIn("toy: 2 finished run(s) restored", done.stderr)
-    self.assertIn("toy: 1 run(s) of the ledger match no run of the study as "
-                  "it stands", done.stderr)
+  def test_a_summary_of_nothing_is_refused(self):
+    # Neither the ledger named nor the root holds a finished run: a page of
+    # empty cells would be a silent wrong answer.
+    root, out = self._tempdir(), self._tempdir()
+    missing = os.path.join(out, "runs", "multilabel.jsonl")
+    status, _, err = _cli("--study=multilabel", "--phases=summarize",
+                          f"--root={root}", f"--out={out}",
+                          f"--ledger={missing}")
+    self.assertEqual((status, err.splitlines()), (2, [
+        f"error: multilabel: nothing to summarise: no ledger at {missing}, "
+        f"and {root} holds no finished run (--ledger names the study's "
+        f"ledger)"]))
+    self.assertEqual(os.listdir(out), [])
 
 
+class CommittedPagesTest(TestCase):
+  """Each committed page and CSV is what its committed ledger gives, byte
+  for byte: the summary (figures drawn, not saved) from the default
+  ledger, whatever --out says."""
 
-class RealStudiesTest(absltest.TestCase):
+  def _rebuilds(self, name):
+    root, out = self._tempdir(), self._tempdir()
+    status, _, err = _cli(f"--study={name}", "--phases=summarize",
+                          f"--root={root}", f"--out={out}", "--nofigures")
+    self.assertEqual(status, 0, err)
+    self.assertIn(f"restored from {study_files.ledger_path(name)}", err)
+    for file in (f"{name}.md", f"{name}.csv"):
+      with open(os.path.join(study_files.RESULTS_DIR, file), "rb") as f:
+        committed = f.read()
+      with open(os.path.join(out, file), "rb") as f:
+        self.assertEqual(f.read(), committed, f"docs/results/{file} differs "
+                         f"from its rebuild from the ledger")
+    self.assertEqual(sorted(os.listdir(out)), [f"{name}.csv", f"{name}.md"])
+
+  def test_every_study_has_a_page_test(self):
+    self.assertEqual(study_files.names(), sorted(
+        n[len("test_"):] for n in dir(self) if n.startswith("test_")
+        and n != "test_every_study_has_a_page_test"))
+
+  def test_el_clean(self):
+    self._rebuilds("el_clean")
+
+  def test_multilabel(self):
+    self._rebuilds("multilabel")
+
+  def test_noisy_labels(self):
+    self._rebuilds("noisy_labels")
+
+
+class ImportsTest(TestCase):
+  """experiments reads train through its contract alone, and never imports
+  configs (whose study files import experiments)."""
+
+  def test_imports(self):
+    import ast  # pylint: disable=g-import-not-at-top
+    folder = os.path.join(ROOT, "experiments")
+    for file in sorted(os.listdir(folder)):
+      if not file.endswith(".py"):
+        continue
+      with open(os.path.join(folder, file)) as f:
+        tree = ast.parse(f.read())
+      names = set()
+      for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+          names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+          names |= {f"{node.module}.{a.name}" for a in node.names}
+      with self.subTest(file=file):
+        self.assertEqual(
+            sorted(n for n in names if n.split(".")[0] in ("train", "configs")
+                   and n != "train.contract"), [])
+    # The study files import experiments' declarations alone.
+    for name in study_files.names():
+      with open(os.path.join(study_files.STUDIES_DIR, f"{name}.py")) as f:
+        tree = ast.parse(f.read())
+      imported = {f"{n.module}.{a.name}" if isinstance(n, ast.ImportFrom)
+                  else a.name for n in ast.walk(tree)
+                  if isinstance(n, (ast.Import, ast.ImportFrom))
+                  for a in n.names}
+      with self.subTest(study=name):
+        self.assertEqual({n for n in imported
+                          if n.split(".")[0] in ("experiments", "train",
+                                                 "configs")},
+                         {"experiments.study"})
+
+
+class RealStudiesTest(TestCase):
   """Every run of every study in configs/studies/ passes the config checks
   and builds its loss."""
 
   def test_every_run_config_is_valid(self):
-    from train.loop import config_checks  # pylint: disable=g-import-not-at-top
-    from train.objective import loss_registry  # pylint: disable=g-import-not-at-top
-    from train.data import noise  # pylint: disable=g-import-not-at-top
-    names = study_lib.names()
+    # pylint: disable=g-import-not-at-top
+    from train.data import noise
+    from train.loop import settings
+    from train.objective import loss_registry
+    # pylint: enable=g-import-not-at-top
+    names = study_files.names()
     self.assertContainsSubset({"el_clean", "noisy_labels", "multilabel"},
                               names)
+    built = set()
     for name in names:
-      study = study_lib.load(name)
+      study = study_files.load(name)
       firsts = {}
       for _ in range(2):  # methods that wait for a selection come second
-        tune = study_lib.tune_runs(study, "/r", firsts)
+        tune = plan.tune_runs(study, "/r", firsts)
         for run in tune:
           firsts.setdefault((run.setting, run.method), run.point)
-      runs = tune + study_lib.final_runs(study, "/r", firsts)
+      runs = tune + plan.final_runs(study, "/r", firsts)
+      # Runs that differ by their seed alone build alike: one check each.
+      unique = {}
       for run in runs:
+        self.assertEqual(run.overrides["seed"], run.seed)
+        key = (run.config, run.transition_source is None, sorted(
+            (k, repr(v)) for k, v in run.overrides.items()
+            if k not in ("seed", "loss.transition_matrix")))
+        unique.setdefault(repr(key), run)
+      for run in unique.values():
         with self.subTest(study=name, workdir=run.workdir):
           if run.transition_source is not None:
             # The estimate is written just before the run starts.
             run = dataclasses.replace(run, overrides={
                 **run.overrides, "loss.transition_matrix": "identity"})
-          config = run.config_dict(study_lib.CONFIGS_DIR)
-          config_checks.check(config, num_devices=1)
-          # The loss is validated where it is built, on the data.
+          config = run.config_dict(study_files.CONFIGS_DIR)
+          settings.check_config(config, num_devices=1)
+          # The loss is validated where it is built, on the data (once for
+          # each loss section: most runs differ by their learning rate).
           multi_label = config.noise.name == "multilabel"
-          labels = np.arange(50) % 10
-          if multi_label:
-            labels = np.eye(10, dtype=np.float32)[labels]
-          loss_registry.from_config(
-              config.loss, num_classes=10, multi_label=multi_label,
-              draws=[noise.NoisyLabels(labels, labels, 0.0, None)])
+          loss_key = repr((multi_label, sorted(config.loss.to_dict().items())))
+          if loss_key not in built:
+            labels = np.arange(50) % 10
+            if multi_label:
+              labels = np.eye(10, dtype=np.float32)[labels]
+            loss_registry.from_config(
+                config.loss, num_classes=10, multi_label=multi_label,
+                draws=[noise.NoisyLabels(labels, labels, 0.0, None)])
+            built.add(loss_key)
           self.assertEqual(config.seed, run.seed)
 
 
-class SummaryTest(absltest.TestCase):
+class SummaryTest(TestCase):
   """The summary page, CSV and every figure from fabricated results."""
 
   def test_summary_from_results(self):
@@ -707,20 +917,20 @@ class SummaryTest(absltest.TestCase):
         tune_seeds=(0,), final_seeds=(1, 2, 3),
         figures=("claims", "scores", "log_end", "grad_by_confidence", "noise",
                  "recovery", "per_class_ap"), class_names=("a", "b", "c"))
-    root, out = tempfile.mkdtemp(), tempfile.mkdtemp()
+    root, out = self._tempdir(), self._tempdir()
     # EL is better than CE by 2 points +- 0.1 on every seed; the 0.3 rate
     # of CE wins validation.
-    for run in study_lib.tune_runs(study, root):
+    for run in plan.tune_runs(study, root):
       val = 0.9 if run.point["optimizer.learning_rate"] == 0.3 else 0.8
       self._result(run, val, val)
     selected = {(s.name, m.name): {"optimizer.learning_rate":
                                    0.3 if m.name == "ce" else 0.1}
                 for s in settings for m in methods}
-    partial = summary.collect(study, root)
+    partial = results.collect(study, root)
     self.assertEqual(partial.pending, 18)
     self.assertEqual(partial.selected[("sym20", "ce")][0], selected[
         ("sym20", "ce")])
-    for run in study_lib.final_runs(study, root, selected):
+    for run in plan.final_runs(study, root, selected):
       test = 0.8 + (0.02 + 0.001 * run.seed if run.method == "el" else 0)
       self._result(run, test, test, recovery=run.method == "jo")
     out_info = summary.write(study, root, out)
@@ -734,7 +944,7 @@ class SummaryTest(absltest.TestCase):
     # Per-class AP is read at the best validation epoch (the last here).
     ce_seed1 = os.path.join(root, "sym20", "ce", "final",
                             "learning_rate=0.3", "seed1")
-    with open(os.path.join(ce_seed1, runner.RESULT_FILE)) as f:
+    with open(os.path.join(ce_seed1, results.RESULT_FILE)) as f:
       self.assertEqual(json.load(f)["scores"]["test_ap_per_class"],
                        [0.2, None, 0.5])
     with open(os.path.join(out, "fab.md")) as f:
@@ -753,8 +963,9 @@ class SummaryTest(absltest.TestCase):
     self.assertIn("the best may lie beyond it): ce (learning_rate 0.3, the "
                   "highest).", page)
     # mAP is no proportion of examples: no binomial error is claimed for it.
-    map_out = tempfile.mkdtemp()
-    summary.write(dataclasses.replace(study, metric="map"), root, map_out)
+    map_out = self._tempdir()
+    summary.write(dataclasses.replace(study, metric="map"), root, map_out,
+                  save_figures=False)
     with open(os.path.join(map_out, "fab.md")) as f:
       map_page = f.read()
     self.assertNotIn("binomial standard error of", map_page)
@@ -762,13 +973,13 @@ class SummaryTest(absltest.TestCase):
     with open(os.path.join(out, "fab.csv")) as f:
       self.assertLen(list(csv.DictReader(f)), 18)
     # Finals trained as replicas: the page says they shared a split.
-    path = os.path.join(ce_seed1, runner.RESULT_FILE)
+    path = os.path.join(ce_seed1, results.RESULT_FILE)
     with open(path) as f:
       result = json.load(f)
     result["trained_as"] = {"workdir": "w", "replica": 0, "replicas": 3}
     with open(path, "w") as f:
       json.dump(result, f)
-    summary.write(study, root, out)
+    summary.write(study, root, out, save_figures=False)
     with open(os.path.join(out, "fab.md")) as f:
       self.assertIn("Runs trained as replicas (up to 3 consecutive seeds",
                     f.read())
@@ -863,7 +1074,7 @@ class SummaryTest(absltest.TestCase):
         settings=(study_lib.Setting("s", "x.py"),),
         methods=(study_lib.Method("ce"), study_lib.Method("el")),
         baseline="ce", claims=(), tune_seeds=(0,), final_seeds=(1, 2))
-    c = summary.Collected(final={("s", "el"): {1: {"test_at_val": 0.9}}},
+    c = results.Collected(final={("s", "el"): {1: {"test_at_val": 0.9}}},
                           test_size={"s": 100})
     page = summary.markdown(study, c, {})
     self.assertNotIn("Test set:", page)
@@ -897,7 +1108,7 @@ class SummaryTest(absltest.TestCase):
                 "test_ap_per_class": [0.1 * e, None, 0.5]} for e in (1, 2)]
     with open(os.path.join(run.workdir, contract.METRICS_FILE), "w") as f:
       f.writelines(json.dumps(r) + "\n" for r in records)
-    with open(os.path.join(run.workdir, runner.RESULT_FILE), "w") as f:
+    with open(os.path.join(run.workdir, results.RESULT_FILE), "w") as f:
       json.dump({"status": "done", "wall_seconds": 1.0, "test_size": 100,
                  "scores": protocol.run_scores(records)}, f)
 

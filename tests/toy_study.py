@@ -1,4 +1,4 @@
-"""A toy study for the runner's tests: six runs of seconds each.
+"""A toy study for the runner's tests: seven runs of seconds each.
 
     python -m experiments --study=tests/toy_study.py --root=/tmp/toy --out=/tmp/toy_out
 """
@@ -19,8 +19,9 @@ def get_study():
       settings=(s.Setting("m1d_sym40", "mnist1d.py:noise=0.4", _TINY,
                           label="MNIST-1D, 40 % symmetric"),),
       methods=(
+          # 1e30 diverges: a result that selection passes over.
           s.Method("ce", {"loss.name": "cross_entropy"},
-                   grid={"optimizer.learning_rate": (0.05, 0.1)}),
+                   grid={"optimizer.learning_rate": (0.05, 0.1, 1e30)}),
           s.Method("el_at_ce", {"loss.name": "encouraging"},
                    inherit_from="ce",
                    inherit_keys=("optimizer.learning_rate",)),

@@ -1,10 +1,24 @@
-"""Tests of train/transition_estimate.py against data with a known T."""
+"""Tests of experiments/transition_estimate.py against data with a known T."""
 
 import numpy as np
 from absl.testing import absltest
 
-from train.data import noise
-from train.transition_estimate import estimate_transition_matrix
+from experiments.transition_estimate import estimate_transition_matrix
+
+
+def _symmetric(c, rate):
+  """With probability ``rate`` the label is drawn uniformly (its own class
+  included), as the training noise draws it."""
+  return (1 - rate) * np.eye(c) + rate / c
+
+
+def _flips(c, rate, pairs):
+  """Class i's label becomes j with probability ``rate`` for each (i, j)
+  of ``pairs``: pair flipping, or the asymmetric noise of MNIST."""
+  t = np.eye(c)
+  for i, j in pairs:
+    t[i, i], t[i, j] = 1 - rate, rate
+  return t
 
 
 def _noisy_posteriors(t, num, seed, anchors_per_class, spread=0.0):
@@ -55,9 +69,10 @@ class EstimateTest(absltest.TestCase):
                                atol=0.01)
 
   def test_noise_models_matrices(self):
-    for t in (noise.symmetric_transition(10, 0.4),
-              noise.pair_flip_transition(10, 0.45),
-              noise.asymmetric_transition(10, 0.4, "mnist")):
+    for t in (_symmetric(10, 0.4),
+              _flips(10, 0.45, [(i, (i + 1) % 10) for i in range(10)]),
+              # MNIST's: 2 -> 7, 3 -> 8, 5 <-> 6, 7 -> 1.
+              _flips(10, 0.4, [(2, 7), (3, 8), (5, 6), (6, 5), (7, 1)])):
       p = _noisy_posteriors(t, 200, 4, anchors_per_class=1)
       est = estimate_transition_matrix(p, percentile=None)
       np.testing.assert_allclose(est, t, atol=1e-12)

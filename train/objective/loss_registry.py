@@ -85,7 +85,7 @@ ALIASES = {
 # Hyperparameters given by name in a config and resolved against the data:
 # forward correction's T ('noise': the realised transition matrix of the
 # label noise, the oracle correction; 'identity'; or the path of a .npy file
-# holding an estimate, see train/transition_estimate.py); JO's prior
+# holding an estimate, see experiments/transition_estimate.py); JO's prior
 # ('uniform', 'noisy_labels': the class frequencies of the noisy training
 # labels).
 RESOLVED = {"transition_matrix": ("noise", "identity"),

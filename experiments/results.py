@@ -1,0 +1,125 @@
+"""What a study root holds: each run's result, and the selections made.
+
+When a run's process ends, the runner writes ``result.json`` in its workdir
+(``write_result``): its phase, point, seed, scores (``protocol.run_scores``)
+and the test split's size. A run with a result is never run again.
+``collect`` reads the results of a whole study back, grouped by setting and
+method, and selects each tuned method's point (``protocol.select``): the
+selection that the final phase trains and the summary reports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any
+
+from experiments import plan
+from experiments import protocol
+from experiments import study as study_lib
+
+RESULT_FILE = "result.json"
+
+
+def read_result(run: plan.Run) -> dict[str, Any] | None:
+  """The run's ``result.json``, or None while it has not finished."""
+  path = os.path.join(run.workdir, RESULT_FILE)
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return json.load(f)
+
+
+def write_result(workdir: str, result: dict[str, Any]) -> None:
+  """Writes a run's ``result.json``, whole or not at all (a kill never
+  leaves half a result)."""
+  path = os.path.join(workdir, RESULT_FILE)
+  with open(path + ".tmp", "w") as f:
+    json.dump(result, f, indent=1)
+  os.replace(path + ".tmp", path)
+
+
+@dataclasses.dataclass
+class Collected:
+  """What the study root holds.
+
+  Attributes:
+    tune: (setting, method) -> [(point, [val_best per tuning seed])], with
+      only points whose every tuning seed finished.
+    selected: (setting, method) -> (point, mean validation score), where
+      every tuning run of that pair finished.
+    final: (setting, method) -> {seed: scores} of the finished final runs.
+    final_workdirs: (setting, method) -> {seed: workdir}, for figures that
+      need whole curves.
+    test_size: setting -> the test split's size (``num_test`` of the runs'
+      ``run.json``).
+    pending: how many runs of the study have no result yet.
+    total: the study's number of runs (tune + final).
+    wall_seconds: the summed wall time of the finished runs.
+  """
+  tune: dict = dataclasses.field(default_factory=dict)
+  selected: dict = dataclasses.field(default_factory=dict)
+  final: dict = dataclasses.field(default_factory=dict)
+  final_workdirs: dict = dataclasses.field(default_factory=dict)
+  test_size: dict = dataclasses.field(default_factory=dict)
+  pending: int = 0
+  total: int = 0
+  wall_seconds: float = 0.0
+  replicas: int = 1  # the most seeds a finished final run trained with
+
+
+def _tune_results(study, root, known):
+  """(tune, selected, finished runs, their wall seconds) given ``known``."""
+  by_pair: dict[tuple[str, str], dict] = {}
+  incomplete, done, seconds = set(), 0, 0.0
+  for run in plan.tune_runs(study, root, known):
+    pair = (run.setting, run.method)
+    points = by_pair.setdefault(pair, {})
+    result = read_result(run)
+    if result is None:
+      incomplete.add(pair)
+      continue
+    done += 1
+    seconds += result["wall_seconds"]
+    scores = result["scores"]
+    points.setdefault(plan.point_name(run.point), (run.point, []))[
+        1].append(None if scores is None else scores["val_best"])
+  tune = {pair: list(points.values()) for pair, points in by_pair.items()}
+  selected = {pair: protocol.select(points) for pair, points in tune.items()
+              if pair not in incomplete}
+  return tune, selected, done, seconds
+
+
+def collect(study: study_lib.Study, root: str) -> Collected:
+  """Reads the study's results (see ``Collected``)."""
+  c = Collected(total=plan.count_runs(study))
+  known = {}
+  # Two passes: a method whose runs need another's selection
+  # (``Method.transition_from``) has tune runs once that one is selected.
+  for _ in range(2):
+    c.tune, c.selected, done, c.wall_seconds = _tune_results(study, root,
+                                                             known)
+    known = {pair: point for pair, (point, _) in c.selected.items()}
+  c.pending = c.total - done
+  tuned = {(s.name, m.name) for s in study.settings for m in study.methods
+           if m.inherit_from is None}
+  if not tuned <= set(c.selected):
+    return c
+  for run in plan.final_runs(study, root, known):
+    result = read_result(run)
+    pair = (run.setting, run.method)
+    c.final.setdefault(pair, {})
+    c.final_workdirs.setdefault(pair, {})
+    if result is None:
+      continue
+    c.pending -= 1
+    c.wall_seconds += result["wall_seconds"]
+    c.replicas = max(c.replicas,
+                     result.get("trained_as", {}).get("replicas", 1))
+    if result["scores"] is not None:
+      c.final[pair][run.seed] = result["scores"]
+      c.final_workdirs[pair][run.seed] = run.workdir
+      if result.get("test_size"):
+        c.test_size[run.setting] = result["test_size"]
+  return c
