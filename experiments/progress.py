@@ -7,13 +7,7 @@ import threading
 import time
 from typing import Callable, TextIO
 
-
-def format_duration(seconds: float) -> str:
-  """``1h02m`` from an hour on, ``3m05s`` below."""
-  seconds = int(round(seconds))
-  minutes, seconds = divmod(seconds, 60)
-  hours, minutes = divmod(minutes, 60)
-  return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
+from train import contract
 
 
 class StudyProgress:
@@ -55,6 +49,6 @@ class StudyProgress:
     parts = [f"runs {self.done}/{self.total}"]
     if self.failed:
       parts.append(f"{self.failed} failed")
-    parts.append(f"elapsed {format_duration(self._clock() - self._start)}")
-    parts.append(f"ETA {format_duration(eta) if eta is not None else '?'}")
+    parts.append(f"elapsed {contract.format_duration(self._clock() - self._start)}")
+    parts.append(f"ETA {contract.format_duration(eta) if eta is not None else '?'}")
     return "  ".join(parts)

@@ -86,6 +86,15 @@ def read_records(workdir: str) -> list[dict[str, Any]]:
   return records
 
 
+def format_duration(seconds: float) -> str:
+  """``1h02m`` from an hour on, ``3m05s`` below: durations as the run's log,
+  its summary and a study's progress line print them."""
+  seconds = int(round(seconds))
+  minutes, seconds = divmod(seconds, 60)
+  hours, minutes = divmod(minutes, 60)
+  return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
+
+
 # ----- What the records mean -------------------------------------------
 # Metrics where less is better; the others are accuracies.
 LOWER_IS_BETTER = ("test_ece", "val_ece", "memorised", "train_loss")

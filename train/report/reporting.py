@@ -75,13 +75,6 @@ class MetricWriter:
       self._tensorboard.close()
 
 
-def format_duration(seconds: float) -> str:
-  seconds = int(round(seconds))
-  minutes, seconds = divmod(seconds, 60)
-  hours, minutes = divmod(minutes, 60)
-  return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
-
-
 class Progress:
   """A one-line progress bar with ETA on a terminal; a line per epoch else.
 
@@ -149,7 +142,7 @@ class Progress:
 
   def _eta_text(self) -> str:
     eta = self.eta()
-    return "?" if math.isnan(eta) else format_duration(eta)
+    return "?" if math.isnan(eta) else contract.format_duration(eta)
 
 
 def epoch_line(record: Mapping[str, Any]) -> str:
@@ -222,5 +215,5 @@ def summary_table(summary: Mapping[str, Any], title: str) -> str:
     lines.append(f"{'test ECE, last epoch':<34}"
                  f"{pct('test_ece_last'):>{width}}")
   lines.append(f"{summary['epochs']} epochs, "
-               f"{format_duration(summary['seconds'])} of training")
+               f"{contract.format_duration(summary['seconds'])} of training")
   return "\n".join(lines)
