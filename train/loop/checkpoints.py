@@ -36,6 +36,31 @@ class CheckpointMismatchError(ValueError):
   """The workdir's checkpoint does not fit this run's state."""
 
 
+def _check_shapes(saved, abstract, where: str, this_run: str) -> None:
+  """Raises ``CheckpointMismatchError`` unless the saved arrays' metadata
+  (a tree of shapes and dtypes) has the paths, shapes and dtypes of
+  ``abstract``."""
+  is_array = lambda x: hasattr(x, "shape") and hasattr(x, "dtype")
+  got = {jax.tree_util.keystr(p): m for p, m in
+         jax.tree_util.tree_leaves_with_path(saved, is_leaf=is_array)}
+  want = {jax.tree_util.keystr(p): a for p, a in
+          jax.tree_util.tree_leaves_with_path(abstract)}
+  fix = "Use a new workdir, or delete this one to start over."
+  if got.keys() != want.keys():
+    raise CheckpointMismatchError(
+        f"{where} does not fit this run ({this_run}): it holds "
+        f"{sorted(got.keys() - want.keys()) or 'no other arrays'} and lacks "
+        f"{sorted(want.keys() - got.keys()) or 'none'}. {fix}")
+  for path, saved_array in got.items():
+    needed = want[path]
+    if (tuple(saved_array.shape) != tuple(needed.shape)
+        or saved_array.dtype != needed.dtype):
+      raise CheckpointMismatchError(
+          f"{where} holds {path} as "
+          f"{saved_array.dtype}{list(saved_array.shape)}, this run needs "
+          f"{needed.dtype}{list(needed.shape)}. {fix}")
+
+
 class Checkpoints:
   """The checkpoints of one workdir."""
 
@@ -77,29 +102,23 @@ class Checkpoints:
         meta=ocp.args.JsonRestore()))["meta"]
     target = {"state": state, "label_state": _nonempty(label_state)}
     abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
+    # Checked against the saved arrays' metadata before a byte is read: a
+    # restore that fails part-way leaves orbax's reads to die unawaited.
+    saved = self._manager.item_metadata(epoch)["arrays"]
+    where = (f"the checkpoint in {self.directory} (epoch {epoch}, saved with "
+             f"{meta.get('saved_with')})")
+    _check_shapes(getattr(saved, "tree", saved), abstract, where,
+                  self.describe(label_state))
     try:
       restored = self._manager.restore(epoch, args=ocp.args.Composite(
           arrays=ocp.args.StandardRestore(abstract)))["arrays"]
     except (ValueError, KeyError, TypeError) as e:
       raise CheckpointMismatchError(
-          f"the checkpoint in {self.directory} (epoch {epoch}, saved with "
-          f"{meta.get('saved_with')}) does not fit this run "
-          f"({self.describe(label_state)}): {e}. Use a new workdir, or "
-          f"delete this one to start over.") from None
-    self._check_shapes(restored, abstract, epoch, meta)
+          f"{where} does not fit this run ({self.describe(label_state)}): "
+          f"{e}. Use a new workdir, or delete this one to start over."
+      ) from None
     return (restored["state"],
             label_state._replace(**restored["label_state"]), meta)
-
-  def _check_shapes(self, restored, abstract, epoch, meta) -> None:
-    for (path, got), want in zip(jax.tree_util.tree_leaves_with_path(restored),
-                                 jax.tree.leaves(abstract)):
-      if got.shape != want.shape or got.dtype != want.dtype:
-        raise CheckpointMismatchError(
-            f"the checkpoint in {self.directory} (epoch {epoch}, saved with "
-            f"{meta.get('saved_with')}) holds "
-            f"{jax.tree_util.keystr(path)} as {got.dtype}{list(got.shape)}, "
-            f"this run needs {want.dtype}{list(want.shape)}. Use a new "
-            f"workdir, or delete this one to start over.")
 
   @staticmethod
   def describe(label_state: label_state_lib.LabelState) -> str:
