@@ -40,11 +40,15 @@ def _check_shapes(saved, abstract, where: str, this_run: str) -> None:
   """Raises ``CheckpointMismatchError`` unless the saved arrays' metadata
   (a tree of shapes and dtypes) has the paths, shapes and dtypes of
   ``abstract``."""
+  # Compared in the form orbax saves a tree in (custom nodes as dicts and
+  # lists, empty nodes dropped), keyed by path.
   is_array = lambda x: hasattr(x, "shape") and hasattr(x, "dtype")
-  got = {jax.tree_util.keystr(p): m for p, m in
-         jax.tree_util.tree_leaves_with_path(saved, is_leaf=is_array)}
-  want = {jax.tree_util.keystr(p): a for p, a in
-          jax.tree_util.tree_leaves_with_path(abstract)}
+  flat = lambda tree: {jax.tree_util.keystr(p): v for p, v in
+                       jax.tree_util.tree_leaves_with_path(
+                           tree, is_leaf=is_array)}
+  got = flat(saved)
+  want = {k: v for k, v in flat(ocp.tree.serialize_tree(
+      abstract, keep_empty_nodes=True)).items() if is_array(v)}
   fix = "Use a new workdir, or delete this one to start over."
   if got.keys() != want.keys():
     raise CheckpointMismatchError(
@@ -69,7 +73,10 @@ class Checkpoints:
     self._manager = ocp.CheckpointManager(
         self.directory,
         options=ocp.CheckpointManagerOptions(max_to_keep=keep, create=True),
-        item_names=("arrays", "meta"))
+        # Handlers named up front, so that a resumed run (a fresh manager)
+        # can read a checkpoint's metadata before restoring it.
+        item_handlers={"arrays": ocp.StandardCheckpointHandler(),
+                       "meta": ocp.JsonCheckpointHandler()})
 
   def latest_epoch(self) -> int | None:
     """Epochs completed by the latest complete checkpoint, or ``None``."""
