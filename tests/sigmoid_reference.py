@@ -227,13 +227,20 @@ def loss_tests(cases: list[Case], traced: list[tuple[Callable, str, Any, Any]],
 
     @parameterized.named_parameters(*named)
     def test_half_precision_is_computed_in_float32(self, case):
+      """... and returned in the logits' dtype, as optax does."""
       z, labels, _ = inputs(soft=False, dtype=np.float32)
       for dtype in (jnp.bfloat16, jnp.float16):
         z16 = jnp.asarray(z, dtype)
         value = case.loss(z16, labels, **case.kwargs)
-        self.assertEqual(value.dtype, jnp.float32)
+        self.assertEqual(value.dtype, dtype)
         np.testing.assert_array_equal(
-            value, case.loss(z16.astype(jnp.float32), labels, **case.kwargs))
+            value, case.loss(z16.astype(jnp.float32), labels,
+                             **case.kwargs).astype(dtype))
+        analytic = case.grad(z16, labels, **case.kwargs)
+        self.assertEqual(analytic.dtype, dtype)
+        np.testing.assert_array_equal(
+            analytic, case.grad(z16.astype(jnp.float32), labels,
+                                **case.kwargs).astype(dtype))
         g = _grad_of(case.loss, labels, **case.kwargs)(z16)
         self.assertEqual(g.dtype, dtype)
         self.assertTrue(np.all(np.isfinite(np.asarray(g, np.float32))))

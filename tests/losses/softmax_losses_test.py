@@ -164,15 +164,21 @@ def _softmax_loss_tests(names):
           lambda x: jnp.sum(loss(x, labels, **kwargs)), (jnp.asarray(z),),
           order=1, modes=["rev"], eps=1e-6)
 
-    @parameterized.named_parameters((c[0], c[1], c[4]) for c in cases)
-    def test_bfloat16_is_computed_in_float32(self, loss, kwargs):
+    @parameterized.named_parameters((c[0], c[1], c[2], c[4]) for c in cases)
+    def test_bfloat16_is_computed_in_float32(self, loss, grad, kwargs):
+      """... and returned in bfloat16, as optax does."""
       with jax.enable_x64(False):
         z, labels, _ = _inputs(soft=False, dtype=np.float32, scale=4.0)
         z16 = jnp.asarray(z, jnp.bfloat16)
         value = loss(z16, labels, **kwargs)
-        self.assertEqual(value.dtype, jnp.float32)
+        self.assertEqual(value.dtype, jnp.bfloat16)
         want = loss(z16.astype(jnp.float32), labels, **kwargs)
-        np.testing.assert_allclose(value, want, rtol=1e-6)
+        np.testing.assert_array_equal(value, want.astype(jnp.bfloat16))
+        analytic = grad(z16, labels, **kwargs)
+        self.assertEqual(analytic.dtype, jnp.bfloat16)
+        np.testing.assert_array_equal(
+            analytic, grad(z16.astype(jnp.float32), labels,
+                           **kwargs).astype(jnp.bfloat16))
         g = jax.grad(lambda x: jnp.sum(loss(x, labels, **kwargs)))(z16)
         self.assertEqual(g.dtype, jnp.bfloat16)
         self.assertTrue(np.all(np.isfinite(np.asarray(g, np.float32))))

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from tests.losses import asymmetric_test
+from tests.losses import sigmoid_asymmetric_test
 from tests import loss_contracts
 from tests.losses import sigmoid_focal_test
 from tests.losses import sigmoid_test
@@ -21,7 +21,7 @@ from tests.losses import softmax_losses_test
 _SOFTMAX = [(name, loss, ref, kwargs)
             for name, loss, _, ref, kwargs in softmax_losses_test.CASES]
 _SIGMOID = [(c.name, c.loss, c.reference, c.kwargs)
-            for module in (sigmoid_test, sigmoid_focal_test, asymmetric_test)
+            for module in (sigmoid_test, sigmoid_focal_test, sigmoid_asymmetric_test)
             for c in module.CASES]
 # Where the "gradient" is by design not the derivative of the value (a
 # prediction or focusing weight held constant), the plain formula's
