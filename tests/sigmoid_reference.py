@@ -267,6 +267,25 @@ def loss_tests(cases: list[Case], traced: list[tuple[Callable, str, Any, Any]],
       np.testing.assert_allclose(analytic, g, rtol=1e-5, atol=1e-7)
 
     @parameterized.named_parameters(*named)
+    def test_where_per_example_and_per_element(self, case):
+      """``[B]`` masks whole examples, ``[B, C]`` elements: one rule."""
+      z, labels, _ = inputs(soft=False, dtype=np.float32)  # [4, 6]
+      rows = np.array([True, False, True, False])
+      elements = np.broadcast_to(rows[:, None], z.shape)
+      z = np.where(elements, z, np.nan)  # padding must not leak through
+      for where in (rows, elements):
+        value = case.loss(z, labels, where=where, **case.kwargs)
+        np.testing.assert_array_equal(value[~rows], 0.0)
+        np.testing.assert_array_equal(
+            value[rows], case.loss(z[rows], labels[rows], **case.kwargs))
+        for g in (_grad_of(case.loss, labels, where=where, **case.kwargs)(z),
+                  case.grad(z, labels, where=where, **case.kwargs)):
+          np.testing.assert_array_equal(g[~rows], 0.0)
+          np.testing.assert_allclose(
+              g[rows], case.grad(z[rows], labels[rows], **case.kwargs),
+              rtol=1e-6, atol=1e-30)
+
+    @parameterized.named_parameters(*named)
     @_x64
     def test_steepness_agrees_with_gradient(self, case):
       """``L(p)`` is the loss at ``z = logit(p)``, ``dL/dz = dL/dp p(1-p)``."""
