@@ -106,8 +106,8 @@ def bootstrapping_loss(logits, labels, *, beta=None, mode="soft",
     mode: ``"soft"`` (default) or ``"hard"``; static.
     prediction_as_constant: stop the gradient through ``q`` in soft mode.
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.

@@ -68,7 +68,8 @@ def cross_entropy(logits, labels, *, label_smoothing=0.0, axis=-1,
   (optax also takes a tuple), since every loss here has a per-class form.
 
   Args:
-    logits: ``[..., C]`` float logits (half precision is computed in float32).
+    logits: ``[..., C]`` float logits (half precision is computed in float32
+      and the loss returned in the logits' dtype).
     labels: integer labels ``[...]`` in ``[0, C)``, or float or boolean
       targets ``[..., C]``. Out-of-range integers raise ``ValueError``
       outside jit; under jit they mask their example (loss 0, zero gradient).

@@ -86,8 +86,8 @@ def encouraging_loss(logits, labels, *, bonus_weight=1.0, log_end=0.75,
       official code: below it the bonus is constant, zero gradient); 0
       removes it (the plain bonus is then unbounded below as ``p -> 1``).
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.

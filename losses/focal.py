@@ -82,8 +82,8 @@ def focal_loss(logits, labels, *, gamma=2.0, alpha=None, axis=-1,
     alpha: ``None`` (default, no class weight), a scalar or a ``[C]`` vector
       of class weights in ``[0, 1]``.
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.

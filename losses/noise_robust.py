@@ -50,8 +50,8 @@ def generalized_cross_entropy(logits, labels, *, q=0.7, axis=-1, where=None
     labels: integer labels ``[...]`` or soft targets ``[..., C]``.
     q: exponent in ``(0, 1]`` (default 0.7, the paper's); traced.
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.
@@ -132,8 +132,8 @@ def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
       log, the stand-in for ``log 0`` (default 1e-4, the paper's; named as
       the Encouraging Loss's bound on ``1 - p``, the same role).
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.

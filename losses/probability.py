@@ -54,8 +54,8 @@ def probability_mse(logits, labels, *, normalize=False, axis=-1, where=None
     normalize: ``False`` (default) sums over classes (Brier);
       ``True`` averages over them, as the Encouraging Loss paper's code does.
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.
@@ -117,8 +117,8 @@ def probability_mae(logits, labels, *, axis=-1, where=None) -> jax.Array:
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]``.
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.

@@ -116,7 +116,8 @@ def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
   examples of the per-example sum).
 
   Args:
-    logits: ``[...]`` float logits (half precision is computed in float32).
+    logits: ``[...]`` float logits (half precision is computed in float32
+      and the loss returned in the logits' dtype).
     labels: multi-hot targets (bool, int or float in ``[0, 1]``),
       broadcastable to ``logits.shape``.
     gamma_pos: ``gamma_+`` ``>= 0``, focusing of positives (default 1.0,
@@ -134,11 +135,12 @@ def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
       official behaviour: ``AsymmetricLossOptimized`` defaults to False, and
       ``AsymmetricLoss`` has the statements that honour its True default
       commented out, so both differentiate the weights.
-    where: optional boolean mask broadcastable to ``logits.shape``; masked
-      elements give 0 and zero gradient.
+    where: optional boolean mask, per example (``logits.shape[:-1]``) or
+      per element (broadcastable to ``logits.shape``); masked elements give
+      0 and zero gradient (the rule in :mod:`losses`).
 
   Returns:
-    ``logits.shape`` loss per element.
+    ``logits.shape`` loss per element, in the logits' dtype.
 
   References:
     Ridnik et al., Asymmetric Loss For Multi-Label Classification, ICCV 2021;

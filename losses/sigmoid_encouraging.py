@@ -56,7 +56,8 @@ def sigmoid_encouraging_loss(logits, labels, *, bonus_weight=1.0,
   gradient (:func:`sigmoid_encouraging_loss_grad`), finite at every logit.
 
   Args:
-    logits: ``[...]`` float logits (half precision is computed in float32).
+    logits: ``[...]`` float logits (half precision is computed in float32
+      and the loss returned in the logits' dtype).
     labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``),
       broadcastable to ``logits.shape``.
     bonus_weight: ``rho`` (default 1.0); traced, a schedule never
@@ -67,10 +68,12 @@ def sigmoid_encouraging_loss(logits, labels, *, bonus_weight=1.0,
     floor: lower bound on ``1 - p`` inside the log, in ``[0, 1)`` (default
       1e-5 as in the official code: below it the bonus is constant, zero
       gradient); 0 removes it.
-    where: optional boolean mask broadcastable to ``logits.shape``.
+    where: optional boolean mask, per example (``logits.shape[:-1]``) or
+      per element (broadcastable to ``logits.shape``); masked elements give
+      0 and zero gradient (the rule in :mod:`losses`).
 
   Returns:
-    ``logits.shape`` loss per element.
+    ``logits.shape`` loss per element, in the logits' dtype.
 
   References:
     Zhao et al., Well-classified Examples are Underestimated in

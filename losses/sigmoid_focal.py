@@ -52,7 +52,8 @@ def sigmoid_focal_loss(logits, labels, *, alpha=None, gamma=2.0, where=None
   ``p_t -> 1`` and exact at ``p_t -> 0`` (``-alpha_t`` at ``z = -1e4``).
 
   Args:
-    logits: ``[...]`` float logits (half precision is computed in float32).
+    logits: ``[...]`` float logits (half precision is computed in float32
+      and the loss returned in the logits' dtype).
     labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``),
       broadcastable to ``logits.shape``.
     alpha: weight of positives in ``[0, 1]`` (negatives get ``1 - alpha``);
@@ -60,11 +61,12 @@ def sigmoid_focal_loss(logits, labels, *, alpha=None, gamma=2.0, where=None
       1. The paper recommends 0.25 with ``gamma = 2`` for detection.
     gamma: focusing parameter ``>= 0`` (default 2.0); traced, a schedule
       never recompiles. 0 with ``alpha=None`` gives BCE.
-    where: optional boolean mask broadcastable to ``logits.shape``; masked
-      elements give 0 and zero gradient.
+    where: optional boolean mask, per example (``logits.shape[:-1]``) or
+      per element (broadcastable to ``logits.shape``); masked elements give
+      0 and zero gradient (the rule in :mod:`losses`).
 
   Returns:
-    ``logits.shape`` loss per element.
+    ``logits.shape`` loss per element, in the logits' dtype.
 
   References:
     Lin et al., Focal Loss for Dense Object Detection, ICCV 2017.

@@ -45,13 +45,16 @@ def sigmoid_squared_error(logits, labels, *, where=None) -> jax.Array:
   vanishes at both ends, ``p -> 0`` and ``p -> 1``.
 
   Args:
-    logits: ``[...]`` float logits (half precision is computed in float32).
+    logits: ``[...]`` float logits (half precision is computed in float32
+      and the loss returned in the logits' dtype).
     labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``),
       broadcastable to ``logits.shape``.
-    where: optional boolean mask broadcastable to ``logits.shape``.
+    where: optional boolean mask, per example (``logits.shape[:-1]``) or
+      per element (broadcastable to ``logits.shape``); masked elements give
+      0 and zero gradient (the rule in :mod:`losses`).
 
   Returns:
-    ``logits.shape`` loss per element.
+    ``logits.shape`` loss per element, in the logits' dtype.
 
   References:
     Ghosh et al., Robust Loss Functions under Label Noise for Deep Neural
@@ -84,13 +87,16 @@ def sigmoid_absolute_error(logits, labels, *, where=None) -> jax.Array:
   ``p``. At ``p = t`` the gradient is 0.
 
   Args:
-    logits: ``[...]`` float logits (half precision is computed in float32).
+    logits: ``[...]`` float logits (half precision is computed in float32
+      and the loss returned in the logits' dtype).
     labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``),
       broadcastable to ``logits.shape``.
-    where: optional boolean mask broadcastable to ``logits.shape``.
+    where: optional boolean mask, per example (``logits.shape[:-1]``) or
+      per element (broadcastable to ``logits.shape``); masked elements give
+      0 and zero gradient (the rule in :mod:`losses`).
 
   Returns:
-    ``logits.shape`` loss per element.
+    ``logits.shape`` loss per element, in the logits' dtype.
 
   References:
     Ghosh et al., Robust Loss Functions under Label Noise for Deep Neural

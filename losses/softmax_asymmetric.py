@@ -133,8 +133,8 @@ def asymmetric_single_label_loss(logits, labels, *, gamma_pos=0.0,
     gamma_neg: focusing exponent of the other classes (default 4); traced.
     label_smoothing: ``epsilon`` (default 0.1, the official default).
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.
