@@ -99,6 +99,22 @@ class SigmoidTest(parameterized.TestCase):
     np.testing.assert_allclose(el, -np.log(0.9) + np.log(0.25) - 0.6,
                                rtol=1e-6)
 
+  def test_bce_at_infinite_logits(self):
+    """Agreeing: loss and gradient exactly 0; disagreeing: the largest
+    float32 (inf once rounded to bfloat16), gradient ±1."""
+    z = np.array([np.inf, -np.inf, np.inf, -np.inf], np.float32)
+    t = np.array([1.0, 0.0, 0.0, 1.0], np.float32)
+    for logits in (z, z.astype(jnp.bfloat16)):
+      value = losses.sigmoid_binary_cross_entropy(logits, t)
+      np.testing.assert_array_equal(value[:2], 0.0)
+      self.assertTrue(np.all(np.asarray(value[2:], np.float32) > 1e38))
+      if logits.dtype == np.float32:
+        self.assertTrue(np.all(np.isfinite(value)))
+      for g in (losses.sigmoid_binary_cross_entropy_grad(logits, t),
+                jax.grad(lambda x: jnp.sum(
+                    losses.sigmoid_binary_cross_entropy(x, t)))(logits)):
+        np.testing.assert_array_equal(g, [0.0, 0.0, 1.0, -1.0])
+
   def test_plain_bonus_without_floor_is_minus_the_margin(self):
     """``-log p + log(1 - p) = -z`` exactly, gradient -1 at every logit."""
     z = np.array([-1e4, -100.0, -3.0, 0.0, 3.0, 100.0, 1e4], np.float32)
