@@ -1,22 +1,41 @@
-"""Steep's loss library: pure, jit-compiled classification losses.
+"""Steep's loss library: classification losses, their gradients and steepness.
 
-Every loss takes ``(logits, labels, *, hyperparameters..., where=None)``
-(softmax losses also ``axis=-1``) and
-returns one value per example (softmax family) or per element (sigmoid
-family), except the Joint Optimization batch loss, which needs the batch
-mean. Each ``name`` has ``name_grad`` (its analytic gradient wrt the logits)
-and, where the loss is a function of the target probability,
+The API is exactly the names imported below; the modules behind them may
+move. Every loss is a plain function
+``name(logits, labels, *, hyperparameters..., where=None)`` (softmax losses
+also take ``axis=-1``) with its formula in its docstring. It returns one
+value per example (softmax family) or per element (sigmoid family), never
+reduced, except the Joint Optimization batch loss, which needs the batch
+mean. Each ``name`` has ``name_grad`` (its analytic gradient wrt the
+logits) and, where the loss is a function of the target probability,
 ``name_steepness`` (the loss and ``dL/dp`` as functions of ``p``).
-The derivations are in docs/losses.md, one section per loss.
+
+Rules every loss shares:
+
+* **dtype.** Half-precision logits are computed in float32 and the result
+  is returned in the logits' dtype, as optax does (cast the logits to
+  float32 for a float32 loss).
+* **Masks.** ``where`` is per example when it broadcasts to the logits'
+  shape without the class axis (``[B]`` for ``[B, C]`` logits): masked
+  examples give 0 and a zero gradient. Otherwise it must broadcast to the
+  logits' shape and is per element: a masked class leaves the softmax (a
+  softmax loss), a masked element gives 0 (a sigmoid loss). When both fit
+  (``[B]`` with ``B = C``) it is per example. Masked entries may hold any
+  value, NaN included.
+* **Hyperparameters** are keyword-only and traced: a schedule that moves
+  one (``bonus_weight``, ``log_end``, ``gamma``, ...) never recompiles.
+* **Gradients.** ``jax.grad``, ``jax.jvp`` and Hessians of every loss use
+  its analytic gradient (one ``jax.custom_jvp``), finite where autodiff of
+  the formula is not.
 """
 
 # Shared input check (also used by train/noise.py).
-from losses._validation import check_transition_matrix
+from losses._inputs import check_transition_matrix
 
 # Softmax family.
-from losses.asymmetric_single_label import asymmetric_single_label_loss
-from losses.asymmetric_single_label import asymmetric_single_label_loss_grad
-from losses.asymmetric_single_label import asymmetric_single_label_loss_steepness
+from losses.softmax_asymmetric import asymmetric_single_label_loss
+from losses.softmax_asymmetric import asymmetric_single_label_loss_grad
+from losses.softmax_asymmetric import asymmetric_single_label_loss_steepness
 from losses.bootstrapping import bootstrapping_loss
 from losses.bootstrapping import bootstrapping_loss_grad
 from losses.bootstrapping import bootstrapping_loss_steepness
@@ -55,22 +74,22 @@ from losses.probability import probability_mse
 from losses.probability import probability_mse_grad
 from losses.probability import probability_mse_steepness
 
-# Sigmoid family (binary / multi-label, elementwise).
-from losses.asymmetric import sigmoid_asymmetric_loss
-from losses.asymmetric import sigmoid_asymmetric_loss_grad
-from losses.asymmetric import sigmoid_asymmetric_loss_steepness
-from losses.sigmoid import sigmoid_absolute_error
-from losses.sigmoid import sigmoid_absolute_error_grad
-from losses.sigmoid import sigmoid_absolute_error_steepness
-from losses.sigmoid import sigmoid_binary_cross_entropy
-from losses.sigmoid import sigmoid_binary_cross_entropy_grad
-from losses.sigmoid import sigmoid_binary_cross_entropy_steepness
-from losses.sigmoid import sigmoid_encouraging_loss
-from losses.sigmoid import sigmoid_encouraging_loss_grad
-from losses.sigmoid import sigmoid_encouraging_loss_steepness
-from losses.sigmoid import sigmoid_squared_error
-from losses.sigmoid import sigmoid_squared_error_grad
-from losses.sigmoid import sigmoid_squared_error_steepness
+# Sigmoid family (binary / multi-label, one value per element).
+from losses.sigmoid_asymmetric import sigmoid_asymmetric_loss
+from losses.sigmoid_asymmetric import sigmoid_asymmetric_loss_grad
+from losses.sigmoid_asymmetric import sigmoid_asymmetric_loss_steepness
+from losses.sigmoid_probability import sigmoid_absolute_error
+from losses.sigmoid_probability import sigmoid_absolute_error_grad
+from losses.sigmoid_probability import sigmoid_absolute_error_steepness
+from losses.sigmoid_cross_entropy import sigmoid_binary_cross_entropy
+from losses.sigmoid_cross_entropy import sigmoid_binary_cross_entropy_grad
+from losses.sigmoid_cross_entropy import sigmoid_binary_cross_entropy_steepness
+from losses.sigmoid_encouraging import sigmoid_encouraging_loss
+from losses.sigmoid_encouraging import sigmoid_encouraging_loss_grad
+from losses.sigmoid_encouraging import sigmoid_encouraging_loss_steepness
+from losses.sigmoid_probability import sigmoid_squared_error
+from losses.sigmoid_probability import sigmoid_squared_error_grad
+from losses.sigmoid_probability import sigmoid_squared_error_steepness
 from losses.sigmoid_focal import sigmoid_focal_loss
 from losses.sigmoid_focal import sigmoid_focal_loss_grad
 from losses.sigmoid_focal import sigmoid_focal_loss_steepness

@@ -83,21 +83,61 @@ def smooth_labels(targets: jax.Array, label_smoothing: jax.Array
   return (1.0 - label_smoothing) * targets + label_smoothing / targets.shape[-1]
 
 
-def log1m_softmax(logits: jax.Array) -> jax.Array:
-  """``log(1 - softmax(logits))`` for every class, exactly.
+def softmax_and_complement(logits: jax.Array):
+  """``log p``, ``p``, ``log(1 - p)`` for every class, exactly, and more.
 
-  Only the arg-max class can have ``p > 1/2``; for it ``log(1 - p)`` is
-  ``logsumexp(z without it) - logsumexp(z)`` (never
-  ``log(1 - exp(log p))``, which is ``-inf`` once ``p`` rounds to 1).
-  Every other class has ``p <= 1/2``, where ``log1p(-p)`` is exact.
+  Only the arg-max class ``m`` can have ``p > 1/2``; for it ``1 - p_m`` is
+  the sum of the others, formed from exponentials shifted by the largest
+  other logit ``z_2`` so that it never underflows: ``1 - p_m = S e^{z_2 -
+  z_m} / total`` with ``S = sum_{k != m} exp(z_k - z_2) >= 1`` (never
+  ``log(1 - exp(log p))``, which is ``-inf`` once ``p`` rounds to 1, nor
+  a sum of ``exp(z_k - z_m)``, which is 0 once they all underflow: at
+  logits ``[1e4, 0, 0]`` the exact ``log(1 - p)`` is ``log 2 - 1e4``). Every
+  other class has ``p <= 1/2``, where ``log1p(-p)`` is exact. One
+  exponential per element.
+
+  Returns ``(log_p, p, log1m_p, is_max, q)``: ``is_max`` marks the first arg
+  max and ``q = softmax(z without m)`` (0 at ``m``), which carries the
+  bounded gradient of ``log(1 - p_m)``: ``d log(1 - p_m)/dz = p_m (q - e_m)``.
   """
   s = shifted(logits)
   is_max = argmax_mask(s)
-  log_total = jnp.log(jnp.sum(jnp.exp(s), axis=-1, keepdims=True))
-  others = jnp.log(jnp.sum(jnp.where(is_max, 0.0, jnp.exp(s)), axis=-1,
-                           keepdims=True))
-  return jnp.where(is_max, others - log_total,
-                   jnp.log1p(-jnp.exp(s - log_total)))
+  others = jnp.where(is_max, -jnp.inf, s)
+  second = jnp.max(others, axis=-1, keepdims=True)
+  # No finite other class (C = 1, or all others at -inf): then S = 0 and
+  # 1 - p_m = 0 exactly; the shift only has to be finite.
+  second = jax.lax.stop_gradient(jnp.where(jnp.isfinite(second), second,
+                                           0.0))
+  exps = jnp.exp(others - second)  # 0 at the arg max
+  rest = jnp.sum(exps, axis=-1, keepdims=True)
+  # total = sum exp(s) = 1 + S e^{z_2}: exact, the 1 is the arg max's.
+  scale = jnp.exp(second)
+  total = 1.0 + rest * scale
+  log_total = jnp.log(total)
+  log_p = s - log_total
+  probs = jnp.where(is_max, 1.0, exps * scale) / total
+  log1m_max = jnp.log(rest) + second - log_total
+  log1m_p = jnp.where(is_max, log1m_max,
+                      jnp.log1p(-jnp.where(is_max, 0.0, probs)))
+  q = exps / jnp.where(rest > 0.0, rest, 1.0)
+  return log_p, probs, log1m_p, is_max, q
+
+
+def target_probability_parts(terms, logits: jax.Array, labels: jax.Array,
+                             **hyper) -> tuple[jax.Array, jax.Array]:
+  """Value and gradient of a loss of ``p_y`` alone, integer labels.
+
+  ``terms(log_p_y, log1m_p_y, **hyper)`` returns the loss and
+  ``A = -dL/dlog p_y (1 - p_y)``. Every loss ``L(p_y)`` has
+  ``dL/dz = -dL/dlog p_y (p - e_y)``, and ``p_k = (1 - p_y) q_k`` for
+  ``k != y`` with ``q = softmax(z without y)``; so the gradient is
+  ``A (q - e_y)``, bounded wherever ``A`` is, even where ``dL/dlog p_y`` is
+  not (EL at ``p_y -> 1``). One masked reduction and one elementwise pass,
+  as optax's cross entropy.
+  """
+  log_p, log1m_p, q = target_stats(logits, labels)
+  loss, a = terms(log_p, log1m_p, **hyper)
+  return loss, a[..., None] * (q - is_target(q, labels))
 
 
 def target_stats(logits: jax.Array, labels: jax.Array):
@@ -196,11 +236,11 @@ def swap_sides(parts):
   return one_minus_p, p, log1m_p, log_p
 
 
-def mix_targets(term, z: jax.Array, t: jax.Array, *hyper, pos_weight=1.0,
+def mix_targets(term, z: jax.Array, t: jax.Array, pos_weight=1.0,
                 neg_weight=1.0):
   """``t a+ f(z) + (1-t) a- f(-z)`` and its derivative wrt ``z``.
 
-  ``term(parts, *hyper)`` is the loss of a positive element and its
+  ``term(parts)`` is the loss of a positive element and its
   derivative wrt its logit, from the :func:`sigmoid_parts` of that logit; a
   negative at ``z`` is a positive at ``-z`` because ``σ(-z) = 1 - σ(z)``, so
   both sides share one exp and one log. A zero weight drops its side even
@@ -208,8 +248,8 @@ def mix_targets(term, z: jax.Array, t: jax.Array, *hyper, pos_weight=1.0,
   does.
   """
   parts = sigmoid_parts(z)
-  pos, dpos = term(parts, *hyper)
-  neg, dneg = term(swap_sides(parts), *hyper)
+  pos, dpos = term(parts)
+  neg, dneg = term(swap_sides(parts))
   a, b = t * pos_weight, (1.0 - t) * neg_weight
   return (xlogp(a, pos) + xlogp(b, neg),
           xlogp(a, dpos) - xlogp(b, dneg))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from losses import _derivatives
+from losses import _apply
 from losses import _numerics
-from losses import _validation
+from losses import _inputs
 
 _DEFAULT_BETA = {"soft": 0.95, "hard": 0.8}
 
@@ -16,7 +16,10 @@ def _variant(mode, prediction_as_constant):
   """The loss of one (mode, constant) variant: static choices, one each."""
   hard = mode == "hard"
 
-  def soft_parts(logits, targets, beta):
+  def parts(logits, labels, *, beta):
+    if _inputs.is_integer(labels):
+      return integer_parts(logits, labels, beta)
+    targets = labels
     log_p = _numerics.log_softmax(logits)
     probs = jnp.exp(log_p)
     if hard:  # argmax has no gradient: always a constant.
@@ -66,7 +69,7 @@ def _variant(mode, prediction_as_constant):
         grad = beta * probs - target + (1.0 - beta) * entropy_grad
     return beta * nll + (1.0 - beta) * own, grad
 
-  return _derivatives.SoftmaxLoss(soft_parts, integer_parts)
+  return parts
 
 
 _VARIANTS = {(mode, const): _variant(mode, const)
@@ -77,8 +80,8 @@ def _check(beta, mode):
   if mode not in _DEFAULT_BETA:
     raise ValueError(f"`mode` must be 'soft' or 'hard', got {mode!r}.")
   beta = _DEFAULT_BETA[mode] if beta is None else beta
-  _validation.check_range(beta, "beta", 0.0, 1.0)
-  return _validation.as_float(beta)
+  _inputs.check_range(beta, "beta", 0.0, 1.0)
+  return _inputs.as_float(beta)
 
 
 def bootstrapping_loss(logits, labels, *, beta=None, mode="soft",
@@ -103,8 +106,8 @@ def bootstrapping_loss(logits, labels, *, beta=None, mode="soft",
     mode: ``"soft"`` (default) or ``"hard"``; static.
     prediction_as_constant: stop the gradient through ``q`` in soft mode.
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.
@@ -114,8 +117,9 @@ def bootstrapping_loss(logits, labels, *, beta=None, mode="soft",
     Bootstrapping, ICLR 2015 workshop.
   """
   beta = _check(beta, mode)
-  return _VARIANTS[mode, bool(prediction_as_constant)].value(
-      logits, labels, where, axis, beta)
+  return _apply.softmax_loss(_VARIANTS[mode, bool(prediction_as_constant)],
+                             logits, labels, axis=axis, where=where,
+                             beta=beta)
 
 
 def bootstrapping_loss_grad(logits, labels, *, beta=None, mode="soft",
@@ -128,8 +132,9 @@ def bootstrapping_loss_grad(logits, labels, *, beta=None, mode="soft",
   ``(1-beta)`` times the entropy gradient ``-p (log p + H)``.
   """
   beta = _check(beta, mode)
-  return _VARIANTS[mode, bool(prediction_as_constant)].grad(
-      logits, labels, where, axis, beta)
+  return _apply.softmax_gradient(
+      _VARIANTS[mode, bool(prediction_as_constant)], logits, labels,
+      axis=axis, where=where, beta=beta)
 
 
 def bootstrapping_loss_steepness(p, *, beta=None, mode="soft", num_classes=10

@@ -5,13 +5,16 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from losses import _derivatives
+from losses import _apply
 from losses import _numerics
-from losses import _validation
+from losses import _inputs
 
 
-def _ce_soft(logits, targets, label_smoothing):
-  targets = _numerics.smooth_labels(targets, label_smoothing)
+def _cross_entropy(logits, labels, *, label_smoothing):
+  """Value and gradient; integer labels take the one-hot fast path."""
+  if _inputs.is_integer(labels):
+    return _ce_integer(logits, labels, label_smoothing)
+  targets = _numerics.smooth_labels(labels, label_smoothing)
   log_p = _numerics.log_softmax(logits)
   grad = jnp.exp(log_p) * jnp.sum(targets, -1, keepdims=True) - targets
   return -jnp.sum(_numerics.xlogp(targets, log_p), axis=-1), grad
@@ -37,12 +40,9 @@ def _ce_integer(logits, labels, label_smoothing):
   return value, grad
 
 
-_CE = _derivatives.SoftmaxLoss(_ce_soft, _ce_integer)
-
-
 def _check_smoothing(label_smoothing):
-  _validation.check_range(label_smoothing, "label_smoothing", 0.0, 1.0)
-  return _validation.as_float(label_smoothing)
+  _inputs.check_range(label_smoothing, "label_smoothing", 0.0, 1.0)
+  return _inputs.as_float(label_smoothing)
 
 
 def cross_entropy(logits, labels, *, label_smoothing=0.0, axis=-1,
@@ -68,7 +68,8 @@ def cross_entropy(logits, labels, *, label_smoothing=0.0, axis=-1,
   (optax also takes a tuple), since every loss here has a per-class form.
 
   Args:
-    logits: ``[..., C]`` float logits (half precision is computed in float32).
+    logits: ``[..., C]`` float logits (half precision is computed in float32
+      and the loss returned in the logits' dtype).
     labels: integer labels ``[...]`` in ``[0, C)``, or float or boolean
       targets ``[..., C]``. Out-of-range integers raise ``ValueError``
       outside jit; under jit they mask their example (loss 0, zero gradient).
@@ -86,15 +87,17 @@ def cross_entropy(logits, labels, *, label_smoothing=0.0, axis=-1,
     Szegedy et al., Rethinking the Inception Architecture for Computer
     Vision, CVPR 2016 (label smoothing).
   """
-  return _CE.value(logits, labels, where, axis,
-                   _check_smoothing(label_smoothing))
+  return _apply.softmax_loss(
+      _cross_entropy, logits, labels, axis=axis, where=where,
+      label_smoothing=_check_smoothing(label_smoothing))
 
 
 def cross_entropy_grad(logits, labels, *, label_smoothing=0.0, axis=-1,
                        where=None) -> jax.Array:
   """Analytic ``d sum(cross_entropy) / d logits``: ``p sum(t~) - t~``."""
-  return _CE.grad(logits, labels, where, axis,
-                  _check_smoothing(label_smoothing))
+  return _apply.softmax_gradient(
+      _cross_entropy, logits, labels, axis=axis, where=where,
+      label_smoothing=_check_smoothing(label_smoothing))
 
 
 def cross_entropy_steepness(p) -> tuple[jax.Array, jax.Array]:
@@ -106,7 +109,11 @@ def cross_entropy_steepness(p) -> tuple[jax.Array, jax.Array]:
 # --------------------------------------------------------------------------
 # Poly-1.
 # --------------------------------------------------------------------------
-def _poly1_soft(logits, targets, epsilon):
+def _poly1(logits, labels, *, epsilon):
+  if _inputs.is_integer(labels):
+    return _numerics.target_probability_parts(_poly1_terms, logits, labels,
+                                              epsilon=epsilon)
+  targets = labels
   log_p = _numerics.log_softmax(logits)
   probs = jnp.exp(log_p)
   value = jnp.sum(-_numerics.xlogp(targets, log_p)
@@ -115,14 +122,9 @@ def _poly1_soft(logits, targets, epsilon):
   return value, grad
 
 
-def _poly1_terms(log_p, log1m_p, labels, epsilon):
-  del labels
+def _poly1_terms(log_p, log1m_p, *, epsilon):
   p, one_minus_p = jnp.exp(log_p), jnp.exp(log1m_p)
   return -log_p + epsilon * one_minus_p, one_minus_p * (1.0 + epsilon * p)
-
-
-_POLY1 = _derivatives.SoftmaxLoss(
-    _poly1_soft, _derivatives.target_probability_parts(_poly1_terms))
 
 
 def poly1_loss(logits, labels, *, epsilon=2.0, axis=-1, where=None
@@ -154,15 +156,16 @@ def poly1_loss(logits, labels, *, epsilon=2.0, axis=-1, where=None
     Leng et al., PolyLoss: A Polynomial Expansion Perspective of
     Classification Loss Functions, ICLR 2022.
   """
-  return _POLY1.value(logits, labels, where, axis,
-                      _validation.as_float(epsilon))
+  return _apply.softmax_loss(_poly1, logits, labels, axis=axis, where=where,
+                             epsilon=_inputs.as_float(epsilon))
 
 
 def poly1_loss_grad(logits, labels, *, epsilon=2.0, axis=-1, where=None
                     ) -> jax.Array:
   """Analytic gradient: ``dL/dlog p_k = -t_k (1 + eps p_k)`` through log-softmax."""
-  return _POLY1.grad(logits, labels, where, axis,
-                     _validation.as_float(epsilon))
+  return _apply.softmax_gradient(_poly1, logits, labels, axis=axis,
+                                 where=where,
+                                 epsilon=_inputs.as_float(epsilon))
 
 
 def poly1_loss_steepness(p, *, epsilon=2.0) -> tuple[jax.Array, jax.Array]:

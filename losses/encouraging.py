@@ -5,12 +5,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from losses import _derivatives
+from losses import _apply
 from losses import _numerics
-from losses import _validation
+from losses import _inputs
 
 
-def _soft(logits, targets, bonus_weight, log_end, floor):
+def _encouraging(logits, labels, *, bonus_weight, log_end, floor):
   """Loss and ``d sum(L) / dz``, bounded at every ``p`` (EL gradients).
 
   Log region: ``d log(1-p_k)/dz = r_k (p - e_k)`` with ``r_k = p_k/(1-p_k)``.
@@ -18,16 +18,12 @@ def _soft(logits, targets, bonus_weight, log_end, floor):
   ``r_m (p - e_m) = p_m (q - e_m)`` with ``q = softmax(z without m)``, which
   is bounded. Tangent region: ``r_k = p_k / (1 - log_end)``. Floored: 0.
   """
-  s = _numerics.shifted(logits)
-  exps = jnp.exp(s)
-  total = jnp.sum(exps, -1, keepdims=True)
-  log_p = s - jnp.log(total)
-  probs = exps / total
-  is_max = _numerics.argmax_mask(s)
-  other_exps = jnp.where(is_max, 0.0, exps)
-  other_total = jnp.sum(other_exps, -1, keepdims=True)
-  log1m_p = jnp.where(is_max, jnp.log(other_total) - jnp.log(total),
-                      jnp.log1p(-probs))
+  if _inputs.is_integer(labels):
+    return _numerics.target_probability_parts(
+        _target_terms, logits, labels, bonus_weight=bonus_weight,
+        log_end=log_end, floor=floor)
+  targets = labels
+  log_p, probs, log1m_p, is_max, q = _numerics.softmax_and_complement(logits)
   bonus, linear, log_region, one_minus_le = _numerics.conservative_bonus(
       log_p, log1m_p, log_end, floor)
   value = jnp.sum(-_numerics.xlogp(targets, log_p)
@@ -37,7 +33,6 @@ def _soft(logits, targets, bonus_weight, log_end, floor):
                     jnp.where(log_region & ~is_max,
                               jnp.exp(log_p - log1m_p), 0.0))
   tr = targets * ratio
-  q = other_exps / jnp.where(other_total > 0, other_total, 1.0)
   t_max = jnp.sum(jnp.where(special, targets * probs, 0.0), -1, keepdims=True)
   bonus_grad = (jnp.sum(tr, -1, keepdims=True) * probs - tr
                 + t_max * (q - is_max))
@@ -45,30 +40,18 @@ def _soft(logits, targets, bonus_weight, log_end, floor):
   return value, ce_grad + bonus_weight * bonus_grad
 
 
-def _terms(log_p, log1m_p, labels, bonus_weight, log_end, floor):
+def _target_terms(log_p, log1m_p, *, bonus_weight, log_end, floor):
   """One-hot path: the loss and ``A = -dL/dlog p_y (1 - p_y)``.
 
   ``A = (1-p) + rho p`` in the log region (so ``dL/dz_y = -1`` at rho = 1),
   ``(1-p) + rho p (1-p)/(1-LE)`` on the tangent, ``1-p`` below the floor.
   """
-  del labels
   bonus, linear, log_region, one_minus_le = _numerics.conservative_bonus(
       log_p, log1m_p, log_end, floor)
   p, one_minus_p = jnp.exp(log_p), jnp.exp(log1m_p)
   push = jnp.where(linear, p * one_minus_p / one_minus_le,
                    jnp.where(log_region, p, 0.0))
   return -log_p + bonus_weight * bonus, one_minus_p + bonus_weight * push
-
-
-_ENCOURAGING = _derivatives.SoftmaxLoss(
-    _soft, _derivatives.target_probability_parts(_terms))
-
-
-def _check(bonus_weight, log_end, floor):
-  _validation.check_range(log_end, "log_end", 0.0, 1.0, low_open=True)
-  _validation.check_range(floor, "floor", 0.0, 1.0, high_open=True)
-  # Any real bonus weight is meaningful (a negative one penalises confidence).
-  return tuple(_validation.as_float(x) for x in (bonus_weight, log_end, floor))
 
 
 def encouraging_loss(logits, labels, *, bonus_weight=1.0, log_end=0.75,
@@ -103,8 +86,8 @@ def encouraging_loss(logits, labels, *, bonus_weight=1.0, log_end=0.75,
       official code: below it the bonus is constant, zero gradient); 0
       removes it (the plain bonus is then unbounded below as ``p -> 1``).
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.
@@ -113,8 +96,9 @@ def encouraging_loss(logits, labels, *, bonus_weight=1.0, log_end=0.75,
     Zhao et al., Well-classified Examples are Underestimated in
     Classification with Deep Neural Networks, AAAI 2022.
   """
-  return _ENCOURAGING.value(logits, labels, where, axis,
-                           *_check(bonus_weight, log_end, floor))
+  return _apply.softmax_loss(
+      _encouraging, logits, labels, axis=axis, where=where,
+      **_inputs.encouraging_hyperparameters(bonus_weight, log_end, floor))
 
 
 def encouraging_loss_grad(logits, labels, *, bonus_weight=1.0, log_end=0.75,
@@ -126,16 +110,17 @@ def encouraging_loss_grad(logits, labels, *, bonus_weight=1.0, log_end=0.75,
   adds ``rho p_y (p - e_y) / (1 - LE)`` (docs/losses.md, section
   ``encouraging_loss``).
   """
-  return _ENCOURAGING.grad(logits, labels, where, axis,
-                          *_check(bonus_weight, log_end, floor))
+  return _apply.softmax_gradient(
+      _encouraging, logits, labels, axis=axis, where=where,
+      **_inputs.encouraging_hyperparameters(bonus_weight, log_end, floor))
 
 
 def conservative_bonus(p, *, log_end=0.75, floor=1e-5) -> jax.Array:
   """The bonus ``b(p)`` alone, as a function of the probability ``p``."""
   p = jnp.asarray(p, jnp.float32)
-  _, log_end, floor = _check(0.0, log_end, floor)
+  hyper = _inputs.encouraging_hyperparameters(0.0, log_end, floor)
   bonus, *_ = _numerics.conservative_bonus(jnp.log(p), jnp.log1p(-p),
-                                           log_end, floor)
+                                           hyper["log_end"], hyper["floor"])
   return bonus
 
 
@@ -147,7 +132,9 @@ def encouraging_loss_steepness(p, *, bonus_weight=1.0, log_end=0.75,
   the tangent, ``-1/p`` below the floor.
   """
   p = jnp.asarray(p, jnp.float32)
-  bonus_weight, log_end, floor = _check(bonus_weight, log_end, floor)
+  hyper = _inputs.encouraging_hyperparameters(bonus_weight, log_end, floor)
+  bonus_weight, log_end, floor = (hyper["bonus_weight"], hyper["log_end"],
+                                  hyper["floor"])
   bonus, linear, log_region, one_minus_le = _numerics.conservative_bonus(
       jnp.log(p), jnp.log1p(-p), log_end, floor)
   dbonus = jnp.where(linear, -1.0 / one_minus_le,

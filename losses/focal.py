@@ -5,63 +5,59 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from losses import _derivatives
+from losses import _apply
 from losses import _numerics
-from losses import _validation
+from losses import _inputs
 
 
-def _class_weights(alpha, targets):
-  return jnp.ones(()) if alpha is None else jnp.broadcast_to(
-      alpha, targets.shape[-1:])
-
-
-def _soft(logits, targets, gamma, alpha):
+def _focal(logits, labels, *, gamma, alpha):
   """Loss and ``dL/dlog p_k = t_k a_k (1-p_k)^g (g p_k log(p_k)/(1-p_k) - 1)``.
 
   Written with :func:`_numerics.log_ratio` the gradient is finite for
   ``0 < g < 1`` at ``p -> 1``, where autodiff of ``(1-p)^g`` meets
   ``inf * 0``; ``p log p`` is 0 at a masked class.
   """
-  log_p = _numerics.log_softmax(logits)
-  probs = jnp.exp(log_p)
-  log1m_p = _numerics.log1m_softmax(logits)
+  if _inputs.is_integer(labels):
+    if alpha is None:
+      alpha = jnp.ones(())
+    elif alpha.ndim == 1:
+      alpha = alpha[jnp.clip(labels, 0, alpha.shape[0] - 1)]
+    return _numerics.target_probability_parts(
+        _target_terms, logits, labels, gamma=gamma, alpha=alpha)
+  targets = labels
+  log_p, probs, log1m_p, _, _ = _numerics.softmax_and_complement(logits)
   weight = _numerics.pow_from_log(log1m_p, gamma)
-  weighted = targets * _class_weights(alpha, targets) * weight
+  class_weight = 1.0 if alpha is None else alpha
+  weighted = targets * class_weight * weight
   value = -jnp.sum(_numerics.xlogp(weighted, log_p), axis=-1)
   slope = gamma * jnp.where(probs == 0, 0.0,
                             probs * _numerics.log_ratio(log_p, log1m_p))
   return value, _numerics.log_softmax_vjp(probs, weighted * (slope - 1.0))
 
 
-def _terms(log_p, log1m_p, labels, gamma, alpha):
-  """One-hot path: ``-a_y w log p`` and ``A = a_y w (1-p)(1 - g p log p/(1-p))``."""
-  if alpha is None:
-    a = 1.0
-  elif alpha.ndim == 1:
-    a = alpha[jnp.clip(labels, 0, alpha.shape[0] - 1)]
-  else:
-    a = alpha
+def _target_terms(log_p, log1m_p, *, gamma, alpha):
+  """One-hot path: ``-a_y w log p`` and ``A = a_y w (1-p)(1 - g p log p/(1-p))``.
+
+  ``alpha`` is the target class's weight ``a_y``, per example.
+  """
   weight = _numerics.pow_from_log(log1m_p, gamma)
   ratio = _numerics.log_ratio(log_p, log1m_p)
   slope = 1.0 - gamma * jnp.exp(log_p) * ratio
-  return -a * weight * log_p, a * weight * jnp.exp(log1m_p) * slope
-
-
-_FOCAL = _derivatives.SoftmaxLoss(
-    _soft, _derivatives.target_probability_parts(_terms))
+  return (-alpha * weight * log_p,
+          alpha * weight * jnp.exp(log1m_p) * slope)
 
 
 def _check(logits, gamma, alpha, axis):
-  _validation.check_range(gamma, "gamma", 0.0)
+  _inputs.check_range(gamma, "gamma", 0.0)
   if alpha is not None:
-    _validation.check_range(alpha, "alpha", 0.0, 1.0)
-    alpha = _validation.as_float(alpha)
+    _inputs.check_range(alpha, "alpha", 0.0, 1.0)
+    alpha = _inputs.as_float(alpha)
     if alpha.ndim > 1 or (alpha.ndim == 1 and
                           alpha.shape[0] != jnp.shape(logits)[axis]):
       raise ValueError(
           f"`alpha` must be a scalar or a per-class vector of shape "
           f"({jnp.shape(logits)[axis]},), got shape {alpha.shape}.")
-  return _validation.as_float(gamma), alpha
+  return dict(gamma=_inputs.as_float(gamma), alpha=alpha)
 
 
 def focal_loss(logits, labels, *, gamma=2.0, alpha=None, axis=-1,
@@ -86,8 +82,8 @@ def focal_loss(logits, labels, *, gamma=2.0, alpha=None, axis=-1,
     alpha: ``None`` (default, no class weight), a scalar or a ``[C]`` vector
       of class weights in ``[0, 1]``.
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.
@@ -95,22 +91,23 @@ def focal_loss(logits, labels, *, gamma=2.0, alpha=None, axis=-1,
   References:
     Lin et al., Focal Loss for Dense Object Detection, ICCV 2017.
   """
-  return _FOCAL.value(logits, labels, where, axis,
-                      *_check(logits, gamma, alpha, axis))
+  return _apply.softmax_loss(_focal, logits, labels, axis=axis, where=where,
+                             **_check(logits, gamma, alpha, axis))
 
 
 def focal_loss_grad(logits, labels, *, gamma=2.0, alpha=None, axis=-1,
                     where=None) -> jax.Array:
   """Analytic ``d sum(focal_loss) / d logits``, ``[..., C]``."""
-  return _FOCAL.grad(logits, labels, where, axis,
-                     *_check(logits, gamma, alpha, axis))
+  return _apply.softmax_gradient(_focal, logits, labels, axis=axis,
+                                 where=where,
+                                 **_check(logits, gamma, alpha, axis))
 
 
 def focal_loss_steepness(p, *, gamma=2.0, alpha=1.0
                          ) -> tuple[jax.Array, jax.Array]:
   """Loss ``-a (1-p)^g log p`` and ``dL/dp = a [g (1-p)^(g-1) log p - (1-p)^g / p]``."""
   p = jnp.asarray(p, jnp.float32)
-  gamma = _validation.as_float(gamma)
+  gamma = _inputs.as_float(gamma)
   log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
   weight = _numerics.pow_from_log(log1m_p, gamma)
   # (1-p)^(g-1) log p written as (1-p)^g log(p)/(1-p): finite at p = 1.

@@ -5,12 +5,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from losses import _derivatives
+from losses import _apply
 from losses import _numerics
-from losses import _validation
+from losses import _inputs
 
 
-def _soft(logits, targets, transition_matrix):
+def _forward_corrected(logits, labels, *, transition_matrix):
   """``-sum_j t_j log u_j``, ``u = p^T T``, from ``u~ = exp(z - max z)^T T``.
 
   A matmul (O(B C) memory; a log-sum-exp over ``[B, C, C]`` would need
@@ -19,6 +19,9 @@ def _soft(logits, targets, transition_matrix):
   likely class can produce (where the loss is astronomically large anyway).
   Gradient: ``dL/dlog p_i = -p~_i sum_j T_ij t_j / u~_j``.
   """
+  if _inputs.is_integer(labels):
+    return _integer(logits, labels, transition_matrix)
+  targets = labels
   scaled = jnp.exp(_numerics.shifted(logits))
   total = jnp.sum(scaled, axis=-1, keepdims=True)
   u = scaled @ transition_matrix
@@ -33,7 +36,7 @@ def _integer(logits, labels, transition_matrix):
 
   Only column ``y`` of ``T`` matters: O(B C), not the O(B C^2) matmul. One
   ``exp`` per element, shared by value and gradient; the same scaling as
-  :func:`_soft` keeps ``u~ >= T_{argmax, y}``.
+  :func:`_forward_corrected` keeps ``u~ >= T_{argmax, y}``.
   """
   # [..., C]: T_ky for each example, as rows of T^T (one [C, C] transpose,
   # then contiguous row gathers rather than strided column gathers).
@@ -45,13 +48,10 @@ def _integer(logits, labels, transition_matrix):
   return jnp.log(total) - jnp.log(u), grad
 
 
-_FORWARD = _derivatives.SoftmaxLoss(_soft, _integer)
-
-
 def _check(logits, transition_matrix, axis):
-  num_classes = jnp.shape(logits)[_validation.check_axis(
+  num_classes = jnp.shape(logits)[_inputs.check_axis(
       jnp.asarray(logits), axis)]
-  return _validation.as_float(_validation.check_transition_matrix(
+  return _inputs.as_float(_inputs.check_transition_matrix(
       transition_matrix, num_classes))
 
 
@@ -72,8 +72,8 @@ def forward_corrected_cross_entropy(logits, labels, *, transition_matrix,
       its columns strided, which at C = 1000 costs about as much again as
       optax's whole cross entropy (measured 3.4x vs 2.1x of it).
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.
@@ -82,8 +82,9 @@ def forward_corrected_cross_entropy(logits, labels, *, transition_matrix,
     Patrini et al., Making Deep Neural Networks Robust to Label Noise: a Loss
     Correction Approach, CVPR 2017.
   """
-  return _FORWARD.value(logits, labels, where, axis,
-                        _check(logits, transition_matrix, axis))
+  return _apply.softmax_loss(
+      _forward_corrected, logits, labels, axis=axis, where=where,
+      transition_matrix=_check(logits, transition_matrix, axis))
 
 
 def forward_corrected_cross_entropy_grad(logits, labels, *, transition_matrix,
@@ -93,8 +94,9 @@ def forward_corrected_cross_entropy_grad(logits, labels, *, transition_matrix,
   ``p_i / u_j`` is computed as ``p~_i / u~_j`` (both scaled by the arg max),
   and each share ``p_i T_ij / u_j`` lies in ``[0, 1]``.
   """
-  return _FORWARD.grad(logits, labels, where, axis,
-                       _check(logits, transition_matrix, axis))
+  return _apply.softmax_gradient(
+      _forward_corrected, logits, labels, axis=axis, where=where,
+      transition_matrix=_check(logits, transition_matrix, axis))
 
 
 def forward_corrected_cross_entropy_steepness(p, *, transition_matrix,
@@ -106,8 +108,8 @@ def forward_corrected_cross_entropy_steepness(p, *, transition_matrix,
   ``u = p T_yy + (1-p) mean_{i != y} T_iy``, ``L = -log u``.
   """
   p = jnp.asarray(p, jnp.float32)
-  t = _validation.as_float(
-      _validation.check_transition_matrix(transition_matrix))
+  t = _inputs.as_float(
+      _inputs.check_transition_matrix(transition_matrix))
   column = t[:, label]
   others = (jnp.sum(column) - column[label]) / (t.shape[0] - 1)
   u = p * column[label] + (1.0 - p) * others

@@ -5,9 +5,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from losses import _derivatives
+from losses import _apply
+from losses import _custom_gradient
 from losses import _numerics
-from losses import _validation
+from losses import _inputs
 
 
 def _weights(logits, where):
@@ -58,7 +59,7 @@ def _stats(logits, targets, prior, where, where_classes):
   A -inf logit has ``p = 0`` and leaves every sum (``finite_log``); so does
   a class masked by ``where_classes``, which becomes one.
   """
-  logits, where = _derivatives.mask_classes(logits, where, where_classes)
+  logits, where = _apply.mask_classes(logits, where, where_classes)
   w, total = _weights(logits, where)
   if where is not None:  # Padding may be NaN: keep it out of every sum.
     logits = jnp.where(where[..., None], logits, 0.0)
@@ -78,7 +79,7 @@ def _stats(logits, targets, prior, where, where_classes):
       lambda: _log_mean_probs(log_p, w, total))
   # From log p, not s: s then needs no buffer of its own.
   entropy = -jnp.sum(exps * log_p, axis=-1) / sums[..., 0]
-  if _validation.is_integer(targets):  # One-hot: KL(e_y || p) = -log p_y.
+  if _inputs.is_integer(targets):  # One-hot: KL(e_y || p) = -log p_y.
     s_y = jnp.take_along_axis(s, targets[..., None], axis=-1,
                               mode="clip")[..., 0]
     kl = jnp.where(_numerics.valid_labels(targets, logits.shape[-1]),
@@ -107,7 +108,7 @@ def _logit_grad(targets, alpha, beta, parts):
     scaled = scaled_fn(probs, log_p)
     d_prior = probs * jnp.sum(scaled, -1, keepdims=True) - scaled
     d_entropy = -probs * (log_p + entropy[..., None])
-    if _validation.is_integer(targets):
+    if _inputs.is_integer(targets):
       valid = _numerics.valid_labels(targets, probs.shape[-1])[..., None]
       d_class = jnp.where(valid, probs - _numerics.is_target(probs, targets),
                           0.0)
@@ -125,7 +126,7 @@ def _logit_grad(targets, alpha, beta, parts):
       lambda: grad(lambda _, log_p: prior * jnp.exp(log_p - log_mean)))
 
 
-def _parts(logits, targets, alpha, beta, prior, where, where_classes):
+def _parts(logits, targets, *, alpha, beta, prior, where, where_classes):
   terms, parts = _stats(logits, targets, prior, where, where_classes)
   g = _logit_grad(targets, alpha, beta, parts)
   # A masked class is out of the problem: no gradient, even where a soft
@@ -134,12 +135,15 @@ def _parts(logits, targets, alpha, beta, prior, where, where_classes):
           g if where_classes is None else jnp.where(where_classes, g, 0.0))
 
 
-_jo = jax.jit(_derivatives.batch_loss(_parts))
+@jax.jit
+def _jo(logits, targets, hyper):
+  return _custom_gradient.with_logit_gradient(_parts, "all", logits, targets,
+                                              hyper)
 
 
 @jax.jit
-def _jo_grad(logits, targets, alpha, beta, prior, where, where_classes):
-  return _parts(logits, targets, alpha, beta, prior, where, where_classes)[1]
+def _jo_grad(logits, targets, hyper):
+  return _parts(logits, targets, **hyper)[1]
 
 
 @jax.jit
@@ -152,28 +156,29 @@ def _prepare(logits, labels, where, prior, axis):
 
   ``labels=None`` (the prior and entropy terms, which read none) stands for
   zero targets. Integer labels stay integers: the loss takes a one-hot fast
-  path.
+  path. Returns the checked inputs, the class axis and the logits' dtype.
   """
   if labels is None:
-    labels = jnp.zeros_like(_validation.check_logits(logits))
-  logits, targets, where, where_classes, axis = _derivatives.prepare_softmax(
-      logits, labels, where, axis)
+    labels = jnp.zeros_like(_inputs.check_logits(logits), jnp.float32)
+  logits, targets, where, where_classes, axis, dtype = (
+      _apply.prepare_softmax(logits, labels, where, axis))
   if prior is not None:
-    prior = _validation.as_float(prior)
+    prior = _inputs.as_float(prior)
     if prior.shape != logits.shape[-1:]:
       raise ValueError(f"`prior` must have shape ({logits.shape[-1]},), got "
                        f"{prior.shape}.")
-    _validation.check_range(prior, "prior", 0.0, 1.0)
-  return logits, targets, where, where_classes, prior, axis
+    _inputs.check_range(prior, "prior", 0.0, 1.0)
+  return logits, targets, where, where_classes, prior, axis, dtype
 
 
 def joint_optimization_terms(logits, labels, *, prior=None, axis=-1,
                              where=None
                              ) -> tuple[jax.Array, jax.Array, jax.Array]:
   """The batch terms ``(L_c, L_p, L_e)`` of :func:`joint_optimization_loss`."""
-  logits, targets, where, where_classes, prior, _ = _prepare(
+  logits, targets, where, where_classes, prior, _, dtype = _prepare(
       logits, labels, where, prior, axis)
-  return _jo_terms(logits, targets, prior, where, where_classes)
+  return tuple(term.astype(dtype) for term in _jo_terms(
+      logits, targets, prior, where, where_classes))
 
 
 def joint_optimization_loss(logits, labels, *, alpha=1.0, beta=0.5,
@@ -213,19 +218,18 @@ def joint_optimization_loss(logits, labels, *, alpha=1.0, beta=0.5,
     Tanaka et al., Joint Optimization Framework for Learning with Noisy
     Labels, CVPR 2018.
   """
-  logits, targets, where, where_classes, prior, _ = _prepare(
+  logits, targets, where, where_classes, prior, _, dtype = _prepare(
       logits, labels, where, prior, axis)
-  return _jo(logits, targets, _validation.as_float(alpha),
-             _validation.as_float(beta), prior, where, where_classes)
+  hyper = dict(alpha=_inputs.as_float(alpha), beta=_inputs.as_float(beta),
+               prior=prior, where=where, where_classes=where_classes)
+  return _jo(logits, targets, hyper).astype(dtype)
 
 
-def _classification_parts(logits, targets):
+def _classification(logits, labels):
+  targets = _numerics.dense_targets(labels, logits)
   log_p = _numerics.finite_log(_numerics.log_softmax(logits))
   grad = jnp.exp(log_p) * jnp.sum(targets, -1, keepdims=True) - targets
   return _soft_kl(targets, log_p), grad
-
-
-_CLASSIFICATION = _derivatives.SoftmaxLoss(_classification_parts)
 
 
 def jo_classification_loss(logits, labels, *, axis=-1, where=None
@@ -234,7 +238,8 @@ def jo_classification_loss(logits, labels, *, axis=-1, where=None
 
   ``where`` per example or per class, as :func:`losses.cross_entropy`.
   """
-  return _CLASSIFICATION.value(logits, labels, where, axis)
+  return _apply.softmax_loss(_classification, logits, labels, axis=axis,
+                             where=where)
 
 
 def jo_prior_loss(logits, *, prior=None, axis=-1, where=None) -> jax.Array:
@@ -248,14 +253,15 @@ def jo_entropy_loss(logits, *, axis=-1, where=None) -> jax.Array:
 
   ``where`` per example or per class, as :func:`losses.cross_entropy`.
   """
-  logits, _, where, where_classes, _, _ = _prepare(logits, None, where, None,
-                                                   axis)
-  logits, where = _derivatives.mask_classes(logits, where, where_classes)
+  logits, _, where, where_classes, _, _, dtype = _prepare(
+      logits, None, where, None, axis)
+  logits, where = _apply.mask_classes(logits, where, where_classes)
   if where is not None:  # Padding may be NaN: keep it out of the sum.
     logits = jnp.where(where[..., None], logits, 0.0)
   log_p = _numerics.finite_log(_numerics.log_softmax(logits))
   entropy = -jnp.sum(jnp.exp(log_p) * log_p, -1)
-  return entropy if where is None else jnp.where(where, entropy, 0.0)
+  return (entropy if where is None
+          else jnp.where(where, entropy, 0.0)).astype(dtype)
 
 
 def joint_optimization_loss_grad(logits, labels, *, alpha=1.0, beta=0.5,
@@ -269,8 +275,9 @@ def joint_optimization_loss_grad(logits, labels, *, alpha=1.0, beta=0.5,
   ``dL_p/dz_ik = (p_ik/B)[sum_j P_j p_ij/p_bar_j - P_k/p_bar_k]``;
   ``dL_e/dz_ik = -(p_ik/B)(log p_ik + H_i)``.
   """
-  logits, targets, where, where_classes, prior, axis = _prepare(
+  logits, targets, where, where_classes, prior, axis, dtype = _prepare(
       logits, labels, where, prior, axis)
-  g = _jo_grad(logits, targets, _validation.as_float(alpha),
-               _validation.as_float(beta), prior, where, where_classes)
+  hyper = dict(alpha=_inputs.as_float(alpha), beta=_inputs.as_float(beta),
+               prior=prior, where=where, where_classes=where_classes)
+  g = _jo_grad(logits, targets, hyper).astype(dtype)
   return g if axis == g.ndim - 1 else jnp.moveaxis(g, -1, axis)

@@ -5,15 +5,18 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from losses import _derivatives
+from losses import _apply
 from losses import _numerics
-from losses import _validation
+from losses import _inputs
 
 
 # --------------------------------------------------------------------------
 # Generalized cross entropy.
 # --------------------------------------------------------------------------
-def _gce_soft(logits, targets, q):
+def _gce(logits, labels, *, q):
+  if _inputs.is_integer(labels):
+    return _numerics.target_probability_parts(_gce_terms, logits, labels, q=q)
+  targets = labels
   log_p = _numerics.log_softmax(logits)
   # (1 - p^q)/q = -expm1(q log p)/q: exact for small q log p.
   value = jnp.sum(targets * -jnp.expm1(q * log_p), -1) / q
@@ -22,18 +25,13 @@ def _gce_soft(logits, targets, q):
   return value, grad
 
 
-def _gce_terms(log_p, log1m_p, labels, q):
-  del labels
+def _gce_terms(log_p, log1m_p, *, q):
   return -jnp.expm1(q * log_p) / q, jnp.exp(q * log_p + log1m_p)
 
 
-_GCE = _derivatives.SoftmaxLoss(
-    _gce_soft, _derivatives.target_probability_parts(_gce_terms))
-
-
 def _check_q(q):
-  _validation.check_range(q, "q", 0.0, 1.0, low_open=True)
-  return _validation.as_float(q)
+  _inputs.check_range(q, "q", 0.0, 1.0, low_open=True)
+  return _inputs.as_float(q)
 
 
 def generalized_cross_entropy(logits, labels, *, q=0.7, axis=-1, where=None
@@ -52,8 +50,8 @@ def generalized_cross_entropy(logits, labels, *, q=0.7, axis=-1, where=None
     labels: integer labels ``[...]`` or soft targets ``[..., C]``.
     q: exponent in ``(0, 1]`` (default 0.7, the paper's); traced.
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.
@@ -62,13 +60,15 @@ def generalized_cross_entropy(logits, labels, *, q=0.7, axis=-1, where=None
     Zhang & Sabuncu, Generalized Cross Entropy Loss for Training Deep Neural
     Networks with Noisy Labels, NeurIPS 2018.
   """
-  return _GCE.value(logits, labels, where, axis, _check_q(q))
+  return _apply.softmax_loss(_gce, logits, labels, axis=axis, where=where,
+                             q=_check_q(q))
 
 
 def generalized_cross_entropy_grad(logits, labels, *, q=0.7, axis=-1,
                                    where=None) -> jax.Array:
   """Analytic gradient: ``dL/dlog p_k = -t_k p_k^q`` through log-softmax."""
-  return _GCE.grad(logits, labels, where, axis, _check_q(q))
+  return _apply.softmax_gradient(_gce, logits, labels, axis=axis,
+                                 where=where, q=_check_q(q))
 
 
 def generalized_cross_entropy_steepness(p, *, q=0.7
@@ -81,7 +81,11 @@ def generalized_cross_entropy_steepness(p, *, q=0.7
 # --------------------------------------------------------------------------
 # Symmetric cross entropy.
 # --------------------------------------------------------------------------
-def _sce_soft(logits, targets, alpha, beta, floor):
+def _sce(logits, labels, *, alpha, beta, floor):
+  if _inputs.is_integer(labels):
+    return _numerics.target_probability_parts(
+        _sce_terms, logits, labels, alpha=alpha, beta=beta, floor=floor)
+  targets = labels
   log_p = _numerics.log_softmax(logits)
   probs = jnp.exp(log_p)
   log_t = jnp.log(jnp.maximum(targets, floor))
@@ -91,23 +95,19 @@ def _sce_soft(logits, targets, alpha, beta, floor):
   return value, alpha * ce + beta * _numerics.softmax_vjp(probs, -log_t)
 
 
-def _sce_terms(log_p, log1m_p, labels, alpha, beta, floor):
-  del labels
+def _sce_terms(log_p, log1m_p, *, alpha, beta, floor):
   log_a = jnp.log(floor)
   one_minus_p = jnp.exp(log1m_p)
   return (-alpha * log_p - beta * log_a * one_minus_p,
           (alpha - beta * log_a * jnp.exp(log_p)) * one_minus_p)
 
 
-_SCE = _derivatives.SoftmaxLoss(
-    _sce_soft, _derivatives.target_probability_parts(_sce_terms))
-
-
 def _check_sce(alpha, beta, floor):
-  _validation.check_range(alpha, "alpha", 0.0)
-  _validation.check_range(beta, "beta", 0.0)
-  _validation.check_range(floor, "floor", 0.0, 1.0, low_open=True)
-  return tuple(_validation.as_float(x) for x in (alpha, beta, floor))
+  _inputs.check_range(alpha, "alpha", 0.0)
+  _inputs.check_range(beta, "beta", 0.0)
+  _inputs.check_range(floor, "floor", 0.0, 1.0, low_open=True)
+  return dict(alpha=_inputs.as_float(alpha), beta=_inputs.as_float(beta),
+              floor=_inputs.as_float(floor))
 
 
 def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
@@ -132,8 +132,8 @@ def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
       log, the stand-in for ``log 0`` (default 1e-4, the paper's; named as
       the Encouraging Loss's bound on ``1 - p``, the same role).
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.
@@ -142,8 +142,8 @@ def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
     Wang et al., Symmetric Cross Entropy for Robust Learning with Noisy
     Labels, ICCV 2019.
   """
-  return _SCE.value(logits, labels, where, axis,
-                    *_check_sce(alpha, beta, floor))
+  return _apply.softmax_loss(_sce, logits, labels, axis=axis, where=where,
+                             **_check_sce(alpha, beta, floor))
 
 
 def symmetric_cross_entropy_grad(logits, labels, *, alpha=0.1, beta=1.0,
@@ -151,8 +151,8 @@ def symmetric_cross_entropy_grad(logits, labels, *, alpha=0.1, beta=1.0,
                             ) -> jax.Array:
   """Analytic gradient: ``alpha (p sum t - t)`` plus the softmax Jacobian
   times ``-beta log max(t, A)``."""
-  return _SCE.grad(logits, labels, where, axis,
-                   *_check_sce(alpha, beta, floor))
+  return _apply.softmax_gradient(_sce, logits, labels, axis=axis,
+                                 where=where, **_check_sce(alpha, beta, floor))
 
 
 def symmetric_cross_entropy_steepness(p, *, alpha=0.1, beta=1.0,

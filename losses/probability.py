@@ -5,12 +5,15 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from losses import _derivatives
+from losses import _apply
 from losses import _numerics
-from losses import _validation
+from losses import _inputs
 
 
-def _mse_soft(logits, targets, scale):
+def _mse(logits, labels, *, scale):
+  if _inputs.is_integer(labels):
+    return _mse_integer(logits, labels, scale)
+  targets = labels
   probs = jax.nn.softmax(_numerics.shifted(logits))
   value = scale * jnp.sum(jnp.square(probs - targets), axis=-1)
   return value, _numerics.softmax_vjp(probs, 2.0 * scale * (probs - targets))
@@ -33,11 +36,8 @@ def _mse_integer(logits, labels, scale):
   return scale * (sum_sq - 2.0 * p_y + 1.0), grad
 
 
-_MSE = _derivatives.SoftmaxLoss(_mse_soft, _mse_integer)
-
-
 def _scale(logits, normalize: bool, axis: int):
-  return _validation.as_float(1.0 / jnp.shape(logits)[axis] if normalize
+  return _inputs.as_float(1.0 / jnp.shape(logits)[axis] if normalize
                               else 1.0)
 
 
@@ -54,8 +54,8 @@ def probability_mse(logits, labels, *, normalize=False, axis=-1, where=None
     normalize: ``False`` (default) sums over classes (Brier);
       ``True`` averages over them, as the Encouraging Loss paper's code does.
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.
@@ -65,15 +65,16 @@ def probability_mse(logits, labels, *, normalize=False, axis=-1, where=None
     Ghosh et al., Robust Loss Functions under Label Noise for Deep Neural
     Networks, AAAI 2017.
   """
-  return _MSE.value(logits, labels, where, axis,
-                    _scale(logits, normalize, axis))
+  return _apply.softmax_loss(_mse, logits, labels, axis=axis, where=where,
+                             scale=_scale(logits, normalize, axis))
 
 
 def probability_mse_grad(logits, labels, *, normalize=False, axis=-1,
                          where=None) -> jax.Array:
   """Analytic gradient: softmax Jacobian times ``2 s (p - t)``."""
-  return _MSE.grad(logits, labels, where, axis,
-                   _scale(logits, normalize, axis))
+  return _apply.softmax_gradient(_mse, logits, labels, axis=axis,
+                                 where=where,
+                                 scale=_scale(logits, normalize, axis))
 
 
 def probability_mse_steepness(p, *, normalize=False, num_classes=10
@@ -89,20 +90,18 @@ def probability_mse_steepness(p, *, normalize=False, num_classes=10
           -2.0 * s * (1.0 - p) * c / (c - 1))
 
 
-def _mae_soft(logits, targets):
+def _mae(logits, labels):
+  if _inputs.is_integer(labels):
+    return _numerics.target_probability_parts(_mae_terms, logits, labels)
+  targets = labels
   probs = jax.nn.softmax(_numerics.shifted(logits))
   value = jnp.sum(jnp.abs(probs - targets), axis=-1)
   return value, _numerics.softmax_vjp(probs, jnp.sign(probs - targets))
 
 
-def _mae_terms(log_p, log1m_p, labels):
-  del labels
+def _mae_terms(log_p, log1m_p):
   one_minus_p = jnp.exp(log1m_p)
   return 2.0 * one_minus_p, 2.0 * jnp.exp(log_p) * one_minus_p
-
-
-_MAE = _derivatives.SoftmaxLoss(
-    _mae_soft, _derivatives.target_probability_parts(_mae_terms))
 
 
 def probability_mae(logits, labels, *, axis=-1, where=None) -> jax.Array:
@@ -118,8 +117,8 @@ def probability_mae(logits, labels, *, axis=-1, where=None) -> jax.Array:
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]``.
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.
@@ -128,13 +127,14 @@ def probability_mae(logits, labels, *, axis=-1, where=None) -> jax.Array:
     Ghosh et al., Robust Loss Functions under Label Noise for Deep Neural
     Networks, AAAI 2017.
   """
-  return _MAE.value(logits, labels, where, axis)
+  return _apply.softmax_loss(_mae, logits, labels, axis=axis, where=where)
 
 
 def probability_mae_grad(logits, labels, *, axis=-1, where=None
                          ) -> jax.Array:
   """Analytic gradient: softmax Jacobian times ``sign(p - t)``."""
-  return _MAE.grad(logits, labels, where, axis)
+  return _apply.softmax_gradient(_mae, logits, labels, axis=axis,
+                                 where=where)
 
 
 def probability_mae_steepness(p) -> tuple[jax.Array, jax.Array]:

@@ -5,31 +5,30 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from losses import _derivatives
+from losses import _apply
 from losses import _numerics
-from losses import _validation
+from losses import _inputs
 
 
 def _alpha_weights(alpha):
   """Weights of positives and negatives: ``(alpha, 1 - alpha)`` or ones."""
   if alpha is None:
-    return _validation.as_float(1.0), _validation.as_float(1.0)
-  alpha = _validation.as_float(alpha)
-  return alpha, 1.0 - alpha
+    return dict(pos_weight=_inputs.as_float(1.0),
+                neg_weight=_inputs.as_float(1.0))
+  alpha = _inputs.as_float(alpha)
+  return dict(pos_weight=alpha, neg_weight=1.0 - alpha)
 
 
-def _focal(z, t, gamma, pos_weight, neg_weight):
-  return _numerics.mix_targets(_numerics.focal_positive, z, t, gamma,
-                               pos_weight=pos_weight, neg_weight=neg_weight)
-
-
-_FOCAL = _derivatives.ElementwiseLoss(_focal)
+def _focal(z, t, *, gamma, pos_weight, neg_weight):
+  return _numerics.mix_targets(
+      lambda parts: _numerics.focal_positive(parts, gamma), z, t,
+      pos_weight=pos_weight, neg_weight=neg_weight)
 
 
 def _focal_hyper(alpha, gamma):
-  _validation.check_range(alpha, "alpha", 0.0, 1.0)
-  _validation.check_range(gamma, "gamma", 0.0)
-  return (_validation.as_float(gamma),) + _alpha_weights(alpha)
+  _inputs.check_range(alpha, "alpha", 0.0, 1.0)
+  _inputs.check_range(gamma, "gamma", 0.0)
+  return dict(gamma=_inputs.as_float(gamma), **_alpha_weights(alpha))
 
 
 def sigmoid_focal_loss(logits, labels, *, alpha=None, gamma=2.0, where=None
@@ -53,7 +52,8 @@ def sigmoid_focal_loss(logits, labels, *, alpha=None, gamma=2.0, where=None
   ``p_t -> 1`` and exact at ``p_t -> 0`` (``-alpha_t`` at ``z = -1e4``).
 
   Args:
-    logits: ``[...]`` float logits (half precision is computed in float32).
+    logits: ``[...]`` float logits (half precision is computed in float32
+      and the loss returned in the logits' dtype).
     labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``),
       broadcastable to ``logits.shape``.
     alpha: weight of positives in ``[0, 1]`` (negatives get ``1 - alpha``);
@@ -61,16 +61,18 @@ def sigmoid_focal_loss(logits, labels, *, alpha=None, gamma=2.0, where=None
       1. The paper recommends 0.25 with ``gamma = 2`` for detection.
     gamma: focusing parameter ``>= 0`` (default 2.0); traced, a schedule
       never recompiles. 0 with ``alpha=None`` gives BCE.
-    where: optional boolean mask broadcastable to ``logits.shape``; masked
-      elements give 0 and zero gradient.
+    where: optional boolean mask, per example (``logits.shape[:-1]``) or
+      per element (broadcastable to ``logits.shape``); masked elements give
+      0 and zero gradient (the rule in :mod:`losses`).
 
   Returns:
-    ``logits.shape`` loss per element.
+    ``logits.shape`` loss per element, in the logits' dtype.
 
   References:
     Lin et al., Focal Loss for Dense Object Detection, ICCV 2017.
   """
-  return _FOCAL.value(logits, labels, where, *_focal_hyper(alpha, gamma))
+  return _apply.elementwise_loss(_focal, logits, labels, where=where,
+                                 **_focal_hyper(alpha, gamma))
 
 
 def sigmoid_focal_loss_grad(logits, labels, *, alpha=None, gamma=2.0,
@@ -80,7 +82,8 @@ def sigmoid_focal_loss_grad(logits, labels, *, alpha=None, gamma=2.0,
   A positive: ``alpha (1-p)^g (g p log p - (1 - p))``; a negative: the same
   at ``-z`` with ``1 - alpha`` and the sign flipped.
   """
-  return _FOCAL.grad(logits, labels, where, *_focal_hyper(alpha, gamma))
+  return _apply.elementwise_gradient(_focal, logits, labels, where=where,
+                                     **_focal_hyper(alpha, gamma))
 
 
 def sigmoid_focal_loss_steepness(p, *, alpha=None, gamma=2.0, target=1
@@ -94,9 +97,11 @@ def sigmoid_focal_loss_steepness(p, *, alpha=None, gamma=2.0, target=1
   are the limits (0, or ``inf`` where the loss diverges); ``target`` may be
   an array of 0/1 broadcastable with ``p``.
   """
-  p = _validation.check_probability(p)
-  target = _validation.check_binary_target(target)
-  gamma, pos_weight, neg_weight = _focal_hyper(alpha, gamma)
+  p = _inputs.check_probability(p)
+  target = _inputs.check_binary_target(target)
+  hyper = _focal_hyper(alpha, gamma)
+  gamma, pos_weight, neg_weight = (hyper["gamma"], hyper["pos_weight"],
+                                   hyper["neg_weight"])
   log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
   pos, dpos = _numerics.focal_curve(log1m_p, log_p, gamma)  # x = 1 - p
   neg, dneg = _numerics.focal_curve(log_p, log1m_p, gamma)  # x = p

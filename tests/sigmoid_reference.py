@@ -143,6 +143,12 @@ def _grad_of(loss, labels, **kwargs):
   return jax.grad(lambda x: jnp.sum(loss(x, labels, **kwargs)))
 
 
+def _reference_grad(reference, t, **kwargs):
+  """``jax.grad`` of a plain formula, jitted: one compilation, not one per
+  operation as in eager mode."""
+  return jax.jit(_grad_of(reference, t, **kwargs))
+
+
 def loss_tests(cases: list[Case], traced: list[tuple[Callable, str, Any, Any]],
                rejected: list[tuple[str, Case, dict[str, Any], str]]
                ) -> type[parameterized.TestCase]:
@@ -173,14 +179,15 @@ def loss_tests(cases: list[Case], traced: list[tuple[Callable, str, Any, Any]],
       got = self.variant(functools.partial(case.loss, **case.kwargs))(
           z, labels)
       chex.assert_shape(got, z.shape)
-      want = case.reference(jnp.asarray(z), jnp.asarray(t), **case.kwargs)
+      want = jax.jit(functools.partial(case.reference, **case.kwargs))(
+          jnp.asarray(z), jnp.asarray(t))
       np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
 
     @parameterized.named_parameters(*by_target)
     @_x64
     def test_gradients_match_autodiff_of_formula(self, case, soft):
       z, labels, t = inputs(soft)
-      want = _grad_of(case.reference, jnp.asarray(t), **case.kwargs)(
+      want = _reference_grad(case.reference, jnp.asarray(t), **case.kwargs)(
           jnp.asarray(z))
       analytic = case.grad(z, labels, **case.kwargs)
       public = _grad_of(case.loss, labels, **case.kwargs)(z)
@@ -204,8 +211,8 @@ def loss_tests(cases: list[Case], traced: list[tuple[Callable, str, Any, Any]],
       z = np.concatenate([z, [far, far]])
       t = np.concatenate([labels, [np.ones(6, bool), np.zeros(6, bool)]])
       with jax.enable_x64(True):
-        want = _grad_of(case.reference, jnp.asarray(t, jnp.float64),
-                        **case.kwargs)(jnp.asarray(z, jnp.float64))
+        want = _reference_grad(case.reference, jnp.asarray(t, jnp.float64),
+                               **case.kwargs)(jnp.asarray(z, jnp.float64))
       for got in (_grad_of(case.loss, t, **case.kwargs)(z),
                   case.grad(z, t, **case.kwargs)):
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-30)
@@ -227,13 +234,20 @@ def loss_tests(cases: list[Case], traced: list[tuple[Callable, str, Any, Any]],
 
     @parameterized.named_parameters(*named)
     def test_half_precision_is_computed_in_float32(self, case):
+      """... and returned in the logits' dtype, as optax does."""
       z, labels, _ = inputs(soft=False, dtype=np.float32)
       for dtype in (jnp.bfloat16, jnp.float16):
         z16 = jnp.asarray(z, dtype)
         value = case.loss(z16, labels, **case.kwargs)
-        self.assertEqual(value.dtype, jnp.float32)
+        self.assertEqual(value.dtype, dtype)
         np.testing.assert_array_equal(
-            value, case.loss(z16.astype(jnp.float32), labels, **case.kwargs))
+            value, case.loss(z16.astype(jnp.float32), labels,
+                             **case.kwargs).astype(dtype))
+        analytic = case.grad(z16, labels, **case.kwargs)
+        self.assertEqual(analytic.dtype, dtype)
+        np.testing.assert_array_equal(
+            analytic, case.grad(z16.astype(jnp.float32), labels,
+                                **case.kwargs).astype(dtype))
         g = _grad_of(case.loss, labels, **case.kwargs)(z16)
         self.assertEqual(g.dtype, dtype)
         self.assertTrue(np.all(np.isfinite(np.asarray(g, np.float32))))
@@ -258,6 +272,25 @@ def loss_tests(cases: list[Case], traced: list[tuple[Callable, str, Any, Any]],
         self.assertTrue(np.all(np.isfinite(got)))
         self.assertTrue(np.any(got[:, where] != 0))
       np.testing.assert_allclose(analytic, g, rtol=1e-5, atol=1e-7)
+
+    @parameterized.named_parameters(*named)
+    def test_where_per_example_and_per_element(self, case):
+      """``[B]`` masks whole examples, ``[B, C]`` elements: one rule."""
+      z, labels, _ = inputs(soft=False, dtype=np.float32)  # [4, 6]
+      rows = np.array([True, False, True, False])
+      elements = np.broadcast_to(rows[:, None], z.shape)
+      z = np.where(elements, z, np.nan)  # padding must not leak through
+      for where in (rows, elements):
+        value = case.loss(z, labels, where=where, **case.kwargs)
+        np.testing.assert_array_equal(value[~rows], 0.0)
+        np.testing.assert_array_equal(
+            value[rows], case.loss(z[rows], labels[rows], **case.kwargs))
+        for g in (_grad_of(case.loss, labels, where=where, **case.kwargs)(z),
+                  case.grad(z, labels, where=where, **case.kwargs)):
+          np.testing.assert_array_equal(g[~rows], 0.0)
+          np.testing.assert_allclose(
+              g[rows], case.grad(z[rows], labels[rows], **case.kwargs),
+              rtol=1e-6, atol=1e-30)
 
     @parameterized.named_parameters(*named)
     @_x64

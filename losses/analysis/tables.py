@@ -12,9 +12,6 @@ from typing import Callable
 import numpy as np
 
 import losses
-from losses import asymmetric
-from losses import sigmoid
-from losses import sigmoid_focal
 from losses.analysis import curves
 from losses.analysis.curves import Curve
 
@@ -178,7 +175,7 @@ def focal_table(s: Settings) -> curves.Table:
 # --------------------------------------------------------------------------
 def _negative_bce(p, **_):
   """BCE of a negative as a function of ``p``: the positive's at ``1 - p``."""
-  loss, slope = sigmoid.sigmoid_binary_cross_entropy_steepness(
+  loss, slope = losses.sigmoid_binary_cross_entropy_steepness(
       1.0 - p)
   return loss, -slope
 
@@ -189,14 +186,14 @@ def asl_table(s: Settings) -> curves.Table:
   drawn = []
   for target, side in ((0, "neg"), (1, "pos")):
     drawn.append(Curve(
-        f"bce_{side}", "CE", "ce", sigmoid.sigmoid_binary_cross_entropy,
+        f"bce_{side}", "CE", "ce", losses.sigmoid_binary_cross_entropy,
         steepness=(_negative_bce if target == 0 else
-                   sigmoid.sigmoid_binary_cross_entropy_steepness),
+                   losses.sigmoid_binary_cross_entropy_steepness),
         target=target))
     drawn.append(Curve(
         f"focal_{side}", rf"focal, $\gamma = {s.focal_gamma:g}$", "focal",
-        sigmoid_focal.sigmoid_focal_loss, focal,
-        sigmoid_focal.sigmoid_focal_loss_steepness, focal | dict(target=target),
+        losses.sigmoid_focal_loss, focal,
+        losses.sigmoid_focal_loss_steepness, focal | dict(target=target),
         target=target, variant=s.focal_gamma))
     # A positive's loss does not depend on the clip: one ASL curve.
     for clip in ((0.0, s.asl_clip) if target == 0 else (s.asl_clip,)):
@@ -206,8 +203,8 @@ def asl_table(s: Settings) -> curves.Table:
                if target == 0 else rf"ASL, $\gamma_+ = {s.asl_gamma_pos:g}$")
       drawn.append(Curve(
           f"asl_clip{clip:g}_{side}", label, "asl",
-          asymmetric.sigmoid_asymmetric_loss, kwargs,
-          asymmetric.sigmoid_asymmetric_loss_steepness,
+          losses.sigmoid_asymmetric_loss, kwargs,
+          losses.sigmoid_asymmetric_loss_steepness,
           kwargs | dict(target=target), target=target, variant=clip))
   p = s.grid(s.asl_clip)
   notes = {"configuration": curves.SIGMOID_CONFIG,
@@ -224,14 +221,14 @@ def asl_table(s: Settings) -> curves.Table:
 def sigmoid_table(s: Settings) -> curves.Table:
   """``dL/dz`` of BCE, squared and absolute error on ``σ(z)``, positives."""
   drawn = (
-      Curve("bce", "BCE", "ce", sigmoid.sigmoid_binary_cross_entropy,
-            steepness=sigmoid.sigmoid_binary_cross_entropy_steepness),
+      Curve("bce", "BCE", "ce", losses.sigmoid_binary_cross_entropy,
+            steepness=losses.sigmoid_binary_cross_entropy_steepness),
       Curve("sigmoid_mse", r"MSE $(\sigma(z) - 1)^2$", "mse",
-            sigmoid.sigmoid_squared_error,
-            steepness=sigmoid.sigmoid_squared_error_steepness),
+            losses.sigmoid_squared_error,
+            steepness=losses.sigmoid_squared_error_steepness),
       Curve("sigmoid_mae", r"MAE $|\sigma(z) - 1|$", "mae",
-            sigmoid.sigmoid_absolute_error,
-            steepness=sigmoid.sigmoid_absolute_error_steepness),
+            losses.sigmoid_absolute_error,
+            steepness=losses.sigmoid_absolute_error_steepness),
   )
   p = s.grid()
   notes = {"configuration": curves.SIGMOID_CONFIG + "; positives only",

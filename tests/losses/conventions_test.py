@@ -60,6 +60,26 @@ class WhereTest(parameterized.TestCase):
                                rtol=1e-5, atol=1e-7)
 
 
+  def test_one_mask_rule_for_both_families(self):
+    """``[B]`` is per example even when ``B = C``; ``[1, C]`` per class."""
+    z = np.concatenate([Z, -Z[:1]])  # [C, C]: a [C] mask fits both readings
+    y = np.array([0, 1, 3, 4, 2], np.int32)
+    rows = np.array([True, False, True, True, False])
+    t = np.eye(C, dtype=np.float32)[y]
+    for loss, labels in ((losses.cross_entropy, y),
+                         (losses.sigmoid_binary_cross_entropy, t)):
+      value = np.asarray(loss(z, labels, where=rows))
+      np.testing.assert_array_equal(value[~rows], 0.0)
+      self.assertTrue(np.all(value[rows] != 0.0))
+    columns = np.array([[True, True, False, True, True]])
+    np.testing.assert_array_equal(
+        losses.sigmoid_binary_cross_entropy(z, t, where=columns)[:, 2], 0.0)
+    np.testing.assert_allclose(
+        losses.cross_entropy(z, y, where=columns),
+        losses.cross_entropy(np.where(columns, z, -np.inf), y),
+        rtol=1e-6)
+
+
 class AxisTest(parameterized.TestCase):
 
   @parameterized.named_parameters((c[0], c[1], c[2], c[4]) for c in CASES)

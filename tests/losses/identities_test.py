@@ -101,6 +101,39 @@ class EncouragingGradientTest(parameterized.TestCase):
         x, jnp.array([0]), log_end=1.0)[0])(z)
     np.testing.assert_allclose(g, [[0.0, 0.0, 0.0]], atol=1e-6)
 
+  @parameterized.named_parameters(
+      ("plain_no_floor", dict(log_end=1.0, floor=0.0)),
+      ("tangent_no_floor", dict(log_end=0.75, floor=0.0)),
+      ("defaults", {}))
+  def test_integer_labels_and_one_hot_targets_agree_at_p_one(self, kwargs):
+    """``p_y`` exactly 1 in float32: both label paths give the exact value.
+
+    At ``[1e4, 0, 0]`` the plain bonus without a floor is
+    ``-log p + log(1 - p) = log 2 - 1e4``, finite: ``log(1 - p)`` must come
+    from the other classes' log-sum-exp, not from exponentials shifted by
+    the arg max, which all underflow. At ``[0, -inf, -inf]`` ``1 - p`` is
+    exactly 0 and the plain bonus truly ``-inf``.
+    """
+    z = jnp.array([[1e4, 0.0, 0.0], [0.0, -jnp.inf, -jnp.inf]], jnp.float32)
+    y = jnp.array([0, 0])
+    one_hot = jax.nn.one_hot(y, 3)
+    loss = lambda t: losses.encouraging_loss(z, t, **kwargs)
+    grads = [losses.encouraging_loss_grad(z, t, **kwargs) for t in (y, one_hot)]
+    # Reverse mode by hand, so that an infinite value's row keeps its
+    # (finite) gradient: jax.grad of the sum would see inf - inf nowhere,
+    # but a mask would zero the row.
+    grads += [jax.vjp(lambda x, t=t: losses.encouraging_loss(x, t, **kwargs),
+                      z)[1](jnp.ones(2))[0] for t in (y, one_hot)]
+    np.testing.assert_array_equal(loss(y), loss(one_hot))
+    for g in grads:
+      np.testing.assert_allclose(g, grads[0], atol=1e-6)
+      self.assertTrue(np.all(np.isfinite(g)), g)
+    if kwargs == dict(log_end=1.0, floor=0.0):
+      np.testing.assert_allclose(loss(one_hot),
+                                 [np.log(2.0) - 1e4, -np.inf], rtol=1e-7)
+      # L = log(e^{z_1} + e^{z_2}) - z_0 there: gradient (-1, 1/2, 1/2).
+      np.testing.assert_allclose(grads[1][0], [-1.0, 0.5, 0.5], atol=1e-6)
+
   def test_floor_makes_bonus_constant(self):
     z = jnp.array([[20.0, 0.0, 0.0]])  # 1 - p ~ 4e-9 < 1e-5
     value = losses.encouraging_loss(z, jnp.array([0]), log_end=1.0)

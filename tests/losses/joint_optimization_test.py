@@ -87,10 +87,15 @@ class JointOptimizationTest(loss_contracts.Float64Test):
       z, labels = _batch(soft=False, scale=4.0)
       z16 = jnp.asarray(z, jnp.bfloat16)
       value = losses.joint_optimization_loss(z16, labels)
-      self.assertEqual(value.dtype, jnp.float32)
-      np.testing.assert_allclose(
+      self.assertEqual(value.dtype, jnp.bfloat16)  # as optax returns
+      np.testing.assert_array_equal(
           value, losses.joint_optimization_loss(z16.astype(jnp.float32),
-                                                labels), rtol=1e-6)
+                                                labels).astype(jnp.bfloat16))
+      analytic = losses.joint_optimization_loss_grad(z16, labels)
+      self.assertEqual(analytic.dtype, jnp.bfloat16)
+      np.testing.assert_array_equal(
+          analytic, losses.joint_optimization_loss_grad(
+              z16.astype(jnp.float32), labels).astype(jnp.bfloat16))
       for x in (z16, jnp.asarray(1e4 * np.sign(z), jnp.bfloat16)):
         g = jax.grad(lambda v: losses.joint_optimization_loss(v, labels))(x)
         self.assertEqual(g.dtype, jnp.bfloat16)

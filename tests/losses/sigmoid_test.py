@@ -1,4 +1,8 @@
-"""Tests of losses/sigmoid.py: BCE, squared/absolute error, binary EL."""
+"""Tests of the sigmoid family: BCE, squared/absolute error, binary EL.
+
+losses/sigmoid_cross_entropy.py, sigmoid_probability.py and
+sigmoid_encouraging.py; the focal loss and ASL have files of their own.
+"""
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -8,7 +12,6 @@ import jax.numpy as jnp
 import numpy as np
 
 import losses
-from losses import sigmoid
 from tests import sigmoid_reference as ref
 
 LOG3, LOG9 = np.log(3.0), np.log(9.0)  # logits of p = 0.75 and p = 0.9
@@ -36,9 +39,9 @@ def _encouraging_limit(z, t, bonus_weight=1.0, log_end=0.75, floor=1e-5):
 
 
 def _case(name, suffix, reference, limit, **kwargs):
-  return ref.Case(name, getattr(sigmoid, suffix),
-                  getattr(sigmoid, suffix + "_grad"),
-                  getattr(sigmoid, suffix + "_steepness"), reference, limit,
+  return ref.Case(name, getattr(losses, suffix),
+                  getattr(losses, suffix + "_grad"),
+                  getattr(losses, suffix + "_steepness"), reference, limit,
                   kwargs)
 
 
@@ -59,9 +62,9 @@ CASES = [
 ]
 
 TRACED = [
-    (sigmoid.sigmoid_encouraging_loss, "bonus_weight", 0.5, 1.0),
-    (sigmoid.sigmoid_encouraging_loss, "log_end", 0.5, 0.75),
-    (sigmoid.sigmoid_encouraging_loss, "floor", 1e-5, 1e-6),
+    (losses.sigmoid_encouraging_loss, "bonus_weight", 0.5, 1.0),
+    (losses.sigmoid_encouraging_loss, "log_end", 0.5, 0.75),
+    (losses.sigmoid_encouraging_loss, "floor", 1e-5, 1e-6),
 ]
 
 _EL = CASES[3]  # the default binary EL
@@ -81,40 +84,56 @@ class SigmoidTest(parameterized.TestCase):
   def test_hand_computed_values(self):
     z = np.array([LOG3, LOG3, LOG3, LOG9, LOG9], np.float32)
     t = np.array([1.0, 0.0, 0.5, 1.0, 1.0], np.float32)
-    bce = self.variant(sigmoid.sigmoid_binary_cross_entropy)(z, t)
+    bce = self.variant(losses.sigmoid_binary_cross_entropy)(z, t)
     want = [-np.log(0.75), -np.log(0.25), -0.5 * np.log(0.75 * 0.25),
             -np.log(0.9), -np.log(0.9)]
     np.testing.assert_allclose(bce, want, rtol=1e-6)
     np.testing.assert_allclose(
-        self.variant(sigmoid.sigmoid_squared_error)(z, t),
+        self.variant(losses.sigmoid_squared_error)(z, t),
         [0.0625, 0.5625, 0.0625, 0.01, 0.01], rtol=1e-5)
     np.testing.assert_allclose(
-        self.variant(sigmoid.sigmoid_absolute_error)(z, t),
+        self.variant(losses.sigmoid_absolute_error)(z, t),
         [0.25, 0.75, 0.25, 0.1, 0.1], rtol=1e-5)
     # p = 0.9 > LE = 0.75: bonus on the tangent, log(0.25) - 0.15 / 0.25.
-    el = self.variant(sigmoid.sigmoid_encouraging_loss)(z[3:], t[3:])
+    el = self.variant(losses.sigmoid_encouraging_loss)(z[3:], t[3:])
     np.testing.assert_allclose(el, -np.log(0.9) + np.log(0.25) - 0.6,
                                rtol=1e-6)
+
+  def test_bce_at_infinite_logits(self):
+    """Agreeing: loss and gradient exactly 0; disagreeing: the largest
+    float32 (inf once rounded to bfloat16), gradient ±1."""
+    z = np.array([np.inf, -np.inf, np.inf, -np.inf], np.float32)
+    t = np.array([1.0, 0.0, 0.0, 1.0], np.float32)
+    for logits in (z, z.astype(jnp.bfloat16)):
+      value = losses.sigmoid_binary_cross_entropy(logits, t)
+      np.testing.assert_array_equal(value[:2], 0.0)
+      self.assertTrue(np.all(np.asarray(value[2:], np.float32) > 1e38))
+      if logits.dtype == np.float32:
+        self.assertTrue(np.all(np.isfinite(value)))
+      for g in (losses.sigmoid_binary_cross_entropy_grad(logits, t),
+                jax.grad(lambda x: jnp.sum(
+                    losses.sigmoid_binary_cross_entropy(x, t)))(logits)):
+        np.testing.assert_array_equal(g, [0.0, 0.0, 1.0, -1.0])
 
   def test_plain_bonus_without_floor_is_minus_the_margin(self):
     """``-log p + log(1 - p) = -z`` exactly, gradient -1 at every logit."""
     z = np.array([-1e4, -100.0, -3.0, 0.0, 3.0, 100.0, 1e4], np.float32)
     for t, sign in ((1.0, 1.0), (0.0, -1.0)):
       kwargs = dict(log_end=1.0, floor=0.0)
-      value = sigmoid.sigmoid_encouraging_loss(z, t, **kwargs)
+      value = losses.sigmoid_encouraging_loss(z, t, **kwargs)
       np.testing.assert_allclose(value, -sign * z, rtol=1e-6, atol=1e-6)
-      grad = jax.grad(lambda x: jnp.sum(sigmoid.sigmoid_encouraging_loss(
+      grad = jax.grad(lambda x: jnp.sum(losses.sigmoid_encouraging_loss(
           x, t, **kwargs)))(z)
       np.testing.assert_allclose(grad, -sign, rtol=1e-6)
 
   def test_encouraging_without_bonus_is_bce(self):
     z, labels, _ = ref.inputs(soft=True, dtype=np.float32)
     np.testing.assert_allclose(
-        sigmoid.sigmoid_encouraging_loss(z, labels, bonus_weight=0.0),
-        sigmoid.sigmoid_binary_cross_entropy(z, labels), rtol=1e-6)
+        losses.sigmoid_encouraging_loss(z, labels, bonus_weight=0.0),
+        losses.sigmoid_binary_cross_entropy(z, labels), rtol=1e-6)
     np.testing.assert_allclose(
-        sigmoid.sigmoid_encouraging_loss_grad(z, labels, bonus_weight=0.0),
-        sigmoid.sigmoid_binary_cross_entropy_grad(z, labels), rtol=1e-6)
+        losses.sigmoid_encouraging_loss_grad(z, labels, bonus_weight=0.0),
+        losses.sigmoid_binary_cross_entropy_grad(z, labels), rtol=1e-6)
 
   def test_positive_element_is_a_two_class_softmax(self):
     """``σ(z)`` is ``softmax([0, z])[1]``: the softmax family must agree."""
@@ -122,10 +141,10 @@ class SigmoidTest(parameterized.TestCase):
     pair = np.stack([np.zeros_like(z), z], -1)
     one = np.ones(z.shape, np.int32)
     for sig, soft, kwargs in (
-        (sigmoid.sigmoid_binary_cross_entropy, losses.cross_entropy, {}),
-        (sigmoid.sigmoid_encouraging_loss, losses.encouraging_loss,
+        (losses.sigmoid_binary_cross_entropy, losses.cross_entropy, {}),
+        (losses.sigmoid_encouraging_loss, losses.encouraging_loss,
          dict(bonus_weight=0.7, log_end=0.75)),
-        (sigmoid.sigmoid_encouraging_loss, losses.encouraging_loss,
+        (losses.sigmoid_encouraging_loss, losses.encouraging_loss,
          dict(log_end=1.0))):
       # atol: at z = 30 log_softmax rounds BCE's exact 9.4e-14 to 0.
       np.testing.assert_allclose(sig(z, one, **kwargs),
@@ -137,31 +156,31 @@ class SigmoidTest(parameterized.TestCase):
 
   def test_labels_of_every_dtype_and_broadcast_shape(self):
     z, labels, t = ref.inputs(soft=False, dtype=np.float32)
-    want = sigmoid.sigmoid_binary_cross_entropy(z, t)
+    want = losses.sigmoid_binary_cross_entropy(z, t)
     for other in (labels.astype(np.int32), labels.astype(np.float32)):
       np.testing.assert_array_equal(
-          sigmoid.sigmoid_binary_cross_entropy(z, other), want)
+          losses.sigmoid_binary_cross_entropy(z, other), want)
     row = labels[0]  # [6] broadcasts over the 4 rows
     np.testing.assert_array_equal(
-        sigmoid.sigmoid_binary_cross_entropy(z, row),
-        sigmoid.sigmoid_binary_cross_entropy(z, np.broadcast_to(row, z.shape)))
+        losses.sigmoid_binary_cross_entropy(z, row),
+        losses.sigmoid_binary_cross_entropy(z, np.broadcast_to(row, z.shape)))
 
   def test_steepness_at_probability_zero_and_one(self):
     p = np.array([0.0, 1.0], np.float32)
     inf = np.inf
     for steepness, kwargs, want_value, want_slope in (
-        (sigmoid.sigmoid_binary_cross_entropy_steepness, {}, [inf, 0.0],
+        (losses.sigmoid_binary_cross_entropy_steepness, {}, [inf, 0.0],
          [-inf, -1.0]),
-        (sigmoid.sigmoid_squared_error_steepness, {}, [1.0, 0.0], [-2.0, 0.0]),
-        (sigmoid.sigmoid_absolute_error_steepness, {}, [1.0, 0.0],
+        (losses.sigmoid_squared_error_steepness, {}, [1.0, 0.0], [-2.0, 0.0]),
+        (losses.sigmoid_absolute_error_steepness, {}, [1.0, 0.0],
          [-1.0, -1.0]),
         # p = 1 on the tangent: log(0.25) - 1, slope -1 - 1/0.25.
-        (sigmoid.sigmoid_encouraging_loss_steepness, {},
+        (losses.sigmoid_encouraging_loss_steepness, {},
          [inf, np.log(0.25) - 1.0], [-inf, -5.0]),
         # Plain bonus: 1 - p = 0 is below the floor, constant bonus.
-        (sigmoid.sigmoid_encouraging_loss_steepness, dict(log_end=1.0),
+        (losses.sigmoid_encouraging_loss_steepness, dict(log_end=1.0),
          [inf, np.log(1e-5)], [-inf, -1.0]),
-        (sigmoid.sigmoid_encouraging_loss_steepness,
+        (losses.sigmoid_encouraging_loss_steepness,
          dict(log_end=1.0, floor=0.0), [inf, -inf], [-inf, -inf])):
       value, slope = steepness(p, **kwargs)
       np.testing.assert_allclose(value, want_value, rtol=1e-6)
@@ -177,12 +196,12 @@ class SigmoidTest(parameterized.TestCase):
     args = dict(logits=np.zeros(3, np.float32), labels=np.ones(3))
     args.update(change)
     with self.assertRaisesRegex(error, needle):
-      sigmoid.sigmoid_encouraging_loss(args.pop("logits"), args.pop("labels"),
+      losses.sigmoid_encouraging_loss(args.pop("logits"), args.pop("labels"),
                                        **args)
 
   def test_steepness_rejects_probabilities_outside_unit_interval(self):
     with self.assertRaisesRegex(ValueError, "`p`"):
-      sigmoid.sigmoid_binary_cross_entropy_steepness(np.array([0.5, 1.5]))
+      losses.sigmoid_binary_cross_entropy_steepness(np.array([0.5, 1.5]))
 
 
 if __name__ == "__main__":

@@ -6,13 +6,15 @@ plain formula of tests/*_reference.py (no custom rule there), so forward
 mode, reverse mode and second derivatives all see the stable derivative.
 """
 
+import functools
+
 from absl.testing import absltest
 from absl.testing import parameterized
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from tests.losses import asymmetric_test
+from tests.losses import sigmoid_asymmetric_test
 from tests import loss_contracts
 from tests.losses import sigmoid_focal_test
 from tests.losses import sigmoid_test
@@ -21,7 +23,7 @@ from tests.losses import softmax_losses_test
 _SOFTMAX = [(name, loss, ref, kwargs)
             for name, loss, _, ref, kwargs in softmax_losses_test.CASES]
 _SIGMOID = [(c.name, c.loss, c.reference, c.kwargs)
-            for module in (sigmoid_test, sigmoid_focal_test, asymmetric_test)
+            for module in (sigmoid_test, sigmoid_focal_test, sigmoid_asymmetric_test)
             for c in module.CASES]
 # Where the "gradient" is by design not the derivative of the value (a
 # prediction or focusing weight held constant), the plain formula's
@@ -83,15 +85,23 @@ def _transform_tests(cases):
     def test_forward_and_reverse_mode(self, family, loss, ref, kwargs):
       f, f_ref, z = _functions(family, loss, ref, kwargs)
       dz = jnp.asarray(np.random.default_rng(7).normal(size=z.shape))
-      value, tangent = jax.jvp(f, (z,), (dz,))
-      want_value, want_tangent = jax.jvp(f_ref, (z,), (dz,))
+
+      @functools.partial(jax.jit, static_argnums=0)  # one compilation each
+      def first_order(g, z, dz):
+        value, tangent = jax.jvp(g, (z,), (dz,))
+        _, linear = jax.linearize(g, z)
+        return value, tangent, linear(dz), jax.grad(g)(z)
+
+      value, tangent, linearized, grad = first_order(f, z, dz)
+      want_value, want_tangent, _, want_grad = first_order(f_ref, z, dz)
       np.testing.assert_allclose(value, want_value, rtol=1e-10)
       np.testing.assert_allclose(tangent, want_tangent, rtol=1e-9, atol=1e-12)
-      _, linear = jax.linearize(f, z)
-      np.testing.assert_allclose(linear(dz), want_tangent, rtol=1e-9,
+      np.testing.assert_allclose(linearized, want_tangent, rtol=1e-9,
                                  atol=1e-12)
-      np.testing.assert_allclose(jax.jit(jax.grad(f))(z), jax.grad(f_ref)(z),
-                                 rtol=1e-9, atol=1e-12)
+      np.testing.assert_allclose(grad, want_grad, rtol=1e-9, atol=1e-12)
+      # And outside jit: the transforms as a user calls them.
+      np.testing.assert_allclose(jax.grad(f)(z), want_grad, rtol=1e-9,
+                                 atol=1e-12)
 
 
   class SecondOrderTest(loss_contracts.Float64Test):
@@ -100,16 +110,18 @@ def _transform_tests(cases):
         c for c in cases if not any(s in c[0] for s in _FIRST_ORDER_ONLY))
     def test_hessian(self, family, loss, ref, kwargs):
       f, f_ref, z = _functions(family, loss, ref, kwargs)
-      np.testing.assert_allclose(jax.hessian(f)(z), jax.hessian(f_ref)(z),
+      hessian = jax.jit(lambda g, x: jax.hessian(g)(x), static_argnums=0)
+      np.testing.assert_allclose(hessian(f, z), hessian(f_ref, z),
                                  rtol=1e-7, atol=1e-10)
 
     @parameterized.named_parameters(*cases)
     def test_vmap_of_gradient(self, family, loss, ref, kwargs):
       f, f_ref, z = _functions(family, loss, ref, kwargs)
       batch = jnp.stack([z, 0.5 * z, -z])
-      np.testing.assert_allclose(jax.vmap(jax.grad(f))(batch),
-                                 jax.vmap(jax.grad(f_ref))(batch), rtol=1e-9,
-                                 atol=1e-12)
+      per_row = jax.jit(lambda g, x: jax.vmap(jax.grad(g))(x),
+                        static_argnums=0)
+      np.testing.assert_allclose(per_row(f, batch), per_row(f_ref, batch),
+                                 rtol=1e-9, atol=1e-12)
 
   return TransformTest, SecondOrderTest
 

@@ -40,11 +40,7 @@ def as_float(x: Any) -> jax.Array:
 
 
 def check_logits(logits: Any, name: str = "logits") -> jax.Array:
-  """``logits`` as a float array, upcast to float32 from half precision.
-
-  Half-precision inputs are computed in float32: ``log(1 - p)`` and the
-  focusing weights lose every digit in bfloat16 near ``p = 1``.
-  """
+  """``logits`` as a float array of at least one axis, in its own dtype."""
   logits = as_array(logits, name)
   if not jnp.issubdtype(logits.dtype, jnp.floating):
     raise TypeError(
@@ -53,9 +49,16 @@ def check_logits(logits: Any, name: str = "logits") -> jax.Array:
   if logits.ndim < 1:
     raise ValueError(f"`{name}` must have at least one axis (classes), got a "
                      "scalar.")
-  if logits.dtype in HALF_PRECISION:
-    logits = logits.astype(jnp.float32)
   return logits
+
+
+def compute_dtype(dtype: Any) -> Any:
+  """The dtype a loss computes in: float32 for half-precision inputs.
+
+  ``log(1 - p)`` and the focusing weights lose every digit in bfloat16 near
+  ``p = 1``; the result goes back to the input's dtype, as in optax.
+  """
+  return jnp.float32 if dtype in HALF_PRECISION else dtype
 
 
 def check_range(value: Any, name: str, low: float | None = None,
@@ -153,21 +156,36 @@ def sigmoid_targets(logits: jax.Array, labels: Any,
   return jnp.broadcast_to(labels.astype(logits.dtype), logits.shape)
 
 
-def check_where(where: Any, shapes: tuple[tuple[int, ...], ...]
-                ) -> jax.Array | None:
-  """A boolean mask that broadcasts to one of ``shapes``, or None."""
+def _broadcasts(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:
+  try:
+    return jnp.broadcast_shapes(shape, to) == tuple(to)
+  except ValueError:
+    return False
+
+
+def split_where(where: Any, shape: tuple[int, ...]
+                ) -> tuple[jax.Array | None, jax.Array | None]:
+  """The mask rule of every loss: ``(per_example, per_element)`` masks.
+
+  ``shape`` is the logits' with the class axis last. A mask that
+  broadcasts to ``shape[:-1]`` (``[B]`` for ``[B, C]`` logits) masks whole
+  examples; otherwise it must broadcast to ``shape`` (``[B, C]``, or
+  ``[C]`` for one class in every example) and masks elements: in a softmax
+  loss a masked class leaves the softmax, in a sigmoid loss a masked
+  element gives 0. When both readings fit (``[B]`` with ``B = C``) the mask
+  is per example; write ``where[None, :]`` for a per-class one.
+  """
   if where is None:
-    return None
-  where = jnp.asarray(where)
-  for shape in shapes:
-    try:
-      if jnp.broadcast_shapes(where.shape, shape) == tuple(shape):
-        return where.astype(bool)
-    except ValueError:
-      pass
-  allowed = " or ".join(str(tuple(s)) for s in shapes)
-  raise ValueError(f"`where` of shape {where.shape} does not broadcast to "
-                   f"{allowed}.")
+    return None, None
+  where = jnp.asarray(where).astype(bool)
+  if _broadcasts(where.shape, shape[:-1]):
+    return jnp.broadcast_to(where, shape[:-1]), None
+  if _broadcasts(where.shape, shape):
+    return None, jnp.broadcast_to(where, shape)
+  raise ValueError(
+      f"`where` of shape {where.shape} does not broadcast to the logits' "
+      f"shape without the class axis {tuple(shape[:-1])} (one entry per "
+      f"example) or to the logits' shape {tuple(shape)} (one per element).")
 
 
 def check_axis(logits: jax.Array, axis: int) -> int:
@@ -197,6 +215,19 @@ def check_binary_target(target: Any) -> jax.Array:
       raise ValueError(
           f"`target` must be 1 (positive) or 0 (negative), got {values}.")
   return jnp.asarray(target)
+
+
+def encouraging_hyperparameters(bonus_weight: Any, log_end: Any, floor: Any
+                                ) -> dict[str, jax.Array]:
+  """The Encouraging Loss's hyperparameters, checked, as float arrays.
+
+  Shared by the softmax and the sigmoid Encouraging Loss. Any real bonus
+  weight is meaningful (a negative one penalises confidence).
+  """
+  check_range(log_end, "log_end", 0.0, 1.0, low_open=True)
+  check_range(floor, "floor", 0.0, 1.0, high_open=True)
+  return dict(bonus_weight=as_float(bonus_weight), log_end=as_float(log_end),
+              floor=as_float(floor))
 
 
 def check_transition_matrix(transition_matrix: Any,

@@ -10,9 +10,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from losses import _derivatives
+from losses import _apply
 from losses import _numerics
-from losses import _validation
+from losses import _inputs
 
 
 def _clipped(p, one_minus_p, log_p, log1m_p, clip):
@@ -68,26 +68,26 @@ def _asl_negative(parts, gamma, clip, weight_as_constant):
                                                        0.0)
 
 
-def _asl(z, t, gamma_pos, gamma_neg, clip, weight_as_constant):
+def _asymmetric(z, t, *, gamma_pos, gamma_neg, clip, prediction_as_constant):
   """A zero target weight drops its side, even an infinite one."""
   parts = _numerics.sigmoid_parts(z)
-  pos, dpos = _numerics.focal_positive(parts, gamma_pos, weight_as_constant)
-  neg, dneg = _asl_negative(parts, gamma_neg, clip, weight_as_constant)
+  pos, dpos = _numerics.focal_positive(parts, gamma_pos,
+                                       prediction_as_constant)
+  neg, dneg = _asl_negative(parts, gamma_neg, clip, prediction_as_constant)
   return (_numerics.xlogp(t, pos) + _numerics.xlogp(1.0 - t, neg),
           _numerics.xlogp(t, dpos) + _numerics.xlogp(1.0 - t, dneg))
 
 
-_ASL = _derivatives.ElementwiseLoss(_asl)
-
-
 def _asl_hyper(gamma_pos, gamma_neg, clip, prediction_as_constant):
   clip = 0.0 if clip is None else clip
-  _validation.check_range(gamma_pos, "gamma_pos", 0.0)
-  _validation.check_range(gamma_neg, "gamma_neg", 0.0)
-  _validation.check_range(clip, "clip", 0.0, 1.0)
+  _inputs.check_range(gamma_pos, "gamma_pos", 0.0)
+  _inputs.check_range(gamma_neg, "gamma_neg", 0.0)
+  _inputs.check_range(clip, "clip", 0.0, 1.0)
   # A traced flag, not a static one: switching it reuses the compiled code.
-  return (_validation.as_float(gamma_pos), _validation.as_float(gamma_neg),
-          _validation.as_float(clip), jnp.asarray(prediction_as_constant, bool))
+  return dict(gamma_pos=_inputs.as_float(gamma_pos),
+              gamma_neg=_inputs.as_float(gamma_neg),
+              clip=_inputs.as_float(clip),
+              prediction_as_constant=jnp.asarray(prediction_as_constant, bool))
 
 
 def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
@@ -116,7 +116,8 @@ def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
   examples of the per-example sum).
 
   Args:
-    logits: ``[...]`` float logits (half precision is computed in float32).
+    logits: ``[...]`` float logits (half precision is computed in float32
+      and the loss returned in the logits' dtype).
     labels: multi-hot targets (bool, int or float in ``[0, 1]``),
       broadcastable to ``logits.shape``.
     gamma_pos: ``gamma_+`` ``>= 0``, focusing of positives (default 1.0,
@@ -134,19 +135,21 @@ def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
       official behaviour: ``AsymmetricLossOptimized`` defaults to False, and
       ``AsymmetricLoss`` has the statements that honour its True default
       commented out, so both differentiate the weights.
-    where: optional boolean mask broadcastable to ``logits.shape``; masked
-      elements give 0 and zero gradient.
+    where: optional boolean mask, per example (``logits.shape[:-1]``) or
+      per element (broadcastable to ``logits.shape``); masked elements give
+      0 and zero gradient (the rule in :mod:`losses`).
 
   Returns:
-    ``logits.shape`` loss per element.
+    ``logits.shape`` loss per element, in the logits' dtype.
 
   References:
     Ridnik et al., Asymmetric Loss For Multi-Label Classification, ICCV 2021;
     official code: github.com/Alibaba-MIIL/ASL,
     ``src/loss_functions/losses.py``.
   """
-  return _ASL.value(logits, labels, where, *_asl_hyper(
-      gamma_pos, gamma_neg, clip, prediction_as_constant))
+  return _apply.elementwise_loss(
+      _asymmetric, logits, labels, where=where,
+      **_asl_hyper(gamma_pos, gamma_neg, clip, prediction_as_constant))
 
 
 def sigmoid_asymmetric_loss_grad(logits, labels, *, gamma_pos=1.0,
@@ -159,8 +162,9 @@ def sigmoid_asymmetric_loss_grad(logits, labels, *, gamma_pos=1.0,
   ``p p_m^g- [(1-p)/(1-p_m) - g- (1-p) log(1-p_m)/p_m]``, else 0. With
   ``prediction_as_constant`` the ``g`` terms are dropped.
   """
-  return _ASL.grad(logits, labels, where, *_asl_hyper(
-      gamma_pos, gamma_neg, clip, prediction_as_constant))
+  return _apply.elementwise_gradient(
+      _asymmetric, logits, labels, where=where,
+      **_asl_hyper(gamma_pos, gamma_neg, clip, prediction_as_constant))
 
 
 def sigmoid_asymmetric_loss_steepness(p, *, gamma_pos=1.0, gamma_neg=4.0,
@@ -176,10 +180,12 @@ def sigmoid_asymmetric_loss_steepness(p, *, gamma_pos=1.0, gamma_neg=4.0,
   is the one the optimiser sees (weight held constant). ``target`` may be an
   array of 0/1 broadcastable with ``p``.
   """
-  p = _validation.check_probability(p)
-  target = _validation.check_binary_target(target)
-  gamma_pos, gamma_neg, clip, constant = _asl_hyper(
-      gamma_pos, gamma_neg, clip, prediction_as_constant)
+  p = _inputs.check_probability(p)
+  target = _inputs.check_binary_target(target)
+  hyper = _asl_hyper(gamma_pos, gamma_neg, clip, prediction_as_constant)
+  gamma_pos, gamma_neg, clip, constant = (
+      hyper["gamma_pos"], hyper["gamma_neg"], hyper["clip"],
+      hyper["prediction_as_constant"])
   log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
   pos, dpos = _numerics.focal_curve(log1m_p, log_p, gamma_pos, constant)
   _, _, log_x, log1m_x, active = _clipped(p, 1.0 - p, log_p, log1m_p, clip)

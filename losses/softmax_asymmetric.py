@@ -1,25 +1,26 @@
-"""Asymmetric loss for single-label (softmax) classification."""
+"""Asymmetric loss (ASL) for single-label (softmax) classification."""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 
-from losses import _derivatives
+from losses import _apply
 from losses import _numerics
-from losses import _validation
+from losses import _inputs
 
 
-def _soft(logits, targets, gamma_pos, gamma_neg, label_smoothing):
+def _asymmetric(logits, labels, *, gamma_pos, gamma_neg, label_smoothing):
   """Loss and ``dL/dlog p_k = -t~_k [w_k + log p_k dw_k/dlog p_k]``.
 
   Target weight ``(1-p)^g+``: ``log p dw/dlog p = -g+ p (1-p)^g+ log p/(1-p)``;
   other classes' ``p^g-``: ``log p dw/dlog p = g- p^g- log p``, 0 at a
   masked class (``p = 0``).
   """
-  log_p = _numerics.log_softmax(logits)
-  log1m_p = _numerics.log1m_softmax(logits)
-  probs = jnp.exp(log_p)
+  if _inputs.is_integer(labels):
+    return _integer(logits, labels, gamma_pos, gamma_neg, label_smoothing)
+  targets = labels
+  log_p, probs, log1m_p, _, _ = _numerics.softmax_and_complement(logits)
   pos = _numerics.pow_from_log(log1m_p, gamma_pos)
   neg = _numerics.pow_from_log(log_p, gamma_neg)
   smoothed = _numerics.smooth_labels(targets, label_smoothing)
@@ -96,15 +97,13 @@ def _integer(logits, labels, gamma_pos, gamma_neg, label_smoothing):
   return loss, d_log_p - (e / total[..., None]) * d_total[..., None]
 
 
-_ASL = _derivatives.SoftmaxLoss(_soft, _integer)
-
-
 def _check(gamma_pos, gamma_neg, label_smoothing):
-  _validation.check_range(gamma_pos, "gamma_pos", 0.0)
-  _validation.check_range(gamma_neg, "gamma_neg", 0.0)
-  _validation.check_range(label_smoothing, "label_smoothing", 0.0, 1.0)
-  return tuple(_validation.as_float(x)
-               for x in (gamma_pos, gamma_neg, label_smoothing))
+  _inputs.check_range(gamma_pos, "gamma_pos", 0.0)
+  _inputs.check_range(gamma_neg, "gamma_neg", 0.0)
+  _inputs.check_range(label_smoothing, "label_smoothing", 0.0, 1.0)
+  return dict(gamma_pos=_inputs.as_float(gamma_pos),
+              gamma_neg=_inputs.as_float(gamma_neg),
+              label_smoothing=_inputs.as_float(label_smoothing))
 
 
 def asymmetric_single_label_loss(logits, labels, *, gamma_pos=0.0,
@@ -134,8 +133,8 @@ def asymmetric_single_label_loss(logits, labels, *, gamma_pos=0.0,
     gamma_neg: focusing exponent of the other classes (default 4); traced.
     label_smoothing: ``epsilon`` (default 0.1, the official default).
     axis: the class axis of ``logits`` (default -1).
-    where: optional boolean mask, per example or per class (see
-      :func:`losses.cross_entropy`).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
 
   Returns:
     ``[...]`` loss per example.
@@ -144,16 +143,18 @@ def asymmetric_single_label_loss(logits, labels, *, gamma_pos=0.0,
     Ridnik et al., Asymmetric Loss For Multi-Label Classification, ICCV 2021
     (``ASLSingleLabel`` in the official repository).
   """
-  return _ASL.value(logits, labels, where, axis,
-                    *_check(gamma_pos, gamma_neg, label_smoothing))
+  return _apply.softmax_loss(_asymmetric, logits, labels, axis=axis,
+                             where=where,
+                             **_check(gamma_pos, gamma_neg, label_smoothing))
 
 
 def asymmetric_single_label_loss_grad(logits, labels, *, gamma_pos=0.0,
                                       gamma_neg=4.0, label_smoothing=0.1,
                                       axis=-1, where=None) -> jax.Array:
   """Analytic ``d sum(asymmetric_single_label_loss) / d logits``."""
-  return _ASL.grad(logits, labels, where, axis,
-                   *_check(gamma_pos, gamma_neg, label_smoothing))
+  return _apply.softmax_gradient(
+      _asymmetric, logits, labels, axis=axis, where=where,
+      **_check(gamma_pos, gamma_neg, label_smoothing))
 
 
 def asymmetric_single_label_loss_steepness(p, *, gamma_pos=0.0, gamma_neg=4.0,
@@ -165,7 +166,7 @@ def asymmetric_single_label_loss_steepness(p, *, gamma_pos=0.0, gamma_neg=4.0,
   equally, ``p_k = (1-p)/(C-1)``.
   """
   p = jnp.asarray(p, jnp.float32)
-  gp, gn, eps = _check(gamma_pos, gamma_neg, label_smoothing)
+  gp, gn, eps = _check(gamma_pos, gamma_neg, label_smoothing).values()
   c = num_classes
   t_pos, t_neg = 1.0 - eps + eps / c, eps / c
   q = (1.0 - p) / (c - 1)

@@ -1,4 +1,4 @@
-"""Tests of losses/asymmetric.py: the multi-label asymmetric loss (ASL)."""
+"""Tests of losses/sigmoid_asymmetric.py: the multi-label asymmetric loss (ASL)."""
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -7,9 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from losses import asymmetric
-from losses import sigmoid
-from losses import sigmoid_focal
+import losses
 from tests import sigmoid_reference as ref
 
 LOG3 = np.log(3.0)  # the logit of p = 0.75
@@ -30,9 +28,9 @@ def _asl_limit(z, t, gamma_neg=4.0, gamma_pos=1.0, clip=0.05,
 
 
 def _case(name, **kwargs):
-  return ref.Case(name, asymmetric.sigmoid_asymmetric_loss,
-                  asymmetric.sigmoid_asymmetric_loss_grad,
-                  asymmetric.sigmoid_asymmetric_loss_steepness,
+  return ref.Case(name, losses.sigmoid_asymmetric_loss,
+                  losses.sigmoid_asymmetric_loss_grad,
+                  losses.sigmoid_asymmetric_loss_steepness,
                   ref.asymmetric, _asl_limit, kwargs,
                   steepness_has_target=True,
                   derivative_is_gradient=not kwargs.get(
@@ -47,10 +45,10 @@ CASES = [
 ]
 
 TRACED = [
-    (asymmetric.sigmoid_asymmetric_loss, "gamma_neg", 2.0, 4.0),
-    (asymmetric.sigmoid_asymmetric_loss, "gamma_pos", 0.0, 1.0),
-    (asymmetric.sigmoid_asymmetric_loss, "clip", 0.05, 0.1),
-    (asymmetric.sigmoid_asymmetric_loss, "prediction_as_constant", False,
+    (losses.sigmoid_asymmetric_loss, "gamma_neg", 2.0, 4.0),
+    (losses.sigmoid_asymmetric_loss, "gamma_pos", 0.0, 1.0),
+    (losses.sigmoid_asymmetric_loss, "clip", 0.05, 0.1),
+    (losses.sigmoid_asymmetric_loss, "prediction_as_constant", False,
      True),
 ]
 
@@ -66,10 +64,10 @@ SharedAsymmetricTest = ref.loss_tests(CASES, TRACED, REJECTED)
 
 def _loss_and_grads(z, t, **kwargs):
   """Value, ``jax.grad`` of the public loss and the analytic gradient."""
-  loss = asymmetric.sigmoid_asymmetric_loss
+  loss = losses.sigmoid_asymmetric_loss
   return (loss(z, t, **kwargs),
           jax.grad(lambda x: jnp.sum(loss(x, t, **kwargs)))(z),
-          asymmetric.sigmoid_asymmetric_loss_grad(z, t, **kwargs))
+          losses.sigmoid_asymmetric_loss_grad(z, t, **kwargs))
 
 
 class AsymmetricTest(parameterized.TestCase):
@@ -78,7 +76,7 @@ class AsymmetricTest(parameterized.TestCase):
   def test_hand_computed_values(self):
     z = np.full(3, LOG3, np.float32)
     t = np.array([1.0, 0.0, 0.5], np.float32)
-    got = self.variant(asymmetric.sigmoid_asymmetric_loss)(z, t)
+    got = self.variant(losses.sigmoid_asymmetric_loss)(z, t)
     pos = -0.25 * np.log(0.75)  # (1 - p)^1 (-log p)
     neg = -(0.7**4) * np.log(0.3)  # p_m = 0.75 - 0.05
     np.testing.assert_allclose(got, [pos, neg, 0.5 * (pos + neg)], rtol=1e-5)
@@ -89,7 +87,7 @@ class AsymmetricTest(parameterized.TestCase):
       z, labels, t = ref.inputs(soft=False)
       for kwargs in (dict(), dict(gamma_neg=2.0, gamma_pos=0.0, clip=0.2)):
         np.testing.assert_allclose(
-            asymmetric.sigmoid_asymmetric_loss(z, labels, **kwargs),
+            losses.sigmoid_asymmetric_loss(z, labels, **kwargs),
             ref.asymmetric_official_form(jnp.asarray(z), jnp.asarray(t),
                                          **kwargs), rtol=1e-10, atol=1e-12)
 
@@ -108,8 +106,8 @@ class AsymmetricTest(parameterized.TestCase):
     kwargs = dict(gamma_neg=0.0, gamma_pos=0.0, clip=0.0)
     value, public, analytic = _loss_and_grads(z, labels, **kwargs)
     np.testing.assert_allclose(
-        value, sigmoid.sigmoid_binary_cross_entropy(z, labels), rtol=1e-6)
-    want = sigmoid.sigmoid_binary_cross_entropy_grad(z, labels)
+        value, losses.sigmoid_binary_cross_entropy(z, labels), rtol=1e-6)
+    want = losses.sigmoid_binary_cross_entropy_grad(z, labels)
     np.testing.assert_allclose(public, want, rtol=1e-6)
     np.testing.assert_allclose(analytic, want, rtol=1e-6)
 
@@ -120,17 +118,17 @@ class AsymmetricTest(parameterized.TestCase):
         z, labels, gamma_neg=gamma, gamma_pos=gamma, clip=0.0)
     focal = dict(alpha=None, gamma=gamma)
     np.testing.assert_allclose(
-        value, sigmoid_focal.sigmoid_focal_loss(z, labels, **focal),
+        value, losses.sigmoid_focal_loss(z, labels, **focal),
         rtol=1e-6)
-    want = sigmoid_focal.sigmoid_focal_loss_grad(z, labels, **focal)
+    want = losses.sigmoid_focal_loss_grad(z, labels, **focal)
     np.testing.assert_allclose(public, want, rtol=1e-5, atol=1e-30)
     np.testing.assert_allclose(analytic, want, rtol=1e-5, atol=1e-30)
 
   def test_clip_none_is_no_clip(self):
     z, labels, _ = ref.inputs(soft=True, dtype=np.float32)
     np.testing.assert_array_equal(
-        asymmetric.sigmoid_asymmetric_loss(z, labels, clip=None),
-        asymmetric.sigmoid_asymmetric_loss(z, labels, clip=0.0))
+        losses.sigmoid_asymmetric_loss(z, labels, clip=None),
+        losses.sigmoid_asymmetric_loss(z, labels, clip=0.0))
 
   @parameterized.parameters(0.5, 4.0)
   def test_negatives_at_the_clip_boundary(self, gamma_neg):
@@ -164,32 +162,32 @@ class AsymmetricTest(parameterized.TestCase):
   def test_steepness_at_probability_zero_and_one(self):
     p = np.array([0.0, 0.05, 1.0], np.float32)
     inf = np.inf
-    value, slope = asymmetric.sigmoid_asymmetric_loss_steepness(p, target=1)
+    value, slope = losses.sigmoid_asymmetric_loss_steepness(p, target=1)
     np.testing.assert_allclose(value, [inf, -0.95 * np.log(0.05), 0.0],
                                rtol=1e-6)
     np.testing.assert_allclose(
         slope, [-inf, np.log(0.05) - 0.95 / 0.05, 0.0], rtol=1e-6)
     # Negatives: 0 up to the clip; at p = 1, x = p_m = 0.95.
     x, g = 0.95, 4.0
-    value, slope = asymmetric.sigmoid_asymmetric_loss_steepness(p, target=0)
+    value, slope = losses.sigmoid_asymmetric_loss_steepness(p, target=0)
     np.testing.assert_allclose(value, [0.0, 0.0, -x**g * np.log(1 - x)],
                                rtol=1e-5)
     np.testing.assert_allclose(
         slope, [0.0, 0.0, x**g * (1 / (1 - x) - g * np.log(1 - x) / x)],
         rtol=1e-5)
-    value, slope = asymmetric.sigmoid_asymmetric_loss_steepness(
+    value, slope = losses.sigmoid_asymmetric_loss_steepness(
         p, target=0, clip=0.0)
     np.testing.assert_allclose(value[np.array([0, 2])], [0.0, inf])
     np.testing.assert_allclose(slope[np.array([0, 2])], [0.0, inf])
 
   def test_bad_inputs_raise_clear_errors(self):
     with self.assertRaisesRegex(TypeError, "floating-point"):
-      asymmetric.sigmoid_asymmetric_loss(np.ones(3, np.int32), np.ones(3))
+      losses.sigmoid_asymmetric_loss(np.ones(3, np.int32), np.ones(3))
     with self.assertRaisesRegex(ValueError, "does not broadcast"):
-      asymmetric.sigmoid_asymmetric_loss(np.ones((2, 3), np.float32),
+      losses.sigmoid_asymmetric_loss(np.ones((2, 3), np.float32),
                                          np.ones((3, 2)))
     with self.assertRaisesRegex(ValueError, "`target` must be 1"):
-      asymmetric.sigmoid_asymmetric_loss_steepness(0.5, target=0.5)
+      losses.sigmoid_asymmetric_loss_steepness(0.5, target=0.5)
 
 
 if __name__ == "__main__":

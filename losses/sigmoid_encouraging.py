@@ -1,0 +1,115 @@
+"""The binary (conservative) Encouraging Loss, per element."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from losses import _apply
+from losses import _inputs
+from losses import _numerics
+from losses import encouraging
+
+
+# --------------------------------------------------------------------------
+def _encouraging_term(parts, bonus_weight, log_end, floor):
+  """``-log p + rho b(p)`` of a positive element and its derivative wrt ``z``.
+
+  ``d log(1-p)/dz = -p``, bounded where the plain chain rule meets
+  ``(1/(1-p)) * p(1-p) = inf * 0`` at ``p = 1``; the tangent line's slope
+  ``-1/(1-LE)`` times ``dp/dz = p(1-p)``; 0 below the floor.
+  """
+  p, one_minus_p, log_p, log1m_p = parts
+  bonus, linear, log_region, one_minus_le = _numerics.conservative_bonus(
+      log_p, log1m_p, log_end, floor)
+  dbonus = -p * jnp.where(linear, one_minus_p / one_minus_le,
+                          jnp.where(log_region, 1.0, 0.0))
+  return -log_p + bonus_weight * bonus, -one_minus_p + bonus_weight * dbonus
+
+
+def _encouraging(z, t, *, bonus_weight, log_end, floor):
+  return _numerics.mix_targets(
+      lambda parts: _encouraging_term(parts, bonus_weight, log_end, floor),
+      z, t)
+
+
+def sigmoid_encouraging_loss(logits, labels, *, bonus_weight=1.0,
+                             log_end=0.75, floor=1e-5, where=None
+                             ) -> jax.Array:
+  r"""Binary (conservative) Encouraging Loss: BCE plus a bonus, per element.
+
+  .. math::
+    L = -\log p_t + \rho\, b(p_t),\qquad
+    b(p) = \begin{cases}
+      \log(\max(1 - p, \text{floor})) & p \le LE \\
+      \log(1 - LE) - \frac{p - LE}{1 - LE} & p > LE
+    \end{cases}
+
+  with ``p_t = σ(z)`` for a positive and ``1 - σ(z)`` for a negative; a
+  soft target ``t`` interpolates linearly:
+  ``t L(positive) + (1 - t) L(negative)``. The bonus is the one of
+  :func:`losses.encouraging_loss`, floored as in the official code
+  (the floor acts on the log branch only). ``log(1 - p_t)`` is exact
+  (``log_sigmoid(-z)`` for a positive). With ``rho = 1`` the gradient of a
+  positive is ``-1`` at every ``p`` of the log region (BCE's ``p - 1``
+  vanishes as ``p -> 1``); ``jax.grad`` of this function uses the analytic
+  gradient (:func:`sigmoid_encouraging_loss_grad`), finite at every logit.
+
+  Args:
+    logits: ``[...]`` float logits (half precision is computed in float32
+      and the loss returned in the logits' dtype).
+    labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``),
+      broadcastable to ``logits.shape``.
+    bonus_weight: ``rho`` (default 1.0); traced, a schedule never
+      recompiles. 0 gives BCE.
+    log_end: ``LE`` in ``(0, 1]`` (default 0.75, the official code's);
+      traced. Above it the bonus is its tangent line; 1.0 is the plain bonus
+      ``log(1 - p)``.
+    floor: lower bound on ``1 - p`` inside the log, in ``[0, 1)`` (default
+      1e-5 as in the official code: below it the bonus is constant, zero
+      gradient); 0 removes it.
+    where: optional boolean mask, per example (``logits.shape[:-1]``) or
+      per element (broadcastable to ``logits.shape``); masked elements give
+      0 and zero gradient (the rule in :mod:`losses`).
+
+  Returns:
+    ``logits.shape`` loss per element, in the logits' dtype.
+
+  References:
+    Zhao et al., Well-classified Examples are Underestimated in
+    Classification with Deep Neural Networks, AAAI 2022.
+  """
+  return _apply.elementwise_loss(
+      _encouraging, logits, labels, where=where,
+      **_inputs.encouraging_hyperparameters(bonus_weight, log_end,
+                                            floor))
+
+
+def sigmoid_encouraging_loss_grad(logits, labels, *, bonus_weight=1.0,
+                                  log_end=0.75, floor=1e-5, where=None
+                                  ) -> jax.Array:
+  """Analytic ``d sum(loss) / d logits``, ``logits.shape``.
+
+  A positive: ``p - 1 - rho p`` in the log region, ``p - 1 - rho p (1-p) /
+  (1 - LE)`` on the tangent, ``p - 1`` below the floor; a negative is the
+  same at ``-z`` with the sign flipped.
+  """
+  return _apply.elementwise_gradient(
+      _encouraging, logits, labels, where=where,
+      **_inputs.encouraging_hyperparameters(bonus_weight, log_end,
+                                            floor))
+
+
+def sigmoid_encouraging_loss_steepness(p, *, bonus_weight=1.0, log_end=0.75,
+                                       floor=1e-5
+                                       ) -> tuple[jax.Array, jax.Array]:
+  """Loss ``-log p + rho b(p)`` and ``dL/dp`` of a positive element.
+
+  ``dL/dp = -1/p - rho/(1-p)`` in the log region, ``-1/p - rho/(1-LE)`` on
+  the tangent, ``-1/p`` below the floor. A negative element is the
+  same curve at ``1 - p``. It is the softmax EL's curve with ``p_t`` in the
+  role of ``p_y`` (:func:`losses.encouraging_loss_steepness`, float32).
+  """
+  return encouraging.encouraging_loss_steepness(
+      _inputs.check_probability(p), bonus_weight=bonus_weight,
+      log_end=log_end, floor=floor)

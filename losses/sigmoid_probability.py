@@ -1,0 +1,118 @@
+"""Squared and absolute error on the sigmoid probability, per element."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from losses import _apply
+from losses import _inputs
+
+
+# --------------------------------------------------------------------------
+def _residual_and_slope(z, t):
+  """``σ(z) - t`` and ``dσ/dz = p (1 - p)`` from one exp.
+
+  The residual is written so that a hard target never subtracts from a
+  rounded 1: ``t = 1`` gives ``-σ(-z)``, exact where ``σ(z)`` rounds to 1.
+  Autodiff of ``jax.nn.sigmoid`` is ``σ (1 - σ)``, whose ``1 - σ`` cancels in
+  float32; here both factors are exact.
+  """
+  # Logistics straight from z, for XLA:CPU's fusion (see the binary
+  # cross entropy).
+  p, one_minus_p = jax.nn.sigmoid(z), jax.nn.sigmoid(-z)
+  return (1.0 - t) * p - t * one_minus_p, p * one_minus_p
+
+
+def _squared_error(z, t):
+  r, slope = _residual_and_slope(z, t)
+  return jnp.square(r), 2.0 * r * slope
+
+
+def _absolute_error(z, t):
+  r, slope = _residual_and_slope(z, t)
+  return jnp.abs(r), jnp.sign(r) * slope
+
+
+def sigmoid_squared_error(logits, labels, *, where=None) -> jax.Array:
+  r"""Squared error between the sigmoid probability and the target.
+
+  .. math::
+    L = (\sigma(z) - t)^2,\qquad
+    \frac{\partial L}{\partial z} = 2 (p - t)\, p (1 - p).
+
+  Bounded (at most 1), so a wrong label costs at most 1; the gradient
+  vanishes at both ends, ``p -> 0`` and ``p -> 1``.
+
+  Args:
+    logits: ``[...]`` float logits (half precision is computed in float32
+      and the loss returned in the logits' dtype).
+    labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``),
+      broadcastable to ``logits.shape``.
+    where: optional boolean mask, per example (``logits.shape[:-1]``) or
+      per element (broadcastable to ``logits.shape``); masked elements give
+      0 and zero gradient (the rule in :mod:`losses`).
+
+  Returns:
+    ``logits.shape`` loss per element, in the logits' dtype.
+
+  References:
+    Ghosh et al., Robust Loss Functions under Label Noise for Deep Neural
+    Networks, AAAI 2017.
+  """
+  return _apply.elementwise_loss(_squared_error, logits, labels, where=where)
+
+
+def sigmoid_squared_error_grad(logits, labels, *, where=None) -> jax.Array:
+  """Analytic ``d sum(loss) / d logits = 2 (p - t) p (1 - p)``."""
+  return _apply.elementwise_gradient(_squared_error, logits, labels,
+                                     where=where)
+
+
+def sigmoid_squared_error_steepness(p) -> tuple[jax.Array, jax.Array]:
+  """Loss ``(1 - p)^2`` and ``dL/dp = -2 (1 - p)`` of a positive element."""
+  p = _inputs.check_probability(p)
+  return jnp.square(1.0 - p), -2.0 * (1.0 - p)
+
+
+def sigmoid_absolute_error(logits, labels, *, where=None) -> jax.Array:
+  r"""Absolute error between the sigmoid probability and the target.
+
+  .. math::
+    L = |\sigma(z) - t|,\qquad
+    \frac{\partial L}{\partial z} = \operatorname{sign}(p - t)\, p (1 - p).
+
+  Symmetric in the sense of Ghosh et al. (a positive and a negative loss sum
+  to 1), hence robust to symmetric label noise; its steepness is constant in
+  ``p``. At ``p = t`` the gradient is 0.
+
+  Args:
+    logits: ``[...]`` float logits (half precision is computed in float32
+      and the loss returned in the logits' dtype).
+    labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``),
+      broadcastable to ``logits.shape``.
+    where: optional boolean mask, per example (``logits.shape[:-1]``) or
+      per element (broadcastable to ``logits.shape``); masked elements give
+      0 and zero gradient (the rule in :mod:`losses`).
+
+  Returns:
+    ``logits.shape`` loss per element, in the logits' dtype.
+
+  References:
+    Ghosh et al., Robust Loss Functions under Label Noise for Deep Neural
+    Networks, AAAI 2017.
+  """
+  return _apply.elementwise_loss(_absolute_error, logits, labels, where=where)
+
+
+def sigmoid_absolute_error_grad(logits, labels, *, where=None) -> jax.Array:
+  """Analytic ``d sum(loss) / d logits = sign(p - t) p (1 - p)``."""
+  return _apply.elementwise_gradient(_absolute_error, logits, labels,
+                                     where=where)
+
+
+def sigmoid_absolute_error_steepness(p) -> tuple[jax.Array, jax.Array]:
+  """Loss ``1 - p`` and ``dL/dp = -1`` of a positive element (at ``p = 1``
+  the left derivative)."""
+  p = _inputs.check_probability(p)
+  return 1.0 - p, jnp.full_like(p, -1.0)
