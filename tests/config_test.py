@@ -56,8 +56,17 @@ class CheckTest(parameterized.TestCase):
     settings.check_config(config, num_devices=4)
     with self.assertRaisesRegex(ConfigError,
                                 r"batch_size = 100: must be a multiple of "
-                                r"the 8 devices"):
+                                r"the 8 devices.*\(nearest: 96 or 104\)"):
       settings.check_config(config, num_devices=8)
+    with self.assertRaisesRegex(ConfigError, r"\(nearest: 6\)"):
+      settings.check_config(tiny_config(batch_size=5), num_devices=6)
+
+  def test_evaluation_batch_never_binds_the_device_count(self):
+    # The default config's eval_batch_size (500) on an 8-GPU box or a TPU
+    # v3-8, and its batch of 128 on 1 to 16 devices.
+    for devices in (1, 2, 4, 8, 16):
+      settings.check_config(_load_config("default.py"), num_devices=devices)
+    settings.check_config(tiny_config(eval_batch_size=7), num_devices=8)
 
   def test_default_and_all_shipped_configs_pass(self):
     for name in _config_files():

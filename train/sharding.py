@@ -96,6 +96,13 @@ def eval_sharding(mesh: jax.sharding.Mesh) -> NamedSharding:
   return NamedSharding(mesh, P(None, DATA_AXIS))
 
 
+def eval_batch(eval_batch_size: int, mesh: jax.sharding.Mesh) -> int:
+  """``config.eval_batch_size`` rounded up to a multiple of the ``'data'``
+  axis: evaluation masks the padding, so any size runs on any devices."""
+  devices = mesh.shape[DATA_AXIS]
+  return math.ceil(eval_batch_size / devices) * devices
+
+
 def padded_rows(num_examples: int, mesh: jax.sharding.Mesh) -> int:
   """Rows of a per-example array: a multiple of the ``'data'`` axis."""
   devices = mesh.shape[DATA_AXIS]

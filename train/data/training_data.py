@@ -182,7 +182,8 @@ def place(run_data: RunData, mesh: jax.sharding.Mesh, *,
                                             for v in val_noisy])}),
       ("test", data.test_x, {"": stack([data.test_y] * replicas)})):
     if len(x):
-      order, mask = pipeline.eval_indices(len(x), eval_batch_size)
+      order, mask = pipeline.eval_indices(
+          len(x), sharding.eval_batch(eval_batch_size, mesh))
       batches = sharding.eval_sharding(mesh)
       eval_sets[split] = (
           sharding.put(x, sharding.replicated(mesh)),

@@ -69,11 +69,17 @@ def check(config, *, num_devices: int) -> None:
           and config.log_every_steps >= 0):
     raise ConfigError.of("log_every_steps", config.log_every_steps,
                          "must be a non-negative integer (0: once per epoch)")
-  for key in ("batch_size", "eval_batch_size"):
-    if config[key] % num_devices:
-      raise ConfigError.of(
-          key, config[key], f"must be a multiple of the {num_devices} "
-          f"devices, so that every device gets the same share of a batch")
+  # Evaluation pads its last batch (and a batch to a multiple of the
+  # devices) and masks the padding, so only the training batch is bound to
+  # the device count.
+  batch = config.batch_size
+  if batch % num_devices:
+    lower = batch // num_devices * num_devices
+    nearest = " or ".join(str(b) for b in (lower, lower + num_devices) if b)
+    raise ConfigError.of(
+        "batch_size", batch, f"must be a multiple of the {num_devices} "
+        f"devices, so that every device gets the same share of a batch "
+        f"(nearest: {nearest})")
 
 
 def check_config(config, *, num_devices: int) -> None:

@@ -252,8 +252,9 @@ class _Run:
 
   def save_train_probabilities(self, classifier, state) -> None:
     """``workdir/probabilities_train.npy``: softmax of the training set."""
-    order, mask = pipeline.eval_indices(self.data.num_train,
-                                        self.settings.eval_batch_size)
+    order, mask = pipeline.eval_indices(
+        self.data.num_train,
+        sharding.eval_batch(self.settings.eval_batch_size, self.mesh))
     predict = steps.make_predict(classifier, self.mesh, replicas=True)
     probs = predict(state["params"], state["model_state"],
                     self.train_data["image"], sharding.put(
