@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from unittest import mock
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -138,6 +139,34 @@ class OneLineErrorTest(parameterized.TestCase):
                               f"--workdir={workdir}"])
     self.assertEqual(result.returncode, 2)
     self.assertTrue(os.path.isdir(workdir))
+
+
+class DistributedLaunchTest(absltest.TestCase):
+
+  def _fails_in_one_line(self, args, message):
+    workdir = os.path.join(tempfile.mkdtemp(), "run")
+    result = run_entry_point([*args, f"--workdir={workdir}"])
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertLen(result.stderr.strip().splitlines(), 1, result.stderr)
+    self.assertRegex(result.stderr, message)
+    self.assertFalse(os.path.exists(workdir))
+
+  def test_a_missing_cluster_flag_is_named(self):
+    self._fails_in_one_line(
+        ["--jax_distributed", "--num_processes=2"],
+        r"^error: --coordinator_address and --process_id missing")
+    self._fails_in_one_line(
+        ["--coordinator_address=127.0.0.1:1", "--num_processes=2",
+         "--process_id=2"], r"^error: --process_id=2: must lie in \[0, 2\)")
+
+  def test_no_scheduler_and_no_flags(self):
+    # No SLURM, Open MPI, TPU or Kubernetes here: jax cannot find the
+    # cluster, which today ends in a ValueError's traceback.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SLURM_", "OMPI_", "KUBERNETES_"))}
+    with mock.patch.dict(os.environ, env, clear=True):
+      self._fails_in_one_line(["--jax_distributed"],
+                              r"^error: --jax_distributed found no cluster")
 
 
 class HelpTest(absltest.TestCase):

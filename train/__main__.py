@@ -10,7 +10,9 @@ r"""Trains a classifier as a config file says: ``python -m train``.
 ``metrics.jsonl``, TensorBoard events, ``config.json`` and orbax
 checkpoints; running again with the same workdir resumes. Multi-host runs
 pass ``--jax_distributed`` on every host (``jax.distributed.initialize``
-reads the coordinator from the environment, e.g. SLURM or Cloud TPU).
+reads the coordinator from the environment, e.g. SLURM or Cloud TPU), or,
+without a scheduler, ``--coordinator_address=HOST:PORT --num_processes=N
+--process_id=I`` on every host.
 
 A mistake on the command line (an unknown key, a value of the wrong type or
 out of range, data that is missing or cannot be downloaded) ends the program
@@ -74,6 +76,8 @@ def _print_help() -> None:
       "  --workdir=DIR         metrics, checkpoints; rerun to resume",
       "  --show_config         print the config and exit",
       "  --jax_distributed     multi-host: jax.distributed.initialize() first",
+      "  --coordinator_address=HOST:PORT --num_processes=N --process_id=I",
+      "                        multi-host without a scheduler, on every host",
   ]))
 
 
@@ -93,7 +97,14 @@ def _define_flags():
                     "Print the config (with overrides) and exit.")
   flags.DEFINE_bool(
       "jax_distributed", False,
-      "Call jax.distributed.initialize() first (multi-host runs).")
+      "Call jax.distributed.initialize() first (multi-host runs); without "
+      "the three flags below it finds the cluster itself (SLURM, Open MPI, "
+      "a TPU pod, Kubernetes).")
+  flags.DEFINE_string("coordinator_address", None,
+                      "HOST:PORT of process 0, on every host (implies "
+                      "--jax_distributed).")
+  flags.DEFINE_integer("num_processes", None, "How many processes in all.")
+  flags.DEFINE_integer("process_id", None, "This process's index, from 0.")
 
 
 def _fail(message: str, status: int = USAGE_ERROR) -> NoReturn:
@@ -194,6 +205,35 @@ def _parse_flags(argv: list[str]) -> list[str]:
     _fail(f"--{name}={value}: {detail}")
 
 
+_CLUSTER_FLAGS = ("coordinator_address", "num_processes", "process_id")
+
+
+def _initialize_distributed(jax) -> None:
+  """``jax.distributed.initialize`` as the flags say, its errors in one
+  line."""
+  given = {name: flags.FLAGS[name].value for name in _CLUSTER_FLAGS
+           if flags.FLAGS[name].value is not None}
+  if not given and not flags.FLAGS.jax_distributed:
+    return
+  missing = [f"--{name}" for name in _CLUSTER_FLAGS if name not in given]
+  if given and missing:
+    _fail(f"{' and '.join(missing)} missing: a launch without a scheduler "
+          f"passes --coordinator_address=HOST:PORT --num_processes=N "
+          f"--process_id=I on every host")
+  if given and not 0 <= given["process_id"] < given["num_processes"]:
+    _fail(f"--process_id={given['process_id']}: must lie in [0, "
+          f"{given['num_processes']}) for --num_processes="
+          f"{given['num_processes']}")
+  try:
+    jax.distributed.initialize(**given)
+  except (ValueError, RuntimeError) as e:
+    if given:
+      _fail(f"jax.distributed.initialize({given}) failed: {e}")
+    _fail(f"--jax_distributed found no cluster to join ({e}): pass "
+          f"--coordinator_address=HOST:PORT --num_processes=N "
+          f"--process_id=I on every host")
+
+
 def main(argv):
   if len(argv) > 1:
     _fail(f"unexpected arguments {argv[1:]}: flags are written "
@@ -209,8 +249,7 @@ def main(argv):
   import jax  # pylint: disable=g-import-not-at-top
   from train import errors  # pylint: disable=g-import-not-at-top
   from train.loop import trainer  # pylint: disable=g-import-not-at-top
-  if flags.FLAGS.jax_distributed:
-    jax.distributed.initialize()
+  _initialize_distributed(jax)
   config, workdir = flags.FLAGS.config, flags.FLAGS.workdir
   if quiet:
     # Orbax and JAX log every checkpoint and backend probe at INFO.
