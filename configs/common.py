@@ -13,7 +13,7 @@ from ml_collections import config_dict
 _FLOAT, _INT, _STR, _BOOL = float, int, str, bool
 
 # The union of the library's loss hyperparameters (train/objective/loss_registry.py;
-# tests/config_checks_test.py keeps the two in step). Per loss:
+# tests/config_test.py keeps the two in step). Per loss:
 #   cross_entropy: label_smoothing          poly1: epsilon
 #   encouraging / sigmoid_encouraging: bonus_weight, log_end, floor
 #   focal: gamma, alpha                      sigmoid_focal: alpha, gamma

@@ -7,8 +7,8 @@ r"""Trains a classifier as a config file says: ``python -m train``.
 
 ``--config`` is an ``ml_collections`` config file (``get_config()``; default
 ``configs/default.py``) and takes dotted overrides. The workdir receives
-``metrics.jsonl``, TensorBoard events, ``config.json`` and orbax
-checkpoints; running again with the same workdir resumes. Multi-host runs
+``metrics.jsonl``, TensorBoard events, ``config.json``, orbax checkpoints
+and, once the last epoch is done, ``run.json`` (``train/contract.py``); running again with the same workdir resumes. Multi-host runs
 pass ``--jax_distributed`` on every host (``jax.distributed.initialize``
 reads the coordinator from the environment, e.g. SLURM or Cloud TPU), or,
 without a scheduler, ``--coordinator_address=HOST:PORT --num_processes=N
@@ -188,9 +188,6 @@ def _parse_flags(argv: list[str]) -> list[str]:
     if not match:
       _fail(text)
     name, value, detail = match.groups()
-    if name == "workdir":
-      _fail("--workdir=DIR is required: the folder for metrics and "
-            "checkpoints")
     if name.startswith("config."):
       key = name.split(".", 1)[1]
       parent, _, leaf = key.rpartition(".")

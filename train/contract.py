@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 # ----- Exit status --------------------------------------------------------
-# 0: the run finished (or was stopped by SIGTERM after saving a checkpoint).
+# 0: the run finished and wrote RUN_FILE (a launcher treats a status of 0
+# without RUN_FILE as a run that has not finished).
 # A mistake on the command line or in the config, reported in one line.
 USAGE_ERROR = 2
 # The training loss became NaN or infinite: a result (the method diverged at

@@ -366,7 +366,8 @@ def check(model_config) -> None:
 
 def factory(model_config, input_shape: Sequence[int], num_classes: int, *,
             first_seed: int) -> Callable[[int], Classifier]:
-  """``seed -> Classifier`` as ``config.model`` says, for this data.
+  """``seed -> Classifier`` as ``config.model`` says (``check`` has passed),
+  for this data.
 
   The model of ``first_seed`` is built here, so that an option or an input
   the model cannot take fails before any workdir is made; the first call
@@ -375,7 +376,6 @@ def factory(model_config, input_shape: Sequence[int], num_classes: int, *,
   Raises:
     ConfigError: an option or an input the model cannot take.
   """
-  check(model_config)
   options = ({"width": model_config.width}
              if model_config.width is not None else {})
 

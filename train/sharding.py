@@ -3,7 +3,9 @@
 The mesh is ``('replica', 'data')``: seed replicas (``config.replicas``,
 ``R`` seeds trained as one program) along ``'replica'``, each replica's batch
 and label-state rows along ``'data'``. Every partition spec of the training
-program is made here, so the layout of a run reads in one place:
+program is made here (but the ``shard_map`` specs of the label state's
+collectives, in ``step/label_state.py``), so the layout of a run reads in
+one place:
 
 =====================  =============================================
 array                  spec
@@ -12,7 +14,8 @@ dataset inputs         replicated (the device pipeline gathers rows)
 per-replica arrays     ``('replica',)``: noisy labels, train state
 an epoch's order       ``([replica,] None, 'data')``: batches split
 evaluation order/mask  ``(None, 'data')``
-label state rows       ``([replica,] 'data', ...)``
+label state            ``labels ([replica,] 'data', None)``; ``history``
+                       and ``written`` ``([replica,] None, 'data', ...)``
 =====================  =============================================
 
 A per-example array's rows are padded to a multiple of the ``'data'`` axis

@@ -1,9 +1,10 @@
 """The run's data: the dataset, its label noise per replica, on the devices.
 
-``load(config)`` loads the dataset (``datasets``) and draws the label noise
-(``noise``) of every seed replica, checking what needs the data (a batch
-no larger than the training set);
-``place(...)`` puts it on the mesh once: the training inputs replicated, the
+``check(config)`` validates ``config.dataset`` and ``config.noise`` without
+the data; ``build(config, mesh)`` finds the data, ``load``s it (the dataset
+of ``datasets`` and the label noise of ``noise`` for every seed replica),
+checks what needs the data (a batch no larger than the training set) and
+``place``s it on the mesh once: the training inputs replicated, the
 noisy labels split by replica, the evaluation splits with their index
 batches, and the padded label rows the label metrics compare against.
 """
@@ -204,13 +205,17 @@ def place(run_data: RunData, mesh: jax.sharding.Mesh, *,
 
 
 def build(config, mesh: jax.sharding.Mesh) -> tuple[RunData, Placed]:
-  """The run's data, checked, found, loaded, noised and on ``mesh``.
+  """The run's data, found, loaded, noised and on ``mesh`` (``check`` has
+  passed).
 
   Raises:
     ConfigError: the data cannot be had, or does not fit the config.
   """
-  check(config)
   find(config)
   run_data = load(config)
+  if config.batch_size > run_data.dataset.num_train:
+    raise ConfigError.of("batch_size", config.batch_size,
+                         f"larger than the {run_data.dataset.num_train} "
+                         f"training examples")
   return run_data, place(run_data, mesh,
                          eval_batch_size=config.eval_batch_size)

@@ -46,7 +46,7 @@ def _check_shapes(saved, abstract, where: str, this_run: str) -> None:
   flat = lambda tree: {jax.tree_util.keystr(p): v for p, v in
                        jax.tree_util.tree_leaves_with_path(
                            tree, is_leaf=is_array)}
-  got = flat(saved)
+  got = {k: v for k, v in flat(saved).items() if is_array(v)}
   want = {k: v for k, v in flat(ocp.tree.serialize_tree(
       abstract, keep_empty_nodes=True)).items() if is_array(v)}
   fix = "Use a new workdir, or delete this one to start over."
@@ -131,7 +131,7 @@ class Checkpoints:
   def describe(label_state: label_state_lib.LabelState) -> str:
     return (f"{jax.device_count()} devices, label state "
             f"{list(label_state.labels.shape)}, history "
-            f"{label_state.history.shape[0]}")
+            f"{label_state.history.shape[-3]}")
 
   def wait(self) -> None:
     self._manager.wait_until_finished()

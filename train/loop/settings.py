@@ -83,14 +83,15 @@ def check(config, *, num_devices: int) -> None:
 
 
 def check_config(config, *, num_devices: int) -> None:
-  """Every check the config alone decides, without the data: what each
-  builder checks as it reads its section (data, objective, model) and the
-  loop's own keys. (The loss is checked against the data when it is built.)
+  """Every check the config alone decides, without the data, in a second:
+  the loop's own keys, then each builder's section (data, model,
+  objective), each checked beside the code that reads it. (The loss is
+  checked against the data when it is built.)
 
   Raises:
     ConfigError: naming the first bad key.
   """
-  training_data.check(config)
-  stages.check(config)
-  models.check(config.model)
   check(config, num_devices=num_devices)
+  training_data.check(config)
+  models.check(config.model)
+  stages.check(config)

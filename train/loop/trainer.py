@@ -4,6 +4,7 @@
 each section to the builder that checks and uses it, in this order:
 
     the loop's own keys (``loop.settings``)  ->  sharding.make_mesh
+    (every data-free check first: ``loop.settings.check_config``)
     -> data.training_data.build  (dataset, label noise, on the mesh)
     -> objective.stages.build    (losses, schedules, optimisers per stage)
     -> models.factory            (the network, per seed)
@@ -298,23 +299,20 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
     FloatingPointError: the loss became NaN or infinite.
   """
   # ----- Config, data, stages, model --------------------------------------
-  # Each builder checks its own section as it reads it; everything the
-  # config and the data can reject fails here, before the workdir is made.
-  settings_lib.check(config, num_devices=jax.device_count())
+  # Everything the config alone can reject fails in a second, before any
+  # data is read (each section's check lives beside its builder); what the
+  # data can reject fails in the builders; all before the workdir is made.
+  settings_lib.check_config(config, num_devices=jax.device_count())
   settings = settings_lib.Settings.of(config)
-  mesh = sharding.make_mesh(replicas=config.replicas)
+  mesh = sharding.make_mesh(replicas=settings.replicas)
   run_data, placed = training_data.build(config, mesh)
   data = run_data.dataset
-  if config.batch_size > data.num_train:
-    raise ConfigError.of("batch_size", config.batch_size,
-                         f"larger than the {data.num_train} training "
-                         f"examples")
   stages_ = stages.build(
-      config, steps_per_epoch=data.num_train // config.batch_size,
+      config, steps_per_epoch=data.num_train // settings.batch_size,
       num_classes=data.num_classes, multi_label=data.multi_label,
       draws=run_data.train)
   model = models.factory(config.model, data.input_shape, data.num_classes,
-                         first_seed=config.seed)
+                         first_seed=settings.seed)
   run = _Run(settings, workdir, mesh=mesh, run_data=run_data,
              placed=placed, stages_=stages_, model=model)
   realised = f"{run.noisy[0].noise_rate:.1%}"
@@ -331,7 +329,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   workdir_lib.check_workdir(workdir)
   store = checkpoints.Checkpoints(os.path.join(workdir,
                                                contract.CHECKPOINT_DIR),
-                                  keep=config.keep_checkpoints)
+                                  keep=settings.keep_checkpoints)
   resume_epoch = store.latest_epoch() or 0
   workdir_lib.check_resume(workdir, config, resuming=bool(resume_epoch),
                            write=jax.process_index() == 0)

@@ -160,8 +160,8 @@ def make_stages(config, *, steps_per_epoch: int, num_classes: int,
 
 def build(config, *, steps_per_epoch: int, num_classes: int,
           multi_label: bool, draws: list[noise.NoisyLabels]) -> list[Stage]:
-  """``check`` then ``make_stages``, its mistakes as ``ConfigError``."""
-  check(config)
+  """``make_stages`` (``check`` has passed), its mistakes as
+  ``ConfigError``."""
   try:
     return make_stages(config, steps_per_epoch=steps_per_epoch,
                        num_classes=num_classes, multi_label=multi_label,

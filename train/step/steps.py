@@ -290,7 +290,7 @@ def make_label_metrics(mesh: jax.sharding.Mesh, *, multi_label: bool,
   """``measure(labels, clean, noisy) -> metrics.label_metrics``, jitted."""
   rows = label_state_lib.shardings(mesh, replicas=replicas).labels
   padded = rows if multi_label else sharding.rows_sharding(
-      mesh, 1 + replicas, replicas=replicas)
+      mesh, 2 if replicas else 1, replicas=replicas)
   measure = over_replicas(
       functools.partial(metrics.label_metrics, num_examples=num_examples,
                         multi_label=multi_label), 0, replicas)
