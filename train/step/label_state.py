@@ -15,8 +15,8 @@ state it needs is explicit and sharded along the example axis ``'data'``:
 ``N'`` is ``N`` rounded up to a multiple of the mesh's ``'data'`` axis (the
 padded rows are never indexed). Inside the training step ``gather`` reads
 the rows of a batch and ``record`` writes the batch's probabilities into
-the current slot, both with ``shard_map``: the batch's indices and rows (``B`` of them) are
-all-gathered, each device reads or writes the rows it owns, and a read is
+the current slot, both with ``shard_map``: the batch's indices and rows
+(``B`` of them) are all-gathered, each device reads or writes the rows it owns, and a read is
 summed back to the batch's shards. Only ``O(B C)`` values move between
 devices and none between host and device. ``update`` (jitted once by the
 caller, state donated) relabels every example between epochs, elementwise on
