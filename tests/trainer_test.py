@@ -203,7 +203,7 @@ class TrainerTest(parameterized.TestCase):
   def test_train_probabilities_and_a_transition_matrix_file(self):
     _, records, workdir = _run(tiny_config(**{
         "num_epochs": 1, "replicas": 2, "save_train_probabilities": True}))
-    probs = np.load(os.path.join(workdir, trainer.PROBABILITIES_FILE))
+    probs = np.load(os.path.join(workdir, contract.PROBABILITIES_FILE))
     self.assertEqual(probs.shape, (2, 256, 10))
     np.testing.assert_allclose(probs.sum(-1), 1.0, rtol=1e-5)
     self.assertFalse(np.allclose(probs[0], probs[1]))  # each replica's own

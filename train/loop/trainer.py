@@ -47,7 +47,6 @@ from train.step import metrics
 from train.step import steps
 
 ConfigError = errors.ConfigError
-PROBABILITIES_FILE = contract.PROBABILITIES_FILE
 
 
 # ---------------------------------------------------------------------------
@@ -264,7 +263,7 @@ class _Run:
     # eval_indices keeps the examples in order, padding last.
     probs = probs[:, mask.reshape(-1)]
     if jax.process_index() == 0:
-      path = os.path.join(self.workdir, PROBABILITIES_FILE)
+      path = os.path.join(self.workdir, contract.PROBABILITIES_FILE)
       np.save(path, probs[0] if self.replicas == 1 else probs)
 
   @staticmethod
