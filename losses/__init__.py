@@ -39,6 +39,12 @@ from losses.softmax_asymmetric import asymmetric_single_label_loss_steepness
 from losses.bootstrapping import bootstrapping_loss
 from losses.bootstrapping import bootstrapping_loss_grad
 from losses.bootstrapping import bootstrapping_loss_steepness
+from losses.class_imbalance import class_balanced_cross_entropy
+from losses.class_imbalance import class_balanced_cross_entropy_grad
+from losses.class_imbalance import class_balanced_weights
+from losses.class_imbalance import class_weighted_cross_entropy
+from losses.class_imbalance import class_weighted_cross_entropy_grad
+from losses.class_imbalance import class_weighted_cross_entropy_steepness
 from losses.cross_entropy import cross_entropy
 from losses.cross_entropy import cross_entropy_grad
 from losses.cross_entropy import cross_entropy_steepness
@@ -55,6 +61,8 @@ from losses.focal import focal_loss_steepness
 from losses.forward_correction import forward_corrected_cross_entropy
 from losses.forward_correction import forward_corrected_cross_entropy_grad
 from losses.forward_correction import forward_corrected_cross_entropy_steepness
+from losses.class_imbalance import logit_adjusted_cross_entropy
+from losses.class_imbalance import logit_adjusted_cross_entropy_grad
 from losses.joint_optimization import jo_classification_loss
 from losses.joint_optimization import jo_entropy_loss
 from losses.joint_optimization import jo_prior_loss

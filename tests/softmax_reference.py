@@ -81,6 +81,19 @@ def forward_corrected(z, t, transition_matrix):
   return -jnp.sum(t * jnp.log(probs(z) @ transition_matrix), -1)
 
 
+def logit_adjusted(z, t, prior, tau=1.0):
+  return cross_entropy(z + tau * jnp.log(prior), t)
+
+
+def class_weighted(z, t, class_weights):
+  return -jnp.sum(t * class_weights * log_probs(z), -1)
+
+
+def class_balanced(z, t, class_counts, beta=0.9999):
+  w = (1 - beta) / (1 - beta ** class_counts)
+  return class_weighted(z, t, w * z.shape[-1] / jnp.sum(w))
+
+
 def jo_classification(z, t):
   """Per-example KL(t || p), 0 log 0 = 0."""
   return jnp.sum(jnp.where(t > 0, t * jnp.log(jnp.where(t > 0, t, 1.0)), 0.0)

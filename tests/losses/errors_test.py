@@ -54,6 +54,26 @@ class ErrorTest(parameterized.TestCase):
           Z, Y, prior=np.ones(4) / 4), ValueError, "prior"),
       ("label_dtype", lambda: losses.cross_entropy(Z, np.array(["a"] * 4)),
        TypeError, "labels"),
+      ("la_prior_shape", lambda: losses.logit_adjusted_cross_entropy(
+          Z, Y, prior=np.ones(4) / 4), ValueError, r"prior.*\(3,\)"),
+      ("la_prior_zero", lambda: losses.logit_adjusted_cross_entropy(
+          Z, Y, prior=np.array([0.5, 0.5, 0.0])), ValueError,
+       r"prior.*\(0.0, inf\]"),
+      ("la_tau_negative", lambda: losses.logit_adjusted_cross_entropy(
+          Z, Y, prior=np.ones(3) / 3, tau=-1.0), ValueError, "tau"),
+      ("cw_negative", lambda: losses.class_weighted_cross_entropy(
+          Z, Y, class_weights=np.array([1.0, -1.0, 1.0])), ValueError,
+       "class_weights"),
+      ("cw_infinite", lambda: losses.class_weighted_cross_entropy(
+          Z, Y, class_weights=np.array([1.0, np.inf, 1.0])), ValueError,
+       "class_weights.*finite"),
+      ("cb_empty_class", lambda: losses.class_balanced_cross_entropy(
+          Z, Y, class_counts=np.array([10.0, 0.0, 1.0])), ValueError,
+       "class_counts"),
+      ("cb_beta", lambda: losses.class_balanced_cross_entropy(
+          Z, Y, class_counts=np.ones(3), beta=1.5), ValueError, "beta"),
+      ("cb_weights_matrix", lambda: losses.class_balanced_weights(
+          np.ones((2, 3))), ValueError, "class_counts.*vector"),
   )
   def test_error(self, call, error, pattern):
     with self.assertRaisesRegex(error, pattern):
@@ -79,6 +99,12 @@ class ErrorTest(parameterized.TestCase):
       ("boot_hard", functools.partial(losses.bootstrapping_loss, mode="hard")),
       ("forward", functools.partial(losses.forward_corrected_cross_entropy,
                                     transition_matrix=np.eye(3))),
+      ("la", functools.partial(losses.logit_adjusted_cross_entropy,
+                               prior=np.array([0.7, 0.2, 0.1]))),
+      ("cw", functools.partial(losses.class_weighted_cross_entropy,
+                               class_weights=np.array([0.5, 1.0, 2.0]))),
+      ("cb", functools.partial(losses.class_balanced_cross_entropy,
+                               class_counts=np.array([100.0, 10.0, 1.0]))),
   )
   def test_out_of_range_labels_under_jit_mask_their_example(self, loss):
     import jax

@@ -42,6 +42,54 @@ class IdentityTest(parameterized.TestCase):
                                                transition_matrix=np.eye(6)),
         losses.cross_entropy(Z, Y), rtol=1e-5)
 
+  @parameterized.named_parameters(
+      ("uniform_prior", np.full(6, 1 / 6), 1.0),
+      # Only ratios of the prior matter: a scaled uniform one too.
+      ("scaled_uniform_prior", np.full(6, 5.0), 1.0),
+      ("tau_zero", np.array([0.5, 0.2, 0.1, 0.1, 0.05, 0.05]), 0.0))
+  def test_logit_adjustment_without_adjustment_is_cross_entropy(self, prior,
+                                                                tau):
+    np.testing.assert_allclose(
+        losses.logit_adjusted_cross_entropy(Z, Y, prior=prior, tau=tau),
+        losses.cross_entropy(Z, Y), rtol=1e-6)
+
+  def test_logit_adjustment_is_cross_entropy_of_shifted_logits(self):
+    prior = np.array([0.5, 0.2, 0.1, 0.1, 0.05, 0.05])
+    np.testing.assert_allclose(
+        losses.logit_adjusted_cross_entropy(Z, Y, prior=prior, tau=0.5),
+        losses.cross_entropy(Z + 0.5 * np.log(prior), Y), rtol=1e-6)
+
+  def test_class_weights_scale_each_example(self):
+    weights = np.array([0.5, 1.0, 2.0, 3.0, 0.0, 1.5])
+    np.testing.assert_allclose(
+        losses.class_weighted_cross_entropy(Z, Y, class_weights=weights),
+        weights[np.asarray(Y)] * losses.cross_entropy(Z, Y), rtol=1e-6)
+
+  def test_class_balanced_weights_limits(self):
+    counts = np.array([1000.0, 300.0, 100.0, 30.0, 10.0, 3.0])
+    # beta = 0: every class weighs 1, and the loss is cross entropy.
+    np.testing.assert_allclose(losses.class_balanced_weights(counts, beta=0.0),
+                               np.ones(6), rtol=1e-6)
+    np.testing.assert_allclose(
+        losses.class_balanced_cross_entropy(Z, Y, class_counts=counts,
+                                            beta=0.0),
+        losses.cross_entropy(Z, Y), rtol=1e-6)
+    # beta = 1: inverse frequency, mean 1.
+    inverse = (1 / counts) * 6 / np.sum(1 / counts)
+    np.testing.assert_allclose(losses.class_balanced_weights(counts, beta=1.0),
+                               inverse, rtol=1e-6)
+    # The paper's beta on counts far below 1 / (1 - beta): close to it, and
+    # in between, ordered.
+    w = np.asarray(losses.class_balanced_weights(counts))
+    np.testing.assert_allclose(w, inverse, rtol=0.06)
+    self.assertAlmostEqual(float(w.mean()), 1.0, places=5)
+    self.assertTrue(np.all(np.diff(w) > 0))
+    # The formula (1 - beta) / (1 - beta^n), in float64.
+    plain = (1 - 0.999) / (1 - 0.999 ** counts)
+    np.testing.assert_allclose(
+        losses.class_balanced_weights(counts, beta=0.999),
+        plain * 6 / plain.sum(), rtol=1e-5)
+
   def test_asl_single_label_without_smoothing_ignores_gamma_neg(self):
     a = losses.asymmetric_single_label_loss(Z, Y, label_smoothing=0.0,
                                             gamma_neg=4.0)

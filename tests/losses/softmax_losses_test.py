@@ -23,6 +23,10 @@ C = 5
 _T = np.asarray(0.6 * np.eye(C) + 0.4 * np.random.default_rng(0).dirichlet(
     np.ones(C), size=C))
 _ALPHA = np.linspace(0.2, 1.0, C)
+# A long-tailed profile: counts 500 ... 5 (ratio 100), its prior, weights.
+_COUNTS = np.floor(500 * 100.0 ** (-np.arange(C) / (C - 1)))
+_PRIOR = _COUNTS / _COUNTS.sum()
+_WEIGHTS = np.linspace(2.0, 0.25, C)
 
 # (case name, public loss, analytic gradient, reference, keyword arguments)
 CASES = [
@@ -71,6 +75,21 @@ CASES = [
     ("forward", losses.forward_corrected_cross_entropy,
      losses.forward_corrected_cross_entropy_grad, ref.forward_corrected,
      dict(transition_matrix=_T)),
+    ("la", losses.logit_adjusted_cross_entropy,
+     losses.logit_adjusted_cross_entropy_grad, ref.logit_adjusted,
+     dict(prior=_PRIOR)),
+    ("la_tau05", losses.logit_adjusted_cross_entropy,
+     losses.logit_adjusted_cross_entropy_grad, ref.logit_adjusted,
+     dict(prior=_PRIOR, tau=0.5)),
+    ("cw", losses.class_weighted_cross_entropy,
+     losses.class_weighted_cross_entropy_grad, ref.class_weighted,
+     dict(class_weights=_WEIGHTS)),
+    ("cb", losses.class_balanced_cross_entropy,
+     losses.class_balanced_cross_entropy_grad, ref.class_balanced,
+     dict(class_counts=_COUNTS)),
+    ("cb_beta09", losses.class_balanced_cross_entropy,
+     losses.class_balanced_cross_entropy_grad, ref.class_balanced,
+     dict(class_counts=_COUNTS, beta=0.9)),
 ]
 
 
@@ -81,13 +100,13 @@ NAMES = tuple(BY_NAME)
 # `pytest -m "not slow"` runs; the other cases run in the slow sweeps.
 FAST_NAMES = ("ce", "ce_smooth", "poly1", "el_le075", "focal_g05_alpha",
               "asl_single", "mse", "mae", "gce", "sce", "boot_soft",
-              "boot_hard", "forward")
+              "boot_hard", "forward", "la", "cw", "cb")
 SLOW_NAMES = tuple(n for n in NAMES if n not in FAST_NAMES)
 # Fewer still for the property sweeps (extremes, offsets, masks,
 # transforms): the fast subset keeps every property on a loss of each
 # kind (cross entropy; a bonus with a tangent region; focusing weights;
 # a prediction-dependent target), every case stays in the slow sweeps.
-PROPERTY_NAMES = ("ce", "el_le075", "asl_single", "boot_soft")
+PROPERTY_NAMES = ("ce", "el_le075", "asl_single", "boot_soft", "la")
 
 
 def _inputs(soft: bool, dtype=np.float64, scale=2.0):
@@ -220,6 +239,13 @@ TRACED = [
     (losses.bootstrapping_loss, "beta", 0.8, 0.95),
     (losses.symmetric_cross_entropy, "beta", 0.5, 1.0),
     (losses.joint_optimization_loss, "alpha", 0.8, 1.2),
+    (functools.partial(losses.logit_adjusted_cross_entropy, prior=_PRIOR),
+     "tau", 0.5, 1.0),
+    (losses.logit_adjusted_cross_entropy, "prior", _PRIOR, np.full(C, 0.2)),
+    (losses.class_weighted_cross_entropy, "class_weights", _WEIGHTS,
+     np.ones(C)),
+    (functools.partial(losses.class_balanced_cross_entropy,
+                       class_counts=_COUNTS), "beta", 0.99, 0.9999),
 ]
 
 

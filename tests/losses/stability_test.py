@@ -30,7 +30,11 @@ _MASS_ON_EVERY_CLASS = ("ce_smooth",)
 # without the class is not the same call with one column fewer; only
 # finiteness and a zero gradient are checked. (ASL's weight p^gamma_neg
 # takes a masked class's smoothed target mass to 0.)
-_TIED_TO_C = ("forward", "mse_normalized", "asl_single", "asl_single_gp")
+_TIED_TO_C = ("forward", "mse_normalized", "asl_single", "asl_single_gp",
+              "cb", "cb_beta09")
+# Per-class vectors: the problem without a class drops its entry. (The
+# class-balanced weights are normalised over the classes: tied to C.)
+_PER_CLASS = ("alpha", "prior", "class_weights")
 
 _OFFSETS = [("f32_1e6", np.float32, 1e6), ("f32_1e8", np.float32, 1e8),
             ("f16_4096", np.float16, 4096.0), ("bf16_256", jnp.bfloat16, 256.0)]
@@ -123,8 +127,9 @@ def _shift_and_mask_tests(names):
         return
       keep = [k for k in range(C) if k != masked]
       small_kwargs = dict(kwargs)
-      if isinstance(kwargs.get("alpha"), np.ndarray):
-        small_kwargs["alpha"] = kwargs["alpha"][keep]
+      for key in _PER_CLASS:
+        if isinstance(kwargs.get(key), np.ndarray):
+          small_kwargs[key] = kwargs[key][keep]
       y_small = np.where(y > masked, y - 1, y).astype(np.int32)
       want, want_grad = _value_and_grad(loss, z[:, keep],
                                         _labels(soft, y_small, C - 1),

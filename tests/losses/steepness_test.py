@@ -41,6 +41,10 @@ CURVES = [
     ("forward", losses.forward_corrected_cross_entropy,
      losses.forward_corrected_cross_entropy_steepness,
      dict(transition_matrix=_T), dict(transition_matrix=_T)),
+    # Target class 0 weighs 2.5, the others 1 (they do not enter -w_y log p_y).
+    ("class_weighted", losses.class_weighted_cross_entropy,
+     losses.class_weighted_cross_entropy_steepness,
+     dict(class_weights=np.r_[2.5, np.ones(C - 1)]), dict(weight=2.5)),
 ]
 
 

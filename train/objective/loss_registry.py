@@ -63,6 +63,10 @@ LOSSES: dict[str, LossSpec] = {
     "bootstrapping": LossSpec(losses.bootstrapping_loss, "softmax"),
     "forward_correction": LossSpec(losses.forward_corrected_cross_entropy,
                                    "softmax"),
+    "logit_adjusted_cross_entropy": LossSpec(
+        losses.logit_adjusted_cross_entropy, "softmax"),
+    "class_balanced_cross_entropy": LossSpec(
+        losses.class_balanced_cross_entropy, "softmax"),
     "joint_optimization": LossSpec(losses.joint_optimization_loss, "batch"),
     "sigmoid_binary_cross_entropy": LossSpec(
         losses.sigmoid_binary_cross_entropy, "sigmoid"),
@@ -79,7 +83,8 @@ ALIASES = {
     "generalized_cross_entropy", "sce": "symmetric_cross_entropy",
     "jo": "joint_optimization", "mse": "probability_mse",
     "mae": "probability_mae", "bce": "sigmoid_binary_cross_entropy",
-    "asl": "sigmoid_asymmetric",
+    "asl": "sigmoid_asymmetric", "la": "logit_adjusted_cross_entropy",
+    "cb": "class_balanced_cross_entropy",
 }
 
 # Hyperparameters given by name in a config and resolved against the data:
@@ -87,9 +92,14 @@ ALIASES = {
 # label noise, the oracle correction; 'identity'; or the path of a .npy file
 # holding an estimate, see experiments/transition_estimate.py); JO's prior
 # ('uniform', 'noisy_labels': the class frequencies of the noisy training
-# labels).
+# labels); logit adjustment's prior and the class-balanced loss's counts
+# ('training_labels': the class frequencies, or counts, of the labels the
+# run trains on; the same as 'noisy_labels', named for data without noise).
+# The first name is the default, or that of DEFAULTS for the loss.
 RESOLVED = {"transition_matrix": ("noise", "identity"),
-            "prior": ("uniform", "noisy_labels")}
+            "prior": ("uniform", "noisy_labels", "training_labels"),
+            "class_counts": ("training_labels",)}
+DEFAULTS = {"logit_adjusted_cross_entropy": {"prior": "training_labels"}}
 
 
 def is_matrix_file(value: Any) -> bool:
@@ -140,12 +150,21 @@ def resolve(hyperparameters: Mapping[str, Any], *, num_classes: int,
     value = out["prior"]
     if value == "uniform":
       out["prior"] = None
-    elif value == "noisy_labels" and noisy_labels is not None:
+    elif value in ("noisy_labels", "training_labels") and (
+        noisy_labels is not None):
       counts = np.bincount(noisy_labels, minlength=num_classes)
       out["prior"] = (counts / counts.sum()).astype(np.float32)
     else:
       raise ValueError(f"config.loss.prior must be one of "
                        f"{RESOLVED['prior']}, got {value!r}")
+  if "class_counts" in out:
+    value = out["class_counts"]
+    if value == "training_labels" and noisy_labels is not None:
+      out["class_counts"] = np.bincount(
+          noisy_labels, minlength=num_classes).astype(np.float32)
+    else:
+      raise ValueError(f"config.loss.class_counts must be one of "
+                       f"{RESOLVED['class_counts']}, got {value!r}")
   return out
 
 
@@ -253,10 +272,11 @@ def config_values(loss_config) -> dict[str, Any]:
         f"config.loss = {({k: values[k] for k in unused})!r}: loss "
         f"{canonical_name(loss_config.name)!r} takes none of these; it takes "
         f"{sorted(loss.hyperparameters)}")
+  defaults = DEFAULTS.get(canonical_name(loss_config.name), {})
   for key, allowed in RESOLVED.items():
     if key not in loss.hyperparameters:
       continue
-    values.setdefault(key, allowed[0])
+    values.setdefault(key, defaults.get(key, allowed[0]))
     if values[key] not in allowed and not (key == "transition_matrix"
                                            and is_matrix_file(values[key])):
       raise ValueError(
