@@ -166,8 +166,11 @@ class BeforeTrainingTest(absltest.TestCase):
 
 
 def _draw(multi_label, num_classes=10):
-  """A clean draw of ``num_classes``: single labels, or multi-hot rows."""
-  labels = np.arange(50) % num_classes
+  """A clean draw of ``num_classes``: single labels, or multi-hot rows.
+
+  Every class has examples (the long-tail losses need each one's count).
+  """
+  labels = np.arange(max(50, 2 * num_classes)) % num_classes
   if multi_label:
     labels = np.eye(num_classes, dtype=np.float32)[labels]
   return noise.NoisyLabels(labels=labels, clean_labels=labels,

@@ -89,6 +89,18 @@ class RegistryTest(parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, r"config.loss.prior"):
       loss_registry.resolve({"prior": "zipf"}, num_classes=2)
 
+  def test_resolve_from_the_training_labels(self):
+    labels = np.array([0, 0, 0, 1, 2, 2])
+    out = loss_registry.resolve(
+        {"prior": "training_labels", "class_counts": "training_labels"},
+        num_classes=4, noisy_labels=labels)
+    np.testing.assert_allclose(out["prior"], [0.5, 1 / 6, 1 / 3, 0.0],
+                               rtol=1e-6)
+    np.testing.assert_array_equal(out["class_counts"], [3, 1, 2, 0])
+    with self.assertRaisesRegex(ValueError, r"config.loss.class_counts"):
+      loss_registry.resolve({"class_counts": "training_labels"},
+                            num_classes=2)
+
 
 
 class FromConfigTest(parameterized.TestCase):
@@ -118,6 +130,40 @@ class FromConfigTest(parameterized.TestCase):
   def test_rejected(self, overrides, message):
     with self.assertRaisesRegex(ValueError, message):
       from_config(**overrides)
+
+  def test_long_tail_losses_take_the_training_labels(self):
+    labels = np.repeat(np.arange(NUM_CLASSES), np.arange(NUM_CLASSES, 0, -1))
+    clean = noise.NoisyLabels(labels=labels, clean_labels=labels,
+                              noise_rate=0.0, transition_matrix=None)
+    logits = jax.random.normal(jax.random.key(0), (6, NUM_CLASSES))
+    targets = jnp.arange(6) % NUM_CLASSES
+    counts = np.bincount(labels, minlength=NUM_CLASSES)
+    # Logit adjustment's prior defaults to the training labels' frequencies
+    # (a uniform prior would make it cross entropy).
+    la = from_config([clean], **{"loss.name": "la"})
+    np.testing.assert_allclose(
+        la.total(logits, targets),
+        losses.logit_adjusted_cross_entropy(
+            logits, targets, prior=counts / counts.sum()).sum(), rtol=1e-6)
+    uniform = from_config([clean], **{"loss.name": "la",
+                                      "loss.prior": "uniform"})
+    np.testing.assert_allclose(uniform.total(logits, targets),
+                               losses.cross_entropy(logits, targets).sum(),
+                               rtol=1e-6)
+    cb = from_config([clean], **{"loss.name": "cb", "loss.beta": 0.99})
+    np.testing.assert_allclose(
+        cb.total(logits, targets),
+        losses.class_balanced_cross_entropy(
+            logits, targets, class_counts=counts, beta=0.99).sum(),
+        rtol=1e-6)
+    # A class the training labels lack: no prior, no weight; one line.
+    missing = np.where(labels == 3, 2, labels)
+    draw_ = noise.NoisyLabels(labels=missing, clean_labels=missing,
+                              noise_rate=0.0, transition_matrix=None)
+    with self.assertRaisesRegex(ValueError, r"config.loss.*prior"):
+      from_config([draw_], **{"loss.name": "la"})
+    with self.assertRaisesRegex(ValueError, r"config.loss.*class_counts"):
+      from_config([draw_], **{"loss.name": "cb"})
 
   def test_softmax_loss_on_multi_label_data(self):
     with self.assertRaisesRegex(ValueError, r"config.loss.name = 'ce': the "
