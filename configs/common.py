@@ -115,6 +115,10 @@ def base_config() -> config_dict.ConfigDict:
       # config.seed. Replicas share the split.
       split_seed=config_dict.placeholder(_INT),
       train_size=config_dict.placeholder(_INT),
+      # Above 1: a long-tailed training set, class c keeping
+      # n_max * ratio^(-c/(C-1)) examples (class 0 the largest); validation
+      # and test keep their class sizes (train/data/datasets.py).
+      imbalance_ratio=1.0,
       crop_padding=config_dict.placeholder(_INT),
       flip=config_dict.placeholder(_BOOL),
       # The loader's own options (datasets.load): None leaves them out.

@@ -143,6 +143,49 @@ class Mnist1dTest(parameterized.TestCase):
     self.assertLen(data.train_y, 300)
     self.assertLessEqual(np.ptp(np.bincount(data.train_y)), 4)
 
+  # About 66 training examples per class here: 60 leaves class 9 one.
+  @parameterized.parameters(10, 60)
+  def test_imbalance_makes_a_long_tail_of_the_training_set(self, ratio):
+    balanced = self.load(val_size=100)
+    data = self.load(val_size=100, imbalance_ratio=ratio)
+    counts = np.bincount(data.train_y, minlength=10)
+    n_max = np.bincount(balanced.train_y).min()
+    # n_c = floor(n_max ratio^(-c/9)): class 0 keeps n_max, class 9
+    # n_max / ratio, each class fewer than the one before.
+    self.assertEqual(counts[0], n_max)
+    self.assertEqual(counts[9], n_max // ratio)
+    np.testing.assert_array_equal(
+        counts, np.floor(n_max * float(ratio) ** (-np.arange(10) / 9)
+                         + 1e-9))
+    self.assertTrue(np.all(np.diff(counts) <= 0))
+    np.testing.assert_array_equal(data.train_class_counts, counts)
+    # A subset of the balanced training set; validation and test as they
+    # were (balanced).
+    self.assertEmpty(np.setdiff1d(data.train_source_index,
+                                  balanced.train_source_index))
+    np.testing.assert_array_equal(data.val_source_index,
+                                  balanced.val_source_index)
+    np.testing.assert_array_equal(data.test_y, balanced.test_y)
+    self.assertIn(f"long-tailed (ratio {ratio}): train per class "
+                  f"{counts[0]}, {counts[1]},", data.summary())
+    # Deterministic by the seed; another seed picks other examples.
+    again = self.load(val_size=100, imbalance_ratio=ratio)
+    np.testing.assert_array_equal(again.train_source_index,
+                                  data.train_source_index)
+    other = self.load(val_size=100, imbalance_ratio=ratio, seed=1)
+    self.assertFalse(np.array_equal(other.train_source_index,
+                                    data.train_source_index))
+
+  def test_imbalance_that_empties_a_class(self):
+    # 66 training examples per class: at 1000, 66 * 1000^(-6/9) < 1, so
+    # class 6 is the first left empty.
+    with self.assertRaisesRegex(ValueError, r"imbalance_ratio 1000 leaves "
+                                r"class 6 empty.*at most 66 keeps"):
+      self.load(val_size=100, imbalance_ratio=1000)
+    with self.assertRaisesRegex(ValueError, r"imbalance_ratio must be a "
+                                r"number >= 1"):
+      self.load(imbalance_ratio=0.5)
+
 
 class DigitsTest(absltest.TestCase):
 
@@ -212,6 +255,18 @@ class FakeFashionMnistTest(absltest.TestCase):
                                data.train_y * 20 / 255, rtol=1e-6)
     np.testing.assert_array_equal(np.bincount(data.val_y), [2] * 10)
     self.assertEqual(data.class_names, local_data.FASHION_MNIST_CLASSES)
+
+  def test_imbalance_on_fashion_mnist_and_not_on_mosaics(self):
+    data = datasets.load("fashion_mnist", data_dir=self.dir, val_size=20,
+                         imbalance_ratio=10)
+    # 18 per class after validation: 18 * 10^(-c/9) rounded down.
+    np.testing.assert_array_equal(data.train_class_counts,
+                                  [18, 13, 10, 8, 6, 5, 3, 3, 2, 1])
+    np.testing.assert_array_equal(np.bincount(data.val_y), [2] * 10)
+    with self.assertRaisesRegex(ValueError, r"multi-label"):
+      datasets.load("fashion_mnist_mosaic", data_dir=self.dir,
+                    num_train=300, num_test=40, val_size=0,
+                    imbalance_ratio=10)
 
   def test_mosaic_targets_match_the_items(self):
     data = datasets.load("fashion_mnist_mosaic", data_dir=self.dir,

@@ -37,6 +37,46 @@ class EvaluationMetricsTest(absltest.TestCase):
                            _numpy_ece(probs.max(-1), correct), places=5)
     self.assertAlmostEqual(float(out["nll"]), sk_metrics.log_loss(
         labels[:280], probs, labels=range(5)), places=4)
+    # Per class: the accuracy over that class's real examples.
+    for k in range(5):
+      members = labels[:280] == k
+      self.assertAlmostEqual(float(out["accuracy_per_class"][k]),
+                             correct[members].mean(), places=6)
+
+  def test_class_without_examples_has_no_accuracy(self):
+    out = metrics.evaluation_metrics(
+        jnp.eye(3)[jnp.array([0, 1, 1])], jnp.array([0, 1, 2]),
+        jnp.array([1.0, 1.0, 0.0]), multi_label=False)
+    np.testing.assert_array_equal(out["accuracy_per_class"],
+                                  [1.0, 1.0, np.nan])
+
+
+class ShotGroupsTest(absltest.TestCase):
+
+  def test_thirds_by_training_count_symmetric(self):
+    counts = np.array([500, 300, 180, 100, 60, 36, 21, 13, 8, 5])
+    groups = metrics.shot_groups(counts)
+    # 10 classes: many 3, medium 4, few 3.
+    np.testing.assert_array_equal(groups["many"], [0, 1, 2])
+    np.testing.assert_array_equal(groups["medium"], [3, 4, 5, 6])
+    np.testing.assert_array_equal(groups["few"], [7, 8, 9])
+    # By count, not by index; ties by index.
+    groups = metrics.shot_groups(np.array([5, 50, 5, 20, 9, 9, 70, 1, 2,
+                                           3, 4]))
+    np.testing.assert_array_equal(groups["many"], [6, 1, 3, 4])
+    np.testing.assert_array_equal(groups["medium"], [5, 0, 2])
+    np.testing.assert_array_equal(groups["few"], [10, 9, 8, 7])
+    sizes = [len(g) for g in metrics.shot_groups(np.arange(100)).values()]
+    self.assertEqual(sizes, [33, 34, 33])
+
+  def test_group_accuracy_is_the_mean_over_its_classes(self):
+    groups = metrics.shot_groups(np.array([9, 8, 7, 6, 5, 4, 3, 2, 1, 1]))
+    per_class = np.array([0.9, 0.8, 1.0, 0.5, 0.5, 0.7, 0.3, 0.1, 0.2, np.nan])
+    out = metrics.group_accuracies(per_class, groups)
+    self.assertAlmostEqual(out["accuracy_many"], 0.9)
+    self.assertAlmostEqual(out["accuracy_medium"], 0.5)
+    # A class without test examples is left out.
+    self.assertAlmostEqual(out["accuracy_few"], 0.15)
 
   def test_multi_label_map_matches_sklearn(self):
     rng = np.random.default_rng(1)

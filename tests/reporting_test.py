@@ -109,6 +109,35 @@ class SummaryTest(absltest.TestCase):
                       s["test_map_at_best_val_clean"], s["test_map_last"]),
                      (0.55, 0.5, 0.45))
 
+  def test_shot_groups_selected_by_overall_validation(self):
+    records = [
+        _record(1, val_accuracy=0.5, test_accuracy=0.6, test_accuracy_many=0.9,
+                test_accuracy_medium=0.6, test_accuracy_few=0.2,
+                test_accuracy_per_class=[0.9, 0.6, 0.2]),
+        _record(2, val_accuracy=0.7, test_accuracy=0.65,
+                test_accuracy_many=0.8, test_accuracy_medium=0.65,
+                test_accuracy_few=0.45, test_accuracy_per_class=[0.8, 0.65,
+                                                                 0.45]),
+        _record(3, val_accuracy=0.6, test_accuracy=0.7,
+                test_accuracy_many=0.85, test_accuracy_medium=0.7,
+                test_accuracy_few=0.5, test_accuracy_per_class=[0.85, 0.7,
+                                                                0.5])]
+    s = contract.summarise(records)
+    self.assertEqual((s["test_accuracy_many_at_best_val"],
+                      s["test_accuracy_medium_at_best_val"],
+                      s["test_accuracy_few_at_best_val"]), (0.8, 0.65, 0.45))
+    self.assertEqual(s["test_accuracy_few_last"], 0.5)
+    self.assertEqual(s["test_accuracy_per_class_at_best_val"],
+                     [0.8, 0.65, 0.45])
+    table = reporting.summary_table(s, "run")
+    self.assertIn("test accuracy few, at best val", table)
+    self.assertIn(" 45.00", table)
+    # Balanced runs keep their summary as it was.
+    plain = contract.summarise([_record(1, val_accuracy=0.5,
+                                        test_accuracy=0.6)])
+    self.assertNotIn("test_accuracy_few_at_best_val", plain)
+    self.assertNotIn("few", reporting.summary_table(plain, "run"))
+
   def test_progress_without_terminal_prints_a_line_per_epoch(self):
     stream = io.StringIO()
     progress = reporting.Progress(2, 3, stream=stream)

@@ -12,6 +12,7 @@ from tests.tiny import printed
 from tests.tiny import run_on_eight_devices
 from tests.tiny import tiny_config
 from train import contract
+from train import errors
 from train.data import local_data
 from train.data import training_data
 from train.loop import trainer
@@ -148,6 +149,34 @@ class TrainerTest(parameterized.TestCase):
     self.assertEqual(run["num_test"], 1000)  # MNIST-1D's test set
     self.assertEqual(run["num_train"], 256)
 
+  def test_long_tailed_run_records_shot_groups(self):
+    config = tiny_config(**{"dataset.imbalance_ratio": 10.0,
+                            "noise.name": "none", "noise.rate": 0.0,
+                            "loss.name": "la", "num_epochs": 1})
+    summary, (record,), workdir = _run(config)
+    counts = contract.read_run(workdir)["train_class_counts"]
+    self.assertEqual(counts[-1], counts[0] // 10)
+    self.assertEqual(counts, sorted(counts, reverse=True))
+    for split in ("val", "test"):
+      self.assertLen(record[f"{split}_accuracy_per_class"], 10)
+      many = np.mean(record[f"{split}_accuracy_per_class"][:3])
+      self.assertAlmostEqual(record[f"{split}_accuracy_many"], many)
+      self.assertIsNotNone(record[f"{split}_accuracy_few"])
+    self.assertEqual(summary["test_accuracy_few_at_best_val"],
+                     record["test_accuracy_few"])
+
+  @parameterized.named_parameters(
+      ("below_one", 0.5, r"config.dataset.imbalance_ratio = 0.5: must be at "
+       r"least 1"),
+      ("empties_a_class", 1000.0, r"config.dataset: imbalance_ratio 1000 "
+       r"leaves class \d empty"))
+  def test_bad_imbalance_ratio_is_one_line(self, ratio, message):
+    workdir = os.path.join(tempfile.mkdtemp(), "run")
+    with self.assertRaisesRegex(errors.ConfigError, message):
+      trainer.train_and_evaluate(
+          tiny_config(**{"dataset.imbalance_ratio": ratio}), workdir)
+    self.assertFalse(os.path.exists(workdir))
+
   def test_encouraging_schedule_is_recorded(self):
     config = tiny_config(**{
         "loss.name": "encouraging", "loss.bonus_weight": 1.0,
@@ -242,6 +271,7 @@ import jax
 assert jax.device_count() == 8, jax.devices()
 from tests.trainer_test import sharding_config
 from train import contract
+from train import errors
 from train.loop import trainer
 workdir = tempfile.mkdtemp()
 trainer.train_and_evaluate(sharding_config(), workdir)

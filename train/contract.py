@@ -47,6 +47,7 @@ RUN_FIELDS = (
     "epochs",          # epochs trained, all stages
     "replicas",        # seeds trained as one program
     "devices",         # jax.device_count() of the run
+    "train_class_counts",  # training examples per class (None: multi-label)
 )
 
 
@@ -141,6 +142,10 @@ def replica_record(record: Mapping[str, Any], r: int) -> dict[str, Any]:
           if k != "replicas"}
 
 
+# Many-, medium- and few-shot classes (thirds by training count): records
+# of a long-tailed run hold ``{val,test}_accuracy_GROUP``.
+SHOT_GROUPS = ("many", "medium", "few")
+
 # Keys of a summary shared by every replica.
 _SHARED = ("epochs", "seconds")
 
@@ -202,5 +207,17 @@ def _summarise(records: list[Mapping[str, Any]]) -> dict[str, Any]:
     summary[f"{test}_at_best_val"] = at_best(records, val, test)
     summary[f"{test}_at_best_val_clean"] = at_best(
         records, val.replace("val_", "val_clean_"), test)
+  # Long-tailed data: the shot groups' test accuracy, selected as the
+  # overall one (on val_accuracy), and the per-class accuracies there.
+  for group in SHOT_GROUPS:
+    test = f"test_accuracy_{group}"
+    if any(r.get(test) is not None for r in records):
+      summary[f"{test}_at_best_val"] = at_best(records, "val_accuracy", test)
+      summary[f"{test}_at_best_val_clean"] = at_best(
+          records, "val_clean_accuracy", test)
+      summary[f"{test}_last"] = last.get(test)
+  if any(r.get("test_accuracy_per_class") is not None for r in records):
+    summary["test_accuracy_per_class_at_best_val"] = at_best(
+        records, "val_accuracy", "test_accuracy_per_class")
   summary["seconds"] = sum(r.get("epoch_seconds", 0.0) for r in records)
   return summary

@@ -57,6 +57,8 @@ class Dataset:
       labels of ``tfds:cifar10_n``: ``worse_label``, ``aggre_label``...);
       empty for most datasets.
     val_noisy_labels: the same label sets aligned with ``val_y``.
+    imbalance_ratio: 1 for the source's own class sizes; else the ratio of
+      the largest to the smallest class of the long-tailed training set.
   """
 
   name: str
@@ -77,6 +79,14 @@ class Dataset:
       default_factory=dict)
   val_noisy_labels: Mapping[str, np.ndarray] = dataclasses.field(
       default_factory=dict)
+  imbalance_ratio: float = 1.0
+
+  @property
+  def train_class_counts(self) -> np.ndarray | None:
+    """``[C]`` training examples per class (``None`` for multi-label data)."""
+    if self.multi_label:
+      return None
+    return np.bincount(self.train_y, minlength=self.num_classes)
 
   @property
   def num_train(self) -> int:
@@ -92,7 +102,17 @@ class Dataset:
     return (f"{self.name}: train {len(self.train_x)}, val {len(self.val_x)}, "
             f"test {len(self.test_x)}, input {self.input_shape}, "
             f"{self.num_classes} classes"
-            f"{' (multi-label)' if self.multi_label else ''}")
+            f"{' (multi-label)' if self.multi_label else ''}"
+            f"{self._long_tail_summary()}")
+
+  def _long_tail_summary(self) -> str:
+    if self.imbalance_ratio == 1:
+      return ""
+    counts = self.train_class_counts
+    shown = (", ".join(map(str, counts)) if len(counts) <= 10
+             else f"{counts[0]}, {counts[1]}, ..., {counts[-1]}")
+    return (f", long-tailed (ratio {self.imbalance_ratio:g}): train per "
+            f"class {shown}")
 
 
 # ---------------------------------------------------------------------------
@@ -193,6 +213,10 @@ def check_available(name: str, *, data_dir: str | None = None,
 # ---------------------------------------------------------------------------
 # Splits.
 # ---------------------------------------------------------------------------
+# The long-tailed subsample's seed is (split seed, this): the validation
+# split and the train_size subsample are the same with or without it.
+LONG_TAIL_STREAM = 2
+
 def _count(size: int | float, total: int, what: str) -> int:
   """An absolute count from an int or a fraction in [0, 1)."""
   if isinstance(size, (bool, np.bool_)) or not isinstance(
@@ -226,7 +250,8 @@ def split_indices(labels: np.ndarray, size: int, *, seed: int,
 def load(name: str, *, data_dir: str | None = None,
          val_size: int | float = 0.1, seed: int = 0,
          train_size: int | None = None, crop_padding: int | None = None,
-         flip: bool | None = None, **options) -> Dataset:
+         flip: bool | None = None, imbalance_ratio: float = 1.0,
+         **options) -> Dataset:
   """Loads a dataset by name (see ``DATASETS``) and splits off validation.
 
   Args:
@@ -240,6 +265,11 @@ def load(name: str, *, data_dir: str | None = None,
       the validation split; ``None`` keeps all.
     crop_padding: override the dataset's crop padding (0 disables the crop).
     flip: override whether horizontal flips apply.
+    imbalance_ratio: ``rho >= 1``; above 1 the training set (after the
+      validation split and ``train_size``) keeps ``n_c = floor(n_max
+      rho^(-c/(C-1)))`` examples of class ``c`` (class 0 the largest,
+      ``n_max`` the smallest class's count), picked by ``seed``; validation
+      and test keep their class sizes. Single-label data only.
     **options: the loader's own options: ``num_samples`` (mnist1d),
       ``num_train``, ``num_test``, ``mosaic_seed`` (fashion_mnist_mosaic),
       ``download`` (tfds, fashion_mnist).
@@ -267,6 +297,19 @@ def load(name: str, *, data_dir: str | None = None,
     _, kept = split_indices(source.train_y[rest], train_size, seed=seed,
                             multi_label=source.multi_label)
     rest = rest[kept]
+  if not (isinstance(imbalance_ratio, (int, float, np.integer, np.floating))
+          and imbalance_ratio >= 1):
+    raise ValueError(f"imbalance_ratio must be a number >= 1 (1: the "
+                     f"source's own class sizes), got {imbalance_ratio!r}")
+  if imbalance_ratio != 1:
+    if source.multi_label:
+      raise ValueError(f"imbalance_ratio {imbalance_ratio:g}: dataset "
+                       f"{name!r} is multi-label; a long tail needs "
+                       f"single labels")
+    kept = sampling.long_tail_choice(
+        source.train_y[rest], len(source.class_names), imbalance_ratio,
+        np.random.default_rng((seed, LONG_TAIL_STREAM)))
+    rest = rest[kept]
   return Dataset(
       name=name,
       train_x=source.train_x[rest], train_y=source.train_y[rest],
@@ -281,4 +324,5 @@ def load(name: str, *, data_dir: str | None = None,
       train_noisy_labels={k: v[rest]
                           for k, v in source.train_noisy_labels.items()},
       val_noisy_labels={k: v[val]
-                        for k, v in source.train_noisy_labels.items()})
+                        for k, v in source.train_noisy_labels.items()},
+      imbalance_ratio=float(imbalance_ratio))

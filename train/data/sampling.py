@@ -42,3 +42,50 @@ def stratified_choice(labels: np.ndarray, size: int,
   picked = [rng.permutation(np.flatnonzero(inverse == k))[:count]
             for k, count in enumerate(counts)]
   return np.sort(np.concatenate(picked)) if picked else np.zeros(0, np.int64)
+
+
+def long_tail_counts(available: np.ndarray, ratio: float) -> np.ndarray:
+  """Per-class sizes ``n_c = floor(n_max ratio^(-c / (C - 1)))``, class 0 largest.
+
+  ``n_max`` is the smallest of the ``available`` counts, so that every
+  class can give its size; ``ratio`` is ``n_0 / n_{C-1}`` (before the
+  rounding down). ``ratio = 1`` keeps ``n_max`` of each class.
+  """
+  available = np.asarray(available)
+  classes = len(available)
+  exponent = np.arange(classes) / max(classes - 1, 1)
+  # The epsilon keeps exact products (n_max / ratio) from rounding down.
+  return np.floor(available.min() * float(ratio) ** -exponent
+                  + 1e-9).astype(np.int64)
+
+
+def long_tail_choice(labels: np.ndarray, num_classes: int, ratio: float,
+                     rng: np.random.Generator) -> np.ndarray:
+  """Rows of a long-tailed subset: ``long_tail_counts`` of each class.
+
+  Args:
+    labels: int class of each row ``[N]``.
+    num_classes: ``C``; class ``c`` keeps ``n_c`` rows, picked at random.
+    ratio: ``n_0 / n_{C-1}``, at least 1.
+    rng: the generator that makes the choice.
+
+  Returns:
+    The picked rows, sorted.
+
+  Raises:
+    ValueError: a class would keep no row (or has none to begin with).
+  """
+  available = np.bincount(labels, minlength=num_classes)
+  counts = long_tail_counts(available, ratio)
+  if available.min() < 1:
+    raise ValueError(f"imbalance_ratio {ratio:g}: class "
+                     f"{int(np.argmin(available))} has no training example")
+  if counts.min() < 1:
+    n_max = int(available.min())
+    raise ValueError(
+        f"imbalance_ratio {ratio:g} leaves class {int(np.argmin(counts))} "
+        f"empty: n_c = floor({n_max} * {ratio:g}^(-c/{num_classes - 1})) is "
+        f"0 there; at most {n_max} keeps an example of every class")
+  picked = [rng.permutation(np.flatnonzero(labels == k))[:count]
+            for k, count in enumerate(counts)]
+  return np.sort(np.concatenate(picked))

@@ -45,6 +45,11 @@ def check(config) -> None:
                          f"must be one of {list(noise.NOISE_MODELS)}")
   if not 0.0 <= n.rate < 1.0:
     raise ConfigError.of("noise.rate", n.rate, "must lie in [0, 1)")
+  ratio = config.dataset.imbalance_ratio
+  if not ratio >= 1:
+    raise ConfigError.of("dataset.imbalance_ratio", ratio,
+                         "must be at least 1 (1: balanced; 10, 100: the "
+                         "largest class 10 or 100 times the smallest)")
 
 
 def find(config) -> None:
@@ -100,7 +105,8 @@ def load(config) -> RunData:
     data = datasets.load(d.name, data_dir=d.data_dir, val_size=val_size,
                          seed=config.seed if d.split_seed is None
                          else d.split_seed, train_size=d.train_size,
-                         crop_padding=d.crop_padding, flip=d.flip, **options)
+                         crop_padding=d.crop_padding, flip=d.flip,
+                         imbalance_ratio=d.imbalance_ratio, **options)
   except ValueError as e:
     raise ConfigError(f"config.dataset: {e}") from None
   n = config.noise

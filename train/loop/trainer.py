@@ -76,6 +76,9 @@ class _Run:
     self._model = model
     self.train_data, self.eval_sets = placed.train, placed.eval_sets
     self.clean_rows, self.noisy_rows = placed.clean_rows, placed.noisy_rows
+    # A long-tailed training set: accuracies of its shot groups too.
+    self.shot_groups = (metrics.shot_groups(self.data.train_class_counts)
+                        if self.data.imbalance_ratio != 1 else None)
 
   # -- state -----------------------------------------------------------------
   def fresh_state(self, stage: stages.Stage
@@ -237,6 +240,11 @@ class _Run:
       for split, measured in evaluated.items():
         values.update({f"{split}_{k}": _host_value(v[r])
                        for k, v in measured.items()})
+        if self.shot_groups is not None and "accuracy_per_class" in measured:
+          values.update({f"{split}_{k}": v for k, v in
+                         metrics.group_accuracies(
+                             measured["accuracy_per_class"][r],
+                             self.shot_groups).items()})
       per_replica.append(values)
     record = {"epoch": epoch + 1, "stage": stage.index + 1,
               "learning_rate": float(stage.learning_rate(step - 1))}
@@ -320,6 +328,10 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
                 f"(realised {realised})" if config.noise.name != "none"
                 else "clean labels")
   parts = " + ".join(f"{s.loss.name} x{s.num_epochs}" for s in run.stages)
+  if data.imbalance_ratio != 1:
+    counts = data.train_class_counts
+    noise_text += (f", long-tailed {data.imbalance_ratio:g} ({counts.max()} "
+                   f"to {counts.min()} per class)")
   title = (f"\nSummary: {config.dataset.name}, {noise_text}, "
            f"{config.model.name}, {parts}")
   header = (f"{data.summary()}; noise {config.noise.name} (realised rate "
@@ -411,7 +423,9 @@ def _train(run: _Run, store: checkpoints.Checkpoints, *, resume_epoch: int,
         "num_validation": len(data.val_x), "num_test": len(data.test_x),
         "num_classes": data.num_classes, "multi_label": data.multi_label,
         "epochs": run.total_epochs, "replicas": run.replicas,
-        "devices": jax.device_count()})
+        "devices": jax.device_count(),
+        "train_class_counts": None if data.multi_label
+        else data.train_class_counts.tolist()})
     print(reporting.summary_table(summary, title), flush=True)
   return summary
 

@@ -211,6 +211,11 @@ def summary_table(summary: Mapping[str, Any], title: str) -> str:
       if present(f"{key}_{suffix}"):
         lines.append(f"{label + ', ' + how:<34}"
                      f"{pct(f'{key}_{suffix}'):>{width}}")
+  for group in contract.SHOT_GROUPS:
+    key = f"test_accuracy_{group}_at_best_val"
+    if present(key):
+      lines.append(f"{f'test accuracy {group}, at best val':<34}"
+                   f"{pct(key):>{width}}")
   if present("test_ece_last"):
     lines.append(f"{'test ECE, last epoch':<34}"
                  f"{pct('test_ece_last'):>{width}}")

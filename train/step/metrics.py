@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from train import contract
 from train.step import label_state as label_state_lib
 
 ECE_BINS = 15
@@ -172,6 +173,52 @@ def mean_average_precision(scores, targets, weights) -> jax.Array:
       has_positive.sum(), 1)
 
 
+def accuracy_per_class(agree, labels, weights, num_classes: int
+                       ) -> jax.Array:
+  """``[C]`` accuracy over each class's examples (NaN where it has none)."""
+  one_hot = jax.nn.one_hot(labels, num_classes) * weights[:, None]
+  count = one_hot.sum(axis=0)
+  return jnp.where(count > 0, (agree[:, None] * one_hot).sum(axis=0)
+                   / jnp.maximum(count, 1.0), jnp.nan)
+
+
+# Shot groups: thirds of the classes by training count.
+GROUPS = contract.SHOT_GROUPS
+
+
+def shot_groups(train_counts: np.ndarray) -> dict[str, np.ndarray]:
+  """The classes of each shot group: thirds of them by training count.
+
+  Classes sorted by count, largest first (ties by class index), cut into
+  many-, medium- and few-shot thirds. When ``C`` is not a multiple of 3 the
+  groups stay symmetric: one class more goes to medium (``C = 10``: 3, 4,
+  3), two more to many and few (``C = 11``: 4, 3, 4).
+  """
+  counts = np.asarray(train_counts)
+  order = np.lexsort((np.arange(len(counts)), -counts))
+  third, extra = divmod(len(counts), 3)
+  outer = third + (extra == 2)
+  sizes = np.cumsum([outer, third + (extra == 1)])
+  return dict(zip(GROUPS, np.split(order, sizes)))
+
+
+def group_accuracies(per_class, groups: Mapping[str, np.ndarray]
+                     ) -> dict[str, float | None]:
+  """``accuracy_GROUP``: the mean accuracy of the group's classes (host).
+
+  A mean over classes, each weighing the same (on a balanced split, the
+  accuracy over the group's examples up to their count differences);
+  classes without an example in the split are left out.
+  """
+  per_class = np.asarray(per_class, np.float64)
+  out = {}
+  for name, classes in groups.items():
+    values = per_class[classes]
+    values = values[~np.isnan(values)]
+    out[f"accuracy_{name}"] = float(values.mean()) if len(values) else None
+  return out
+
+
 def agreement_metrics(logits, labels, weights, multi_label: bool
                       ) -> dict[str, jax.Array]:
   """Accuracy (and mAP for multi-label) of a split's logits; jit-able.
@@ -189,7 +236,8 @@ def agreement_metrics(logits, labels, weights, multi_label: bool
 
 def evaluation_metrics(logits, labels, weights, multi_label: bool
                        ) -> dict[str, jax.Array]:
-  """Accuracy, ECE, NLL (and mAP, AP per class for multi-label); jit-able.
+  """Accuracy, ECE, NLL, per class accuracy (single-label) or AP (multi-label
+  with mAP); jit-able.
 
   Args:
     logits: ``[N, C]``; labels: int ``[N]`` or multi-hot ``[N, C]``;
@@ -212,6 +260,8 @@ def evaluation_metrics(logits, labels, weights, multi_label: bool
     out["ap_per_class"] = average_precision_per_class(logits, labels,
                                                       weights)
   else:
+    out["accuracy_per_class"] = accuracy_per_class(agree, labels, weights,
+                                                   logits.shape[-1])
     log_p = jax.nn.log_softmax(logits)
     confidence = jnp.exp(log_p.max(axis=-1))
     out["ece"] = expected_calibration_error(confidence, agree, weights)
