@@ -35,6 +35,13 @@ SCORE_LABELS = {
     "val_best": "best val",
     "recovery_accuracy_last": "label recovery",
     "memorised_last": "memorised fraction",
+    # Long-tailed training sets: the shot groups' test accuracy at the
+    # epoch of best overall validation accuracy, and few minus many (a
+    # method whose gain is largest in the few-shot classes raises it).
+    "test_many_at_val": "many-shot test at best val",
+    "test_medium_at_val": "medium-shot test at best val",
+    "test_few_at_val": "few-shot test at best val",
+    "test_few_minus_many_at_val": "few- minus many-shot test at best val",
 }
 # Per-run extras carried into the tables when the records have them.
 EXTRAS = ("recovery_accuracy", "memorised", "train_accuracy_clean")
@@ -76,9 +83,25 @@ def run_scores(records: Sequence[Mapping[str, Any]], metric: str = "accuracy"
     # How many examples each bin averaged: a mean of a handful is noise.
     if records[-1].get("grad_bin_count") is not None:
       out["grad_bin_count"] = records[-1]["grad_bin_count"]
+  if metric == "accuracy":
+    out.update(shot_group_scores(summary))
   per_class = contract.at_best(records, f"val_{metric}", "test_ap_per_class")
   if per_class is not None:
     out["test_ap_per_class"] = per_class  # at the selected epoch
+  return out
+
+
+def shot_group_scores(summary: Mapping[str, Any]) -> dict[str, float]:
+  """``test_GROUP_at_val`` and ``test_few_minus_many_at_val`` of a
+  long-tailed run's summary (none for a balanced one)."""
+  out = {}
+  for group in contract.SHOT_GROUPS:
+    value = summary.get(f"test_accuracy_{group}_at_best_val")
+    if value is not None:
+      out[f"test_{group}_at_val"] = value
+  if "test_few_at_val" in out and "test_many_at_val" in out:
+    out["test_few_minus_many_at_val"] = (out["test_few_at_val"]
+                                         - out["test_many_at_val"])
   return out
 
 

@@ -264,6 +264,21 @@ class RunScoresTest(TestCase):
     self.assertEqual(scores["val_best"], 0.7)
     self.assertEqual(scores["epochs"], 4)
 
+  def test_shot_groups_of_a_long_tailed_run(self):
+    records = [dict(_record(1, 0.5, 0.6, 0.9), test_accuracy_many=0.9,
+                    test_accuracy_medium=0.6, test_accuracy_few=0.2),
+               dict(_record(2, 0.7, 0.65, 0.6), test_accuracy_many=0.8,
+                    test_accuracy_medium=0.6, test_accuracy_few=0.5)]
+    scores = protocol.run_scores(records)
+    self.assertEqual((scores["test_many_at_val"], scores["test_few_at_val"]),
+                     (0.8, 0.5))
+    self.assertAlmostEqual(scores["test_few_minus_many_at_val"], -0.3)
+    for key in ("test_many_at_val", "test_few_minus_many_at_val"):
+      self.assertIn(key, protocol.SCORE_LABELS)
+    # A balanced run has none.
+    self.assertNotIn("test_few_at_val",
+                     protocol.run_scores([_record(1, 0.5, 0.6, 0.9)]))
+
   def test_map_keys(self):
     records = [{"epoch": 1, "val_map": 0.2, "test_map": 0.3},
                {"epoch": 2, "val_map": 0.1, "test_map": 0.4}]
