@@ -226,6 +226,7 @@ def markdown(study: study_lib.Study, c: results.Collected,
           f"| {_mean_std(runs, 'recovery_accuracy_last')} "
           f"| {_mean_std(runs, 'memorised_last')} |")
     lines.append("")
+    lines += _shot_group_lines(study, c, s)
     edges = [f"{m.label or m.name} ({text})" for m in study.methods
              for text in [_edge_text(m, s, c.selected.get((s.name, m.name)))]
              if text]
@@ -240,10 +241,39 @@ def markdown(study: study_lib.Study, c: results.Collected,
   return "\n".join(lines)
 
 
+_SHOT_SCORES = ("test_many_at_val", "test_medium_at_val", "test_few_at_val")
+
+
+def _has_shot_groups(runs: Mapping[int, Mapping[str, Any]]) -> bool:
+  return any(r.get("test_few_at_val") is not None for r in runs.values())
+
+
+def _shot_group_lines(study: study_lib.Study, c: results.Collected,
+                      s: study_lib.Setting) -> list[str]:
+  """A long-tailed setting's table of shot-group test accuracy."""
+  if not any(_has_shot_groups(c.final.get((s.name, m.name), {}))
+             for m in study.methods):
+    return []
+  lines = ["Test accuracy of the many-, medium- and few-shot classes "
+           "(thirds of the classes by training count) at the epoch of best "
+           "overall validation accuracy:", "",
+           "| method | many-shot | medium-shot | few-shot |",
+           "|---|---|---|---|"]
+  for m in study.methods:
+    runs = c.final.get((s.name, m.name), {})
+    lines.append(f"| {m.label or m.name} | "
+                 + " | ".join(_mean_std(runs, k) for k in _SHOT_SCORES)
+                 + " |")
+  return lines + [""]
+
+
 def write_csv(study: study_lib.Study, c: results.Collected, path: str) -> None:
   """One row per finished final run: setting, method, seed, scores."""
   columns = ["setting", "method", "seed", "selected", *protocol.SCORES,
              "recovery_accuracy_last", "memorised_last", "epochs"]
+  # Long-tailed studies only: the other studies' files stay as they were.
+  if any(_has_shot_groups(runs) for runs in c.final.values()):
+    columns[-1:-1] = [*_SHOT_SCORES, "test_few_minus_many_at_val"]
   with open(path, "w", newline="") as f:
     writer = csv.DictWriter(f, columns, extrasaction="ignore")
     writer.writeheader()

@@ -1094,6 +1094,41 @@ class SummaryTest(TestCase):
     page = summary.markdown(study, c, {})
     self.assertNotIn("Test set:", page)
 
+  def test_page_and_csv_of_a_long_tailed_study(self):
+    from experiments import summary  # pylint: disable=g-import-not-at-top
+    study = study_lib.Study(
+        name="lt", title="Long tail",
+        settings=(study_lib.Setting("s", "x.py"),),
+        methods=(study_lib.Method("ce"), study_lib.Method("la")),
+        baseline="ce", tune_seeds=(0,), final_seeds=(1, 2),
+        claims=(study_lib.Claim("LA gains most in the few-shot classes", "t",
+                                "la", "ce",
+                                metric="test_few_minus_many_at_val"),))
+
+    def run(many, few):
+      return {"test_at_val": 0.8, "test_many_at_val": many,
+              "test_medium_at_val": 0.8, "test_few_at_val": few,
+              "test_few_minus_many_at_val": few - many}
+    c = results.Collected(final={
+        ("s", "ce"): {1: run(0.9, 0.5), 2: run(0.92, 0.52)},
+        ("s", "la"): {1: run(0.88, 0.7), 2: run(0.9, 0.73)}})
+    page = summary.markdown(study, c, {})
+    self.assertIn("| method | many-shot | medium-shot | few-shot |", page)
+    self.assertIn("| la | 89.00 ± 1.41 | 80.00 ± 0.00 | 71.50 ± 2.12 |", page)
+    # The claim's difference: (few - many) of LA minus that of CE, in points.
+    self.assertIn("[few- minus many-shot test at best val]", page)
+    self.assertIn("+22.50", page)
+    path = os.path.join(self.enter_context(tempfile.TemporaryDirectory()),
+                        "lt.csv")
+    summary.write_csv(study, c, path)
+    with open(path) as f:
+      header = f.readline()
+    self.assertIn("test_few_at_val,test_few_minus_many_at_val,epochs", header)
+    # A balanced study's page and CSV stay as they were.
+    plain = results.Collected(final={("s", "ce"): {1: {"test_at_val": 0.8}}})
+    self.assertNotIn("| method | many-shot",
+                     summary.markdown(study, plain, {}))
+
   def test_scores_axis_leaves_out_a_failing_method(self):
     # Two methods near 97 %, one at 60 %: the axis spans the first two, the
     # third is written at its edge; an interval past 100 % is cut there.
