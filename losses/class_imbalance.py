@@ -1,4 +1,4 @@
-"""Cross entropy for a long-tailed training set: logit adjustment, class weights.
+"""Cross entropy for long-tailed training sets: logit adjustment, weights.
 
 Both keep cross entropy's shape and change what a class counts for. Logit
 adjustment adds ``tau log pi`` to the logits inside the loss only, so the
@@ -225,7 +225,7 @@ def class_weighted_cross_entropy_grad(logits, labels, *, class_weights,
 
 def class_weighted_cross_entropy_steepness(p, *, weight=1.0
                                            ) -> tuple[jax.Array, jax.Array]:
-  """Loss ``-w log p`` and ``dL/dp = -w/p`` for a target class of weight ``w``."""
+  """Loss ``-w log p`` and ``dL/dp = -w/p``, target class of weight ``w``."""
   p = jnp.asarray(p, jnp.float32)
   return -weight * jnp.log(p), -weight / p
 

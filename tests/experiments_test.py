@@ -1114,7 +1114,8 @@ class SummaryTest(TestCase):
         ("s", "la"): {1: run(0.88, 0.7), 2: run(0.9, 0.73)}})
     page = summary.markdown(study, c, {})
     self.assertIn("| method | many-shot | medium-shot | few-shot |", page)
-    self.assertIn("| la | 89.00 ± 1.41 | 80.00 ± 0.00 | 71.50 ± 2.12 |", page)
+    self.assertIn("| la | 89.00 ± 1.41 | 80.00 ± 0.00 | 71.50 ± 2.12 |",
+                  page)
     # The claim's difference: (few - many) of LA minus that of CE, in points.
     self.assertIn("[few- minus many-shot test at best val]", page)
     self.assertIn("+22.50", page)

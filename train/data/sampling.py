@@ -45,7 +45,7 @@ def stratified_choice(labels: np.ndarray, size: int,
 
 
 def long_tail_counts(available: np.ndarray, ratio: float) -> np.ndarray:
-  """Per-class sizes ``n_c = floor(n_max ratio^(-c / (C - 1)))``, class 0 largest.
+  """Class sizes ``n_c = floor(n_max ratio^(-c / (C - 1)))``, class 0 largest.
 
   ``n_max`` is the smallest of the ``available`` counts, so that every
   class can give its size; ``ratio`` is ``n_0 / n_{C-1}`` (before the
