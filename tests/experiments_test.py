@@ -747,7 +747,8 @@ class CommandLineTest(TestCase):
     self.assertEqual(unknown.returncode, 2, err)
     self.assertEqual(err.splitlines(), [
         "error: --study=nope: no such study; the studies are ['el_clean', "
-        "'multilabel', 'noisy_labels'], or give a file's path"])
+        "'imbalanced', 'multilabel', 'noisy_labels'], or give a file's "
+        "path"])
 
   def test_usage_errors_exit_2_in_one_line(self):
     root = self._tempdir()
@@ -810,6 +811,12 @@ class CommittedPagesTest(TestCase):
 
   def test_el_clean(self):
     self._rebuilds("el_clean")
+
+  def test_imbalanced(self):
+    # Declared before it has run: checked once its ledger is committed.
+    if not os.path.exists(study_files.ledger_path("imbalanced")):
+      self.skipTest("the imbalanced study has no committed ledger yet")
+    self._rebuilds("imbalanced")
 
   def test_multilabel(self):
     self._rebuilds("multilabel")
