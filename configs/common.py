@@ -122,7 +122,7 @@ def base_config() -> config_dict.ConfigDict:
       download=config_dict.placeholder(_BOOL)))
 
   # train/data/noise.py: name one of none, symmetric, asymmetric, pair_flip,
-  # multilabel, human (human_key: a Dataset.train_noisy_labels entry).
+  # instance (instance-dependent, mean flip rate `rate`), multilabel, human (human_key: a Dataset.train_noisy_labels entry).
   c.noise = config_dict.ConfigDict(dict(
       name="none", rate=0.0, include_true_class=True, exact=True,
       mapping=config_dict.placeholder(_STR), drop_rate=0.0, add_rate=0.0,
