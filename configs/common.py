@@ -179,9 +179,15 @@ def base_config() -> config_dict.ConfigDict:
   c.grad_bins = 10
   c.tensorboard = True
   # Writes workdir/probabilities_train.npy at the end: the softmax of every
-  # training example ([N, C]; [R, N, C] with replicas), what forward
+  # training example ([N, C]; [R, N, C] with replicas), and the same at the
+  # best validation epoch (probabilities_train_best.npy), what forward
   # correction's estimated transition matrix is made from
-  # (experiments/transition_estimate.py).
+  # (experiments/transition_estimate.py), with the noise's realised
+  # transition matrix (transition_train_true.npy) to measure it against.
   c.save_train_probabilities = False
+  # Writes workdir/predictions_test.npz: per-example test predictions at
+  # each replica's best validation epoch and at the last (train/contract.py
+  # says what it holds), for a bootstrap over test examples.
+  c.save_test_predictions = True
   c.progress = True
   return c
