@@ -63,7 +63,7 @@ def _mean_ap(ranks: np.ndarray, labels: np.ndarray,
              weights: np.ndarray) -> np.ndarray:
   """``[B, S]`` mAP of each seed's ``[S, N, C]`` ranks (0: the class's
   highest score) on ``[N, C]`` labels under ``[B, N]`` example counts."""
-  b, (s, n, c) = len(weights), ranks.shape
+  b, (s, _, c) = len(weights), ranks.shape
   out = np.zeros((b, s))
   labels = labels.astype(np.float64)
   for seed in range(s):

@@ -2,8 +2,9 @@
 
 A study root is scratch: workdirs and checkpoints that a new machine does
 not have. What a finished run leaves that a study needs (its result, a
-final run's label recovery curve, the transition matrix estimated from its
-predictions) also goes to the ledger (``docs/results/runs/NAME.jsonl``), a
+final run's label recovery curve and per-example test predictions, the
+transition matrix estimated from its predictions) also goes to the ledger
+(``docs/results/runs/NAME.jsonl``), a
 small file that is committed, so that the same command continues a study
 on a fresh machine where the last one stopped, and the summary can be
 rebuilt from it alone.
@@ -18,6 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from experiments import examples
 from experiments import plan
 from experiments import results
 from experiments import transition_estimate
@@ -43,7 +45,9 @@ class Ledger:
   """A study's finished runs, one JSON line each, in a small committed file.
 
   Each line holds a run's workdir relative to the study root, its
-  ``result.json``, a final run's label recovery curve (``ledger_curve``) and,
+  ``result.json``, a final run's label recovery curve (``ledger_curve``)
+  and its per-example test predictions (``examples.pack``: a few kB to
+  tens of kB a run, compressed), and,
   for a run whose predictions estimate another method's transition matrix,
   that estimate. ``restore`` writes these back under a (new) root, so a
   study continues on a machine that has none of its workdirs.
@@ -81,6 +85,8 @@ class Ledger:
       if entry.get("records") is not None:
         with open(os.path.join(workdir, contract.METRICS_FILE), "w") as f:
           f.writelines(json.dumps(r) + "\n" for r in entry["records"])
+      if entry.get("test_predictions") is not None:
+        examples.unpack(entry["test_predictions"], workdir)
       if entry.get("transition_estimate") is not None:
         transition_estimate.save_npy(
             os.path.join(workdir, transition_estimate.ESTIMATE_FILE),
@@ -103,6 +109,9 @@ class Ledger:
         curve = ledger_curve(contract.read_records(workdir))
         if curve:
           entry["records"] = curve
+        packed = examples.pack(workdir)
+        if packed is not None:
+          entry["test_predictions"] = packed
       estimate = os.path.join(workdir, transition_estimate.ESTIMATE_FILE)
       if os.path.exists(estimate):
         entry["transition_estimate"] = np.load(estimate).tolist()

@@ -244,7 +244,7 @@ def claim_rows(study, final: Mapping[tuple[str, str], Mapping[int, Mapping]],
       boot = None
       which = PREDICTIONS_OF.get(claim.metric)
       seeds = sorted(set(a) & set(b))
-      if which is not None and paired.n >= 2:
+      if which is not None and paired.n >= 1:
         ex_a, ex_b = (_examples(examples.get((s.name, name), {}), seeds,
                                 which)
                       for name in (claim.method, claim.baseline))
