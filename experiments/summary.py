@@ -227,7 +227,11 @@ def markdown(study: study_lib.Study, c: results.Collected,
       f"({intervals.RESAMPLES} resamples, a fixed seed) that draws the "
       "seeds and, independently, the test examples with replacement (the "
       "same examples for every seed and both methods) and recomputes the "
-      "mean difference from each run's per-example predictions, so it "
+      "mean difference from each run's per-example predictions"
+      + (" (a resample's mAP through each example's exact influence on "
+         "the mAP, the jackknife linearisation)"
+         if study.metric == "map" else "")
+      + ", so it "
       "also counts the sampling of the test set: the difference a fresh "
       "test set and fresh seeds would give. A run without per-example "
       "predictions (run before they were kept) has no bootstrap "
