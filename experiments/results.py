@@ -100,14 +100,22 @@ class Collected:
   # whose predictions estimated another method's T
   # (``transition_estimate.write_estimates``).
   transition_errors: dict = dataclasses.field(default_factory=dict)
-  _claims: list | None = None
+  _claims: tuple | None = None  # (what they were made of, the rows)
 
   def claim_rows(self, study: study_lib.Study) -> list[dict[str, Any]]:
-    """``protocol.claim_rows`` of these results (made once: the bootstrap
-    takes seconds)."""
-    if self._claims is None:
-      self._claims = protocol.claim_rows(study, self.final, self.examples)
-    return self._claims
+    """``protocol.claim_rows`` of these results (made again only when the
+    study or the final scores change: the bootstrap takes seconds)."""
+    made_of = (study, repr(sorted(
+        (pair, seed, sorted((k, v) for k, v in scores.items()
+                            if isinstance(v, (int, float))))
+        for pair, runs in self.final.items()
+        for seed, scores in runs.items())), repr(sorted(
+            (pair, seed) for pair, runs in self.examples.items()
+            for seed in runs)))
+    if self._claims is None or self._claims[0] != made_of:
+      self._claims = (made_of, protocol.claim_rows(study, self.final,
+                                                   self.examples))
+    return self._claims[1]
 
 
 def _tune_results(study, root, known):
