@@ -309,6 +309,26 @@ class RunScoresTest(TestCase):
     with self.assertRaisesRegex(ValueError, "without records"):
       protocol.run_scores([])
 
+  def test_two_stages_score_stage_2_alone(self):
+    # Stage 1's epoch 2 has the best validation of the run; stage 2's best
+    # is its epoch 4.
+    records = [{**_record(e, v, t), "stage": stage, "memorised": m,
+                "recovery_accuracy": r}
+               for e, v, t, stage, m, r in (
+                   (1, 0.6, 0.60, 1, 0.3, 0.7), (2, 0.9, 0.80, 1, 0.2, 0.8),
+                   (3, 0.7, 0.75, 2, 0.1, 0.8), (4, 0.8, 0.85, 2, 0.05, 0.8),
+                   (5, 0.8, 0.70, 2, 0.04, 0.8))]
+    scores = protocol.run_scores(records)
+    self.assertEqual(scores["test_at_val"], 0.80)
+    self.assertEqual(scores["test_at_val_stage2"], 0.85)
+    self.assertEqual(scores["val_best_stage2"], 0.8)
+    self.assertEqual(scores["test_last"], 0.70)
+    self.assertEqual((scores["memorised_stage1"], scores["memorised_last"]),
+                     (0.2, 0.04))
+    self.assertEqual(scores["recovery_accuracy_stage1"], 0.8)
+    # One stage: none of these.
+    self.assertNotIn("test_at_val_stage2", protocol.run_scores(records[:2]))
+
 
 class SelectTest(TestCase):
 
@@ -821,6 +841,23 @@ class RunnerTest(TestCase):
     back = examples.read(os.path.join(fresh, "seed8"))
     np.testing.assert_array_equal(back["last"]["correct"], [False, True,
                                                             True])
+    # They lie beside the ledger, which names them by a digest; a ledger
+    # line restores only the predictions it was recorded with.
+    (line,) = ledger.entries()
+    (kept,) = ledger.entries(ledger.predictions_path)
+    self.assertEqual(line["test_predictions"],
+                     examples.digest(kept["test_predictions"]))
+    with open(ledger.predictions_path, "a") as f:
+      f.write(json.dumps({"workdir": "seed8", "test_predictions":
+                          examples.pack(group[0].workdir)}) + "\n")
+    again = self._tempdir()
+    ledger_lib.Ledger(ledger.path, again).restore()
+    np.testing.assert_array_equal(
+        examples.read(os.path.join(again, "seed8"))["last"]["correct"],
+        [False, True, True])
+    # Replica 0's best epoch was its last: the ledger keeps it once.
+    self.assertLess(len(examples.pack(group[0].workdir)),
+                    len(kept["test_predictions"]))
 
   def test_a_result_of_an_older_edition_runs_again_from_the_start(self):
     root = self._tempdir()
