@@ -185,7 +185,7 @@ def _transition_lines(study, c, s) -> list[str]:
         f"against the noise's realised T, a mean absolute error of "
         f"{mae[0]:.4f} ± {mae[1]:.4f} over its entries and "
         f"{diag[0]:.4f} ± {diag[1]:.4f} over its diagonal ({mae[2]} "
-        f"seeds).")
+        f"seed{'s' if mae[2] > 1 else ''}).")
   return lines + [""] if lines else []
 
 
