@@ -403,7 +403,9 @@ def _train(run: _Run, store: checkpoints.Checkpoints, *, resume_epoch: int,
       run.total_epochs, run.steps_per_epoch, first_epoch=resume_epoch,
       enabled=settings.progress and main_process)
   records = contract.read_records(workdir)
-  best = run.best_predictions(records)
+  # Every process replays the same epochs (its outputs are all-gathered).
+  best = run.best_predictions([r for r in records
+                               if r["epoch"] <= resume_epoch])
   if main_process:
     print(f"{header}; {jax.device_count()} device(s); "
           f"{'resuming after epoch ' + str(resume_epoch) if resume_epoch else 'new run'}"
