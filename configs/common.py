@@ -129,7 +129,7 @@ def base_config() -> config_dict.ConfigDict:
       download=config_dict.placeholder(_BOOL)))
 
   # train/data/noise.py: name one of none, symmetric, asymmetric, pair_flip,
-  # multilabel, human (human_key: a Dataset.train_noisy_labels entry).
+  # instance (instance-dependent, mean flip rate `rate`), multilabel, human (human_key: a Dataset.train_noisy_labels entry).
   c.noise = config_dict.ConfigDict(dict(
       name="none", rate=0.0, include_true_class=True, exact=True,
       mapping=config_dict.placeholder(_STR), drop_rate=0.0, add_rate=0.0,
@@ -186,9 +186,15 @@ def base_config() -> config_dict.ConfigDict:
   c.grad_bins = 10
   c.tensorboard = True
   # Writes workdir/probabilities_train.npy at the end: the softmax of every
-  # training example ([N, C]; [R, N, C] with replicas), what forward
+  # training example ([N, C]; [R, N, C] with replicas), and the same at the
+  # best validation epoch (probabilities_train_best.npy), what forward
   # correction's estimated transition matrix is made from
-  # (experiments/transition_estimate.py).
+  # (experiments/transition_estimate.py), with the noise's realised
+  # transition matrix (transition_train_true.npy) to measure it against.
   c.save_train_probabilities = False
+  # Writes workdir/predictions_test.npz: per-example test predictions at
+  # each replica's best validation epoch and at the last (train/contract.py
+  # says what it holds), for a bootstrap over test examples.
+  c.save_test_predictions = True
   c.progress = True
   return c

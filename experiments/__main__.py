@@ -24,6 +24,7 @@ from absl import flags
 
 from experiments import ledger as ledger_lib
 from experiments import plan
+from experiments import progress
 from experiments import results
 from experiments import runner
 from experiments import study_files
@@ -102,6 +103,32 @@ def _unmatched(study, root, ledger) -> int:
              for workdir, phase in recorded.items())
 
 
+def _outlook(study, root, workers) -> tuple[str, frozenset[str]]:
+  """What is left to run, by phase, with its estimated process time; and
+  the workdirs whose predictions estimate another run's T."""
+  selected, missing = _selected(study, root)
+  tune = plan.tune_runs(study, root, selected)
+  final = [] if missing else plan.final_runs(study, root, selected)
+  sources = frozenset(r.transition_source for r in tune + final
+                      if r.transition_source)
+  found = {r.workdir: results.read_result(r) for r in tune + final}
+  parts, total = [], []
+  for phase, runs in (("tune", tune), ("final", final)):
+    todo = [r for r in runs
+            if not results.current(r, found[r.workdir], sources)]
+    total += todo
+    again = sum(found[r.workdir] is not None for r in todo)
+    parts.append(f"{phase} {len(todo)} of {len(runs)}"
+                 + (f" ({again} again: results of an older edition)"
+                    if again else ""))
+  text = (f"{study.name}: {len(total)} run(s) to run: {'; '.join(parts)}"
+          + (" (final runs are planned once every method is selected)"
+             if missing else "") + "; "
+          + progress.estimate_text(progress.estimate(tune + final, found,
+                                                     total), workers))
+  return text, sources
+
+
 def _waves(runs):
   """Runs that others depend on first (forward correction's estimate)."""
   return ([r for r in runs if r.transition_source is None],
@@ -149,15 +176,20 @@ def _run_study(log) -> list[str]:
     log(f"{study.name}: {warning}")
   common = dict(workers=_WORKERS.value, configs_dir=study_files.CONFIGS_DIR,
                 metric=study.metric, replicas_at_most=replicas, ledger=ledger)
+  outlook, sources = _outlook(study, root, _WORKERS.value)
+  common["sources"] = sources
   if _DRY_RUN.value:
     tune = plan.tune_runs(study, root, _selected(study, root)[0])
     done = sum(results.read_result(r) is not None for r in tune)
     print(f"{study.name}: {plan.count_runs(study)} runs, of which "
           f"{len(tune)} tune runs are ready ({done} finished); root {root}")
+    print(outlook)
     for r in tune[:5]:
       print("  python " + " ".join(r.command(study_files.CONFIGS_DIR)))
     return []
   phases = set(_PHASES.value)
+  if phases & {"tune", "final"}:
+    log(outlook)
   if phases == {"summarize"}:
     collected = results.collect(study, root)
     if collected.total == collected.pending:

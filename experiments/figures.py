@@ -192,7 +192,7 @@ def versus_log_end(study, c, path) -> bool:
 
 def claims(study, c, path) -> bool:
   """Each claim's paired difference with its 95 % CI, a panel a claim."""
-  rows = [r for r in protocol.claim_rows(study, c.final) if r["paired"].n >= 2]
+  rows = [r for r in c.claim_rows(study) if r["paired"].n >= 2]
   if not rows:
     return False
   by_claim = {}
@@ -206,6 +206,12 @@ def claims(study, c, path) -> bool:
       ax.errorbar(100 * p.mean, i, xerr=[[100 * (p.mean - p.low)],
                                          [100 * (p.high - p.mean)]],
                   fmt="o", capsize=3, color=VERDICT_COLOURS[row["verdict"]])
+      boot = row["bootstrap"]
+      if boot is not None:  # seeds and test examples, thinner below
+        ax.errorbar(100 * boot.mean, i + 0.25,
+                    xerr=[[100 * (boot.mean - boot.low)],
+                          [100 * (boot.high - boot.mean)]], fmt="none",
+                    capsize=2, lw=0.8, color=VERDICT_COLOURS[row["verdict"]])
     ax.axvline(0, color="k", lw=0.8)
     ax.set_yticks(range(len(claim_rows)),
                   [textwrap.fill(r["setting"].label or r["setting"].name,

@@ -1,11 +1,12 @@
-"""A study's progress line: runs done / total, failures, elapsed, ETA."""
+"""A study's progress line (runs done / total, failures, elapsed, ETA), and
+the process time its runs are expected to take before they start."""
 
 from __future__ import annotations
 
 import sys
 import threading
 import time
-from typing import Callable, TextIO
+from typing import Any, Callable, Mapping, Sequence, TextIO
 
 from train import contract
 
@@ -52,3 +53,57 @@ class StudyProgress:
     parts.append(f"elapsed {contract.format_duration(self._clock() - self._start)}")
     parts.append(f"ETA {contract.format_duration(eta) if eta is not None else '?'}")
     return "  ".join(parts)
+
+
+def estimate(runs: Sequence[Any], found: Mapping[str, Mapping | None],
+             todo: Sequence[Any]) -> tuple[float, int]:
+  """The process time ``todo`` should take, from the results in hand.
+
+  A run that ran before (run again for a newer edition) takes what it took;
+  another, the mean of the finished runs of its phase, setting and method,
+  else of its phase and setting, else of its phase.
+
+  Args:
+    runs: the runs (``plan.Run``) whose finished results the means use.
+    found: workdir -> result (or None) of ``runs``.
+    todo: the runs to estimate.
+
+  Returns:
+    Seconds, and how many runs of ``todo`` have no estimate (nothing alike
+    has finished).
+  """
+  times: dict[tuple, list[float]] = {}
+  for run in runs:
+    result = found.get(run.workdir)
+    if result is None or not result.get("wall_seconds"):
+      continue
+    for key in ((run.phase, run.setting, run.method), (run.phase,
+                                                       run.setting),
+                (run.phase,)):
+      times.setdefault(key, []).append(result["wall_seconds"])
+  seconds, unknown = 0.0, 0
+  for run in todo:
+    result = found.get(run.workdir)
+    if result is not None and result.get("wall_seconds"):
+      seconds += result["wall_seconds"]
+      continue
+    for key in ((run.phase, run.setting, run.method), (run.phase,
+                                                       run.setting),
+                (run.phase,)):
+      if key in times:
+        seconds += sum(times[key]) / len(times[key])
+        break
+    else:
+      unknown += 1
+  return seconds, unknown
+
+
+def estimate_text(estimated: tuple[float, int], workers: int) -> str:
+  """``estimated 1h02m of process time (31m with 2 workers)``."""
+  seconds, unknown = estimated
+  text = (f"estimated {contract.format_duration(seconds)} of process time "
+          f"({contract.format_duration(seconds / max(workers, 1))} with "
+          f"{workers} worker(s))")
+  if unknown:
+    text += f", {unknown} run(s) not counted (none alike has finished)"
+  return text

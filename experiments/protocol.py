@@ -14,6 +14,11 @@ Selection never looks at a test score. Differences between two methods are
 paired by seed: the same seed gives both methods the same split, noise draw
 and initialisation, so ``d_s = a_s - b_s`` cancels what the seed does to
 both, and the 95 % interval of the mean of ``d`` is Student's t interval.
+That interval cannot see the luck of the one test set every seed is scored
+on; ``intervals.paired_bootstrap`` resamples the test examples too, from
+each run's per-example predictions. A claim's verdict reads the wider of
+the two, and its p-value (for Holm's correction within a study, primary
+and secondary claims apart) is the larger of the two tests'.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 from scipy import stats
 
+from experiments import intervals
 from train import contract
 
 SCORES = ("test_at_val", "test_at_clean_val", "test_last", "val_best")
@@ -42,7 +48,11 @@ SCORE_LABELS = {
     "test_medium_at_val": "medium-shot test at best val",
     "test_few_at_val": "few-shot test at best val",
     "test_few_minus_many_at_val": "few- minus many-shot test at best val",
+    "test_at_val_stage2": "test at best stage-2 val",
 }
+# The per-example predictions (``contract.TEST_PREDICTIONS_FILE``) that
+# each test score is read from, for the bootstrap over test examples.
+PREDICTIONS_OF = {"test_at_val": "best", "test_last": "last"}
 # Per-run extras carried into the tables when the records have them.
 EXTRAS = ("recovery_accuracy", "memorised", "train_accuracy_clean")
 
@@ -85,6 +95,7 @@ def run_scores(records: Sequence[Mapping[str, Any]], metric: str = "accuracy"
       out["grad_bin_count"] = records[-1]["grad_bin_count"]
   if metric == "accuracy":
     out.update(shot_group_scores(summary))
+  out.update(stage_scores(records, metric))
   per_class = contract.at_best(records, f"val_{metric}", "test_ap_per_class")
   if per_class is not None:
     out["test_ap_per_class"] = per_class  # at the selected epoch
@@ -102,6 +113,31 @@ def shot_group_scores(summary: Mapping[str, Any]) -> dict[str, float]:
   if "test_few_at_val" in out and "test_many_at_val" in out:
     out["test_few_minus_many_at_val"] = (out["test_few_at_val"]
                                          - out["test_many_at_val"])
+  return out
+
+
+def stage_scores(records: Sequence[Mapping[str, Any]], metric: str
+                 ) -> dict[str, Any]:
+  """A two-stage run's (Joint Optimization's) stage-2 network on its own,
+  and stage 1's network where stage 1 ended; {} for a one-stage run.
+
+  ``test_at_val_stage2`` is the test score at the best validation epoch
+  within stage 2 (stage 2's network alone; the whole run's selection may
+  pick a stage-1 epoch); ``test_last`` is already stage 2's last.
+  ``recovery_accuracy_stage1`` and ``memorised_stage1`` are read at stage
+  1's last epoch: the labels stage 1 left and how much of the noise stage
+  1's network had learnt, beside stage 2's ``*_last``.
+  """
+  second = [r for r in records if r.get("stage", 1) == 2]
+  if not second:
+    return {}
+  first = [r for r in records if r.get("stage", 1) == 1]
+  out = {"test_at_val_stage2": contract.at_best(second, f"val_{metric}",
+                                                f"test_{metric}"),
+         "val_best_stage2": contract.at_best(second, f"val_{metric}",
+                                             f"val_{metric}")}
+  for key in ("recovery_accuracy", "memorised"):
+    out[f"{key}_stage1"] = first[-1].get(key) if first else None
   return out
 
 
@@ -139,17 +175,24 @@ class Paired:
   std: float
   low: float
   high: float
+  p: float = math.nan  # two-sided, of no difference (paired t test)
 
   def verdict(self, direction: int = 1) -> str:
     """``confirmed`` if the interval excludes 0 in ``direction``, ``refuted``
     if it excludes 0 the other way, else ``inconclusive``."""
-    if self.n < 2 or not math.isfinite(self.low):
-      return "inconclusive"
-    if direction * self.low > 0 and direction * self.high > 0:
-      return "confirmed"
-    if direction * self.low < 0 and direction * self.high < 0:
-      return "refuted"
+    return verdict(self.n, self.low, self.high, direction)
+
+
+def verdict(n: int, low: float, high: float, direction: int = 1) -> str:
+  """``confirmed`` if ``[low, high]`` excludes 0 in ``direction``,
+  ``refuted`` if it excludes 0 the other way, else ``inconclusive``."""
+  if n < 2 or not math.isfinite(low) or not math.isfinite(high):
     return "inconclusive"
+  if direction * low > 0 and direction * high > 0:
+    return "confirmed"
+  if direction * low < 0 and direction * high < 0:
+    return "refuted"
+  return "inconclusive"
 
 
 def paired_difference(a: Mapping[int, float], b: Mapping[int, float],
@@ -170,21 +213,47 @@ def paired_difference(a: Mapping[int, float], b: Mapping[int, float],
     return Paired(1, mean, math.nan, -math.inf, math.inf)
   std = float(d.std(ddof=1))
   half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * std / math.sqrt(n)
-  return Paired(n, mean, std, mean - half, mean + half)
+  if std > 0:
+    p = float(2 * stats.t.sf(abs(mean) / (std / math.sqrt(n)), n - 1))
+  else:
+    p = 1.0 if mean == 0 else 0.0
+  return Paired(n, mean, std, mean - half, mean + half, p)
 
 
-def claim_rows(study, final: Mapping[tuple[str, str], Mapping[int, Mapping]]
-               ) -> list[dict[str, Any]]:
+def _examples(runs: Mapping[int, Mapping[str, Any]], seeds, which: str):
+  """The bootstrap's per-example results of ``seeds`` (in order) at
+  ``which`` epoch (``best`` or ``last``), or None if a seed lacks them."""
+  found = [runs.get(seed, {}).get(which) for seed in seeds]
+  if not seeds or any(f is None for f in found):
+    return None
+  if "correct" in found[0]:
+    return {"correct": np.stack([f["correct"] for f in found])}
+  return {"rank": np.stack([f["rank"] for f in found]),
+          "labels": found[0]["labels"]}
+
+
+def claim_rows(study, final: Mapping[tuple[str, str], Mapping[int, Mapping]],
+               examples: Mapping[tuple[str, str], Mapping[int, Mapping]]
+               | None = None) -> list[dict[str, Any]]:
   """Each claim on each of its settings: the paired difference, a verdict.
 
   Args:
     study: an ``experiments.study.Study``.
     final: (setting, method) -> {seed: scores} of the finished final runs.
+    examples: (setting, method) -> {seed: {'best'|'last': per-example
+      results}} (``results.Collected.examples``), for the bootstrap over
+      test examples and seeds; a claim whose seeds lack them has none.
 
   Returns:
     Dicts with ``claim``, ``setting`` (the ``Setting``), ``paired`` (a
-    ``Paired`` of method - baseline) and ``verdict``, in the study's order.
+    ``Paired`` of method - baseline over seeds), ``bootstrap`` (an
+    ``intervals.Bootstrap`` over seeds and test examples, or None),
+    ``verdict`` (from the wider of the two intervals), ``p`` (the larger of
+    the two p-values) and ``holm`` (whether the claim's family, primary or
+    secondary claims of the study, still rejects "no difference" after
+    Holm's correction), in the study's order.
   """
+  examples = examples or {}
   rows = []
   for claim in study.claims:
     for s in study.settings:
@@ -195,8 +264,28 @@ def claim_rows(study, final: Mapping[tuple[str, str], Mapping[int, Mapping]]
                if r.get(claim.metric) is not None}
               for name in (claim.method, claim.baseline))
       paired = paired_difference(a, b)
-      rows.append(dict(claim=claim, setting=s, paired=paired,
-                       verdict=paired.verdict(claim.direction)))
+      boot = None
+      which = PREDICTIONS_OF.get(claim.metric)
+      seeds = sorted(set(a) & set(b))
+      if which is not None and paired.n >= 1:
+        ex_a, ex_b = (_examples(examples.get((s.name, name), {}), seeds,
+                                which)
+                      for name in (claim.method, claim.baseline))
+        if ex_a is not None and ex_b is not None:
+          boot = intervals.paired_bootstrap(ex_a, ex_b)
+      low, high, p = paired.low, paired.high, paired.p
+      if boot is not None:
+        if boot.high - boot.low > high - low:
+          low, high = boot.low, boot.high
+        p = max(p, boot.p)
+      rows.append(dict(claim=claim, setting=s, paired=paired, bootstrap=boot,
+                       verdict=verdict(paired.n, low, high, claim.direction),
+                       p=p, holm=None))
+  for primary in (True, False):
+    family = [row for row in rows if row["claim"].primary == primary]
+    for row, rejected in zip(family, intervals.holm(
+        [row["p"] for row in family])):
+      row["holm"] = bool(rejected)
   return rows
 
 

@@ -15,11 +15,37 @@ import json
 import os
 from typing import Any
 
+from experiments import examples
 from experiments import plan
 from experiments import protocol
 from experiments import study as study_lib
 
 RESULT_FILE = "result.json"
+# What a result's ``edition`` says it holds. 2: a final run's per-example
+# test predictions (in its workdir and the ledger), and forward
+# correction's T estimated from its source's best validation epoch; a run
+# of edition 1 stays a result (the pages show it), but the runner runs it
+# again where edition 2 adds something it needs (``current``).
+EDITION = 2
+
+
+def current(run: plan.Run, result: dict[str, Any] | None,
+            sources: frozenset[str] | set[str] = frozenset()) -> bool:
+  """Whether ``run``'s result needs nothing more of this edition.
+
+  A run without a result is not current. A result of an older edition is
+  not, where the new one adds to it: every final run (its test
+  predictions), a run whose predictions estimate another's transition
+  matrix (its workdir in ``sources``: the estimate now comes from its best
+  validation epoch) and a run trained with such an estimate. A run whose
+  loss diverged stays a result (it would diverge again).
+  """
+  if result is None:
+    return False
+  if result.get("edition", 1) >= EDITION or result.get("status") == "diverged":
+    return True
+  return not (run.phase == "final" or run.transition_source is not None
+              or run.workdir in sources)
 
 
 def read_result(run: plan.Run) -> dict[str, Any] | None:
@@ -67,6 +93,29 @@ class Collected:
   total: int = 0
   wall_seconds: float = 0.0
   replicas: int = 1  # the most seeds a finished final run trained with
+  # (setting, method) -> {seed: {'best'|'last': per-example results}} of
+  # the final runs that hold their test predictions (``examples.read``).
+  examples: dict = dataclasses.field(default_factory=dict)
+  # (setting, method) -> {seed: the estimated T's error} of the final runs
+  # whose predictions estimated another method's T
+  # (``transition_estimate.write_estimates``).
+  transition_errors: dict = dataclasses.field(default_factory=dict)
+  _claims: tuple | None = None  # (what they were made of, the rows)
+
+  def claim_rows(self, study: study_lib.Study) -> list[dict[str, Any]]:
+    """``protocol.claim_rows`` of these results (made again only when the
+    study or the final scores change: the bootstrap takes seconds)."""
+    made_of = (study, repr(sorted(
+        (pair, seed, sorted((k, v) for k, v in scores.items()
+                            if isinstance(v, (int, float))))
+        for pair, runs in self.final.items()
+        for seed, scores in runs.items())), repr(sorted(
+            (pair, seed) for pair, runs in self.examples.items()
+            for seed in runs)))
+    if self._claims is None or self._claims[0] != made_of:
+      self._claims = (made_of, protocol.claim_rows(study, self.final,
+                                                   self.examples))
+    return self._claims[1]
 
 
 def _tune_results(study, root, known):
@@ -122,4 +171,10 @@ def collect(study: study_lib.Study, root: str) -> Collected:
       c.final_workdirs[pair][run.seed] = run.workdir
       if result.get("test_size"):
         c.test_size[run.setting] = result["test_size"]
+      found = examples.read(run.workdir)
+      if found:
+        c.examples.setdefault(pair, {})[run.seed] = found
+      error = result.get("transition_estimate") or {}
+      if "mae" in error:
+        c.transition_errors.setdefault(pair, {})[run.seed] = error
   return c

@@ -16,12 +16,14 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
 import time
 from typing import Any, Sequence, TextIO
 
+from experiments import examples
 from experiments import ledger as ledger_lib
 from experiments import plan
 from experiments import progress
@@ -57,6 +59,15 @@ def execute(group: Sequence[plan.Run] | plan.Run, *, configs_dir: str,
   """
   group = [group] if isinstance(group, plan.Run) else list(group)
   run = replicas.group_run(group)
+  if any(results.read_result(m) is not None for m in group):
+    # Run again for what a newer edition adds (``results.current``): from
+    # the start, its old workdirs set aside (their checkpoints would
+    # resume it at its end).
+    for workdir in {run.workdir, *(m.workdir for m in group)}:
+      if os.path.exists(workdir):
+        old = workdir.rstrip(os.sep) + ".superseded"
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(workdir, old)
   os.makedirs(run.workdir, exist_ok=True)
   if run.transition_source is not None:
     try:
@@ -84,15 +95,18 @@ def execute(group: Sequence[plan.Run] | plan.Run, *, configs_dir: str,
   seconds = (time.perf_counter() - start) / len(group)
   records = [] if diverged else contract.read_records(run.workdir)
   try:
-    transition_estimate.write_estimates(run.workdir, group)
+    estimates = transition_estimate.write_estimates(run.workdir, group)
   except ValueError as e:
     raise RunFailed(str(e)) from e
+  examples.split(run.workdir, group)
   outcomes = []
   for replica, member in enumerate(group):
     result = {"phase": member.phase, "setting": member.setting,
               "method": member.method, "point": dict(member.point),
               "seed": member.seed, "overrides": dict(member.overrides),
-              "wall_seconds": seconds}
+              "wall_seconds": seconds, "edition": results.EDITION}
+    if estimates[replica] is not None:
+      result["transition_estimate"] = estimates[replica]
     if len(group) > 1:
       result["trained_as"] = {"workdir": run.workdir, "replica": replica,
                               "replicas": len(group)}
@@ -121,6 +135,7 @@ def run_all(runs: Sequence[plan.Run], *, workers: int, configs_dir: str,
             metric: str, label: str = "", replicas_at_most: int = 1,
             ledger: ledger_lib.Ledger | None = None, give_up_after: int = 3,
             python: str = sys.executable,
+            sources: frozenset[str] = frozenset(),
             stream: TextIO = sys.stderr) -> list[str]:
   """Runs every unfinished run, ``workers`` processes at a time.
 
@@ -128,6 +143,8 @@ def run_all(runs: Sequence[plan.Run], *, workers: int, configs_dir: str,
     replicas_at_most: train up to this many consecutive seeds of one grid
       point as one program (``config.replicas``); 1 trains each seed alone.
     ledger: where each finished run is also recorded (see ``ledger``).
+    sources: workdirs of runs whose predictions estimate another run's
+      transition matrix (``results.current``).
 
   Returns:
     The failure messages (empty when every run finished). Once
@@ -140,13 +157,22 @@ def run_all(runs: Sequence[plan.Run], *, workers: int, configs_dir: str,
     if recorded:
       stream.write(f"{label}{recorded} finished run(s) added to the ledger "
                    f"{ledger.path}\n")
-  todo = [r for r in runs if results.read_result(r) is None]
+  found = {r.workdir: results.read_result(r) for r in runs}
+  sources = sources | {r.transition_source for r in runs
+                       if r.transition_source}
+  todo = [r for r in runs if not results.current(r, found[r.workdir],
+                                                 sources)]
+  again = sum(found[r.workdir] is not None for r in todo)
   shown = progress.StudyProgress(len(runs), len(runs) - len(todo), workers,
                                  stream=stream)
   groups = replicas.replica_groups(todo, replicas_at_most)
   stream.write(f"{label}{len(runs)} runs, {len(runs) - len(todo)} finished "
-               f"before, {len(todo)} to run as {len(groups)} program(s) with "
-               f"{workers} worker(s)\n")
+               f"before, {len(todo)} to run"
+               + (f" ({again} of them again: results of an older edition)"
+                  if again else "")
+               + f" as {len(groups)} program(s) with {workers} worker(s); "
+               + progress.estimate_text(progress.estimate(runs, found, todo),
+                                        workers) + "\n")
   stream.flush()
   failures = []
   succeeded = threading.Event()

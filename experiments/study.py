@@ -133,6 +133,9 @@ class Claim:
     direction: +1 if the claim is that method > baseline, -1 if method <
       baseline.
     metric: the per-run score compared (a key of ``protocol.SCORE_LABELS``).
+    primary: one of the claims the study exists to test (a paper's
+      headline); the others (ablations, side claims) are secondary. Holm's
+      correction runs within each of the two families apart.
   """
   text: str
   source: str
@@ -141,6 +144,7 @@ class Claim:
   settings: tuple[str, ...] = ()
   direction: int = 1
   metric: str = "test_at_val"
+  primary: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,6 +15,7 @@ import os
 from typing import Any, Mapping
 
 from experiments import figures
+from experiments import intervals
 from experiments import protocol
 from experiments import results
 from experiments import study as study_lib
@@ -113,6 +114,81 @@ def claim_line(row: Mapping[str, Any]) -> str:
   return f"{100 * p.mean:+.2f} [{100 * p.low:+.2f}, {100 * p.high:+.2f}]"
 
 
+def bootstrap_line(row: Mapping[str, Any]) -> str:
+  """``[+0.02, +0.81]``: the bootstrap's interval over seeds and test
+  examples, or why there is none."""
+  boot = row["bootstrap"]
+  if boot is not None:
+    return f"[{100 * boot.low:+.2f}, {100 * boot.high:+.2f}]"
+  if row["paired"].n < 1:
+    return ""
+  if row["claim"].metric not in protocol.PREDICTIONS_OF:
+    return "no test score"
+  return "not yet rerun"
+
+
+def holm_text(row: Mapping[str, Any]) -> str:
+  """Whether a confirmed or refuted verdict survives Holm's correction."""
+  if row["verdict"] == "inconclusive":
+    return ""
+  return "survives" if row["holm"] else "does not survive"
+
+
+def _two_stage_lines(study, c, s) -> list[str]:
+  """Two-stage methods (Joint Optimization) in ``s``: stage 2's network on
+  its own, and stage 1's network beside it."""
+  methods = [m for m in study.methods
+             if {**m.overrides, **s.method_overrides.get(m.name, {})}.get(
+                 "stage2.epochs")]
+  if not methods:
+    return []
+  lines = ["Two-stage methods: stage 2's network alone (test at its best "
+           "validation epoch within stage 2, and at the last), and the "
+           "labels and memorisation at the end of stage 1 beside those at "
+           "the end of stage 2.", "",
+           "| method | seeds | test at best stage-2 val | test last "
+           "| recovery, stage 1 | recovery, end | memorised, stage 1 "
+           "| memorised, end |", "|---|---|---|---|---|---|---|---|"]
+  for m in methods:
+    runs = c.final.get((s.name, m.name), {})
+    runs = {k: v for k, v in runs.items() if "test_at_val_stage2" in v}
+    cells = [_mean_std(runs, key) for key in (
+        "test_at_val_stage2", "test_last", "recovery_accuracy_stage1",
+        "recovery_accuracy_last", "memorised_stage1", "memorised_last")]
+    lines.append(f"| {m.label or m.name} | {len(runs) or 'not yet rerun'} "
+                 "| " + " | ".join(cells) + " |")
+  return lines + [""]
+
+
+def _transition_lines(study, c, s) -> list[str]:
+  """How far each estimated transition matrix is from the true one."""
+  lines = []
+  for m in study.methods:
+    if m.transition_from is None:
+      continue
+    source = study.method(m.transition_from)
+    errors = c.transition_errors.get((s.name, source.name), {})
+    name = source.label or source.name
+    if not errors:
+      lines.append(f"{m.label or m.name}: the error of its T against the "
+                   f"noise's true matrix is not yet measured (not yet "
+                   f"rerun).")
+      continue
+    mae = protocol.mean_std(e["mae"] for e in errors.values())
+    diag = protocol.mean_std(e["diagonal_mae"] for e in errors.values())
+    epochs = sorted({e.get("epoch", "last") for e in errors.values()})
+    lines.append(
+        f"{m.label or m.name}: T estimated from {name}'s network at its "
+        f"{' and '.join(epochs)} epoch"
+        f"{'s' if len(epochs) > 1 else ''} "
+        f"({'best validation' if epochs == ['best'] else 'as saved'}); "
+        f"against the noise's realised T, a mean absolute error of "
+        f"{mae[0]:.4f} ± {mae[1]:.4f} over its entries and "
+        f"{diag[0]:.4f} ± {diag[1]:.4f} over its diagonal ({mae[2]} "
+        f"seed{'s' if mae[2] > 1 else ''}).")
+  return lines + [""] if lines else []
+
+
 def markdown(study: study_lib.Study, c: results.Collected,
              figure_files: Mapping[str, str]) -> str:
   """The summary page."""
@@ -141,11 +217,34 @@ def markdown(study: study_lib.Study, c: results.Collected,
       f"the training labels are noisy, so are the validation labels), at "
       f"the best epoch on a clean validation split (an oracle, for "
       f"reference) and at the last epoch. Mean ± standard deviation over "
-      f"seeds, in %; intervals are 95 % Student-t intervals of the paired "
-      f"mean difference, one claim at a time (not corrected for the number "
-      f"of claims). The test set is the same for every seed, so the "
-      f"intervals measure training's randomness, not the sampling of the "
-      f"test set. Test never selects anything.", "",
+      f"seeds, in %. Test never selects anything.", "",
+      "Each claim has two 95 % intervals of the paired mean difference. "
+      "*Seeds*: Student's t interval over the seeds' differences, which "
+      "measures training's randomness (split, noise draw, initialisation, "
+      "data order) on this one test set: every seed is scored on the same "
+      "test set, so its luck is in every pair alike and this interval "
+      "cannot see it. *Seeds and test examples*: a paired bootstrap "
+      f"({intervals.RESAMPLES} resamples, a fixed seed) that draws the "
+      "seeds and, independently, the test examples with replacement (the "
+      "same examples for every seed and both methods) and recomputes the "
+      "mean difference from each run's per-example predictions"
+      + (" (a resample's mAP through each example's exact influence on "
+         "the mAP, the jackknife linearisation)"
+         if study.metric == "map" else "")
+      + ", so it "
+      "also counts the sampling of the test set: the difference a fresh "
+      "test set and fresh seeds would give. A run without per-example "
+      "predictions (run before they were kept) has no bootstrap "
+      "(\u201cnot yet rerun\u201d), and a score that is not a test score "
+      "has none either. The verdict reads the wider of the two intervals: "
+      "*confirmed* if it excludes 0 in the claimed direction, *refuted* if "
+      "it excludes 0 the other way, else *inconclusive*. *Holm*: whether a "
+      "verdict survives Holm's correction for the number of claims, at a "
+      "family-wise 5 %, within the study's primary claims (the papers' "
+      "headlines, marked *primary*) and within its secondary claims apart; "
+      "each claim's p-value is the larger of the t test's and the "
+      "bootstrap's (the share of resamples on the other side of 0, "
+      "doubled).", "",
       "Columns: *recovery* is the share of training "
       + ("examples whose label state (arg max) is the true label"
          if study.metric == "accuracy" else
@@ -167,19 +266,22 @@ def markdown(study: study_lib.Study, c: results.Collected,
   if study.notes:
     lines += [study.notes.strip(), ""]
   lines += grid_lines(study)
-  claims = protocol.claim_rows(study, c.final)
+  claims = c.claim_rows(study)
   if claims:
     lines += ["## Claims", "",
               f"Differences are in test {metric} at the epoch of best "
               f"validation {metric}, unless a claim names another score "
-              f"in brackets.", "",
-              "| claim | source | setting | difference (points, 95 % CI) "
-              "| seeds | verdict |", "|---|---|---|---|---|---|"]
+              f"in brackets; in points, with 95 % intervals.", "",
+              "| claim | source | setting | difference, seeds "
+              "| seeds and test examples | seeds | verdict | Holm |",
+              "|---|---|---|---|---|---|---|---|"]
     for row in claims:
       cl, s = row["claim"], row["setting"]
-      lines.append(f"| {claim_text(cl)} | {cl.source} | {s.label or s.name} "
-                   f"| {claim_line(row)} | {row['paired'].n} "
-                   f"| {row['verdict']} |")
+      lines.append(f"| {claim_text(cl)}{' (primary)' if cl.primary else ''} "
+                   f"| {cl.source} | {s.label or s.name} "
+                   f"| {claim_line(row)} | {bootstrap_line(row)} "
+                   f"| {row['paired'].n} | {row['verdict']} "
+                   f"| {holm_text(row)} |")
     lines.append("")
   for s in study.settings:
     n_test = c.test_size.get(s.name)
@@ -200,11 +302,11 @@ def markdown(study: study_lib.Study, c: results.Collected,
       # mAP is a mean over classes of ranking scores, not a proportion of
       # examples: no binomial formula gives its error.
       lines += [f"Test set: {n_test} examples (mAP has no binomial standard "
-                f"error; the spread over seeds and the paired interval "
-                f"measure its noise).", ""]
-    lines += [f"| method | selected | val (tuning) | seeds "
-              f"| test at best val | test at best clean val | test last "
-              f"| recovery | memorised |",
+                f"error; the bootstrap over test examples measures what "
+                f"the test set's sampling does to a difference).", ""]
+    lines += ["| method | selected | val (tuning) | seeds "
+              "| test at best val | test at best clean val | test last "
+              "| recovery | memorised |",
               "|---|---|---|---|---|---|---|---|---|"]
     for m in study.methods:
       pair = (s.name, m.name)
@@ -227,6 +329,8 @@ def markdown(study: study_lib.Study, c: results.Collected,
           f"| {_mean_std(runs, 'memorised_last')} |")
     lines.append("")
     lines += _shot_group_lines(study, c, s)
+    lines += _two_stage_lines(study, c, s)
+    lines += _transition_lines(study, c, s)
     edges = [f"{m.label or m.name} ({text})" for m in study.methods
              for text in [_edge_text(m, s, c.selected.get((s.name, m.name)))]
              if text]
@@ -270,10 +374,12 @@ def _shot_group_lines(study: study_lib.Study, c: results.Collected,
 def write_csv(study: study_lib.Study, c: results.Collected, path: str) -> None:
   """One row per finished final run: setting, method, seed, scores."""
   columns = ["setting", "method", "seed", "selected", *protocol.SCORES,
-             "recovery_accuracy_last", "memorised_last", "epochs"]
+             "recovery_accuracy_last", "memorised_last", "epochs",
+             "test_at_val_stage2", "recovery_accuracy_stage1",
+             "memorised_stage1"]
   # Long-tailed studies only: the other studies' files stay as they were.
   if any(_has_shot_groups(runs) for runs in c.final.values()):
-    columns[-1:-1] = [*_SHOT_SCORES, "test_few_minus_many_at_val"]
+    columns[-4:-4] = [*_SHOT_SCORES, "test_few_minus_many_at_val"]
   with open(path, "w", newline="") as f:
     writer = csv.DictWriter(f, columns, extrasaction="ignore")
     writer.writeheader()
@@ -311,7 +417,8 @@ def write(study: study_lib.Study, root: str, out_dir: str, *,
     f.write(markdown(study, c, figure_files))
   write_csv(study, c, os.path.join(out_dir, f"{study.name}.csv"))
   verdicts = {(row["claim"].text, row["setting"].name):
-              (row["verdict"], claim_line(row))
-              for row in protocol.claim_rows(study, c.final)}
+              (row["verdict"], claim_line(row) + "; " + (
+                  bootstrap_line(row) or "no bootstrap"))
+              for row in c.claim_rows(study)}
   return {"verdicts": verdicts, "pending": c.pending, "total": c.total,
           "wall_seconds": c.wall_seconds}

@@ -15,8 +15,11 @@ outliers: ``percentile=97`` (the default) does that, ``percentile=None``
 is the paper's argmax.
 
 For a study, ``write_estimates`` estimates ``T`` from each seed of a run
-that saved its training-set predictions (``contract.PROBABILITIES_FILE``)
-into ``ESTIMATE_FILE`` of that seed's workdir, and ``write_for_run`` gives
+that saved its training-set predictions at its best validation epoch (the
+network the run is selected as, ``contract.PROBABILITIES_BEST_FILE``; the
+last epoch's, ``contract.PROBABILITIES_FILE``, from a run that has no
+other) into ``ESTIMATE_FILE`` of that seed's workdir, measures it against
+the noise's realised matrix (``estimate_error``), and ``write_for_run`` gives
 a run of ``Method.transition_from`` its source run's estimate as the matrix
 it trains with (``plan.TRANSITION_FILE``).
 """
@@ -78,28 +81,55 @@ def estimate_transition_matrix(probabilities: np.ndarray, *,
   return t / t.sum(axis=1, keepdims=True)
 
 
+def estimate_error(estimate: np.ndarray, true: np.ndarray) -> dict[str, float]:
+  """How far an estimated ``T`` is from the true one: the mean absolute
+  error of its entries and of its diagonal (the rates of keeping a label,
+  what the correction leans on most)."""
+  estimate, true = np.asarray(estimate), np.asarray(true)
+  if estimate.shape != true.shape:
+    raise ValueError(f"estimate {estimate.shape} and true {true.shape} "
+                     f"transition matrices differ in shape")
+  error = np.abs(estimate - true)
+  return {"mae": float(error.mean()),
+          "diagonal_mae": float(np.diagonal(error).mean())}
+
+
 def save_npy(path: str, value: np.ndarray) -> None:
   """Writes ``value`` to ``path``, whole or not at all."""
   np.save(path + ".tmp.npy", value)
   os.replace(path + ".tmp.npy", path)
 
 
-def write_estimates(workdir: str, members: Sequence[plan.Run]) -> None:
+def write_estimates(workdir: str, members: Sequence[plan.Run]
+                    ) -> list[dict[str, object] | None]:
   """Estimates ``T`` for each member of the run in ``workdir`` that saved
   its predictions (``[R, N, C]`` for a group of R replicas), into each
   member's workdir, where the runs that estimate from it look.
+
+  Returns:
+    Per member, what its estimate is made from (``epoch``: ``best`` or
+    ``last``) and, where the run saved the noise's true matrix, its error
+    (``estimate_error``); None where no estimate was made.
 
   Raises:
     ValueError: no transition matrix can be estimated from a member's
       predictions (the message names its workdir).
   """
-  path = os.path.join(workdir, contract.PROBABILITIES_FILE)
-  if not os.path.exists(path):
-    return
+  for epoch, name in (("best", contract.PROBABILITIES_BEST_FILE),
+                      ("last", contract.PROBABILITIES_FILE)):
+    path = os.path.join(workdir, name)
+    if os.path.exists(path):
+      break
+  else:
+    return [None] * len(members)
   probabilities = np.load(path)
+  true_path = os.path.join(workdir, contract.TRANSITION_TRUE_FILE)
+  true = np.load(true_path) if os.path.exists(true_path) else None
   if len(members) == 1:
     probabilities = probabilities[None]
-  for member, mine in zip(members, probabilities):
+    true = None if true is None else true[None]
+  out = []
+  for r, (member, mine) in enumerate(zip(members, probabilities)):
     os.makedirs(member.workdir, exist_ok=True)
     try:
       estimate = estimate_transition_matrix(mine)
@@ -107,6 +137,11 @@ def write_estimates(workdir: str, members: Sequence[plan.Run]) -> None:
       raise ValueError(f"{member.workdir}: no transition matrix can be "
                        f"estimated from its predictions: {e}") from e
     save_npy(os.path.join(member.workdir, ESTIMATE_FILE), estimate)
+    about = {"epoch": epoch}
+    if true is not None:
+      about.update(estimate_error(estimate, true[r]))
+    out.append(about)
+  return out
 
 
 def source_estimate(workdir: str) -> np.ndarray | None:
@@ -114,9 +149,10 @@ def source_estimate(workdir: str) -> np.ndarray | None:
   estimate = os.path.join(workdir, ESTIMATE_FILE)
   if os.path.exists(estimate):
     return np.load(estimate)
-  probabilities = os.path.join(workdir, contract.PROBABILITIES_FILE)
-  if os.path.exists(probabilities):
-    return estimate_transition_matrix(np.load(probabilities))
+  for name in (contract.PROBABILITIES_BEST_FILE, contract.PROBABILITIES_FILE):
+    probabilities = os.path.join(workdir, name)
+    if os.path.exists(probabilities):
+      return estimate_transition_matrix(np.load(probabilities))
   return None
 
 

@@ -18,6 +18,8 @@ import numpy as np
 from absl.testing import absltest
 
 from experiments import __main__ as cli
+from experiments import examples
+from experiments import intervals
 from experiments import ledger as ledger_lib
 from experiments import plan
 from experiments import progress
@@ -134,6 +136,15 @@ class ToyStudyTest(TestCase):
     self.assertIn("toy tune (dependent methods): 1 runs, 0 finished before",
                   done)
     self.assertIn("toy final (dependent methods): 1 runs", done)
+    # Before any run starts: how many, and their process time (nothing has
+    # finished to estimate it from yet).
+    self.assertIn("toy: 3 run(s) to run: tune 3 of 3; final 0 of 0 (final "
+                  "runs are planned once every method is selected); "
+                  "estimated 0m00s of process time (0m00s with 2 worker(s))"
+                  ", 3 run(s) not counted", done)
+    self.assertRegex(done, r"toy final: 2 runs, 0 finished before, 2 to run "
+                     r"as 2 program\(s\) with 2 worker\(s\); estimated "
+                     r"\d+m\d\ds of process time")
     with open(os.path.join(out, "toy.csv")) as f:
       before = f.read()
     rows = list(csv.DictReader(io.StringIO(before)))
@@ -154,6 +165,24 @@ class ToyStudyTest(TestCase):
       page = f.read()
     self.assertIn("| EL beats CE | toy |", page)
     self.assertNotIn("Incomplete", page)
+    # Every final run kept its test predictions at its best validation
+    # epoch: the claim has its bootstrap over the test examples (one seed).
+    ce, el = (examples.read(_toy_final(root, m)) for m in ("ce", "el_at_ce"))
+    with open(os.path.join(_toy_final(root, "ce"),
+                           results.RESULT_FILE)) as f:
+      ce_result = json.load(f)
+    self.assertAlmostEqual(np.mean(ce["best"]["correct"]),
+                           ce_result["scores"]["test_at_val"], places=6)
+    boot = intervals.paired_bootstrap({"correct": el["best"]["correct"][None]},
+                                      {"correct": ce["best"]["correct"][None]})
+    self.assertIn(f"| [{100 * boot.low:+.2f}, {100 * boot.high:+.2f}] | 1 "
+                  f"| inconclusive |", page)
+    # Forward correction's T, from ce's best validation epoch, measured
+    # against the noise's own.
+    self.assertEqual(ce_result["transition_estimate"]["epoch"], "best")
+    self.assertIn("fc_est: T estimated from ce's network at its best epoch "
+                  "(best validation); against the noise's realised T, a mean "
+                  "absolute error of", page)
     # The test split's size, from the runs' run.json.
     self.assertIn("Test set: 2000 examples", page)
     self.assertTrue(os.path.exists(os.path.join(out, "toy_scores.png")))
@@ -179,6 +208,8 @@ class ToyStudyTest(TestCase):
                      max(tune, key=lambda lr: (tune[lr], -lr)))
     entries = ledger_lib.Ledger(ledger, root).entries()
     self.assertLen(entries, 7)  # 3 + 1 tune runs, 3 finals
+    self.assertEqual(sorted(e["result"]["phase"] for e in entries
+                            if "test_predictions" in e), ["final"] * 3)
 
     # Three independent continuations, at once:
     # (1) A finished study runs nothing again; a run without its result
@@ -214,6 +245,9 @@ class ToyStudyTest(TestCase):
                   "0 to run", again)
     with open(os.path.join(fresh_out, "toy.csv")) as f:
       self.assertEqual(f.read(), before)
+    # The page, bootstrap included, rebuilds from the ledger alone.
+    with open(os.path.join(fresh_out, "toy.md")) as f:
+      self.assertEqual(f.read(), page)
     self.assertTrue(os.path.exists(os.path.join(fresh_out, "toy_scores.png")))
 
     again = self._finish(retrained)
@@ -290,6 +324,26 @@ class RunScoresTest(TestCase):
     with self.assertRaisesRegex(ValueError, "without records"):
       protocol.run_scores([])
 
+  def test_two_stages_score_stage_2_alone(self):
+    # Stage 1's epoch 2 has the best validation of the run; stage 2's best
+    # is its epoch 4.
+    records = [{**_record(e, v, t), "stage": stage, "memorised": m,
+                "recovery_accuracy": r}
+               for e, v, t, stage, m, r in (
+                   (1, 0.6, 0.60, 1, 0.3, 0.7), (2, 0.9, 0.80, 1, 0.2, 0.8),
+                   (3, 0.7, 0.75, 2, 0.1, 0.8), (4, 0.8, 0.85, 2, 0.05, 0.8),
+                   (5, 0.8, 0.70, 2, 0.04, 0.8))]
+    scores = protocol.run_scores(records)
+    self.assertEqual(scores["test_at_val"], 0.80)
+    self.assertEqual(scores["test_at_val_stage2"], 0.85)
+    self.assertEqual(scores["val_best_stage2"], 0.8)
+    self.assertEqual(scores["test_last"], 0.70)
+    self.assertEqual((scores["memorised_stage1"], scores["memorised_last"]),
+                     (0.2, 0.04))
+    self.assertEqual(scores["recovery_accuracy_stage1"], 0.8)
+    # One stage: none of these.
+    self.assertNotIn("test_at_val_stage2", protocol.run_scores(records[:2]))
+
 
 class SelectTest(TestCase):
 
@@ -336,6 +390,56 @@ class PairedTest(TestCase):
     self.assertEqual(up.verdict(-1), "refuted")
     one = protocol.paired_difference({0: 1.0}, {0: 0.0})
     self.assertEqual(one.verdict(+1), "inconclusive")
+
+  def test_claims_bootstrap_and_holm(self):
+    setting = study_lib.Setting("s", "x.py")
+    study = study_lib.Study(
+        name="h", title="h", settings=(setting,),
+        methods=tuple(study_lib.Method(n) for n in ("ce", "a", "b", "c")),
+        baseline="ce", claims=(
+            study_lib.Claim("a beats ce", "p", "a", "ce", primary=True),
+            study_lib.Claim("b beats ce", "p", "b", "ce", primary=True),
+            study_lib.Claim("c beats ce", "p", "c", "ce"),
+            study_lib.Claim("c beats ce, last", "p", "c", "ce",
+                            metric="test_last")),
+        tune_seeds=(0,), final_seeds=(1, 2, 3, 4))
+    rng = np.random.default_rng(0)
+    wrong = np.flatnonzero(rng.random(200) < 0.3)
+    # ce: 70 % right, a few other examples wrong on each seed; a: right on
+    # 20 more examples; b: on 2 more, the same 2 on every seed (the seeds
+    # are sure of +1 point, a test set without those 2 would not be);
+    # c: ce's.
+    ce = np.ones((4, 200), bool)
+    ce[:, wrong] = False
+    for i in range(4):
+      ce[i, rng.choice(np.setdiff1d(np.arange(200), wrong), 5)] = False
+    right = {"ce": ce, "a": ce.copy(), "b": ce.copy(), "c": ce}
+    right["a"][:, wrong[:20]] = True
+    right["b"][:, wrong[20:22]] = True
+    final = {("s", m): {seed: {"test_at_val": float(r[i].mean()),
+                               "test_last": float(r[i].mean())}
+                        for i, seed in enumerate((1, 2, 3, 4))}
+             for m, r in right.items()}
+    per_example = {("s", m): {seed: {"best": {"correct": r[i]}}
+                              for i, seed in enumerate((1, 2, 3, 4))}
+                   for m, r in right.items()}
+    rows = protocol.claim_rows(study, final, per_example)
+    a, b, c, last = rows
+    self.assertIsNotNone(a["bootstrap"])
+    self.assertAlmostEqual(a["bootstrap"].mean, a["paired"].mean)
+    self.assertEqual((a["verdict"], a["holm"]), ("confirmed", True))
+    # b: the seed interval excludes 0, the bootstrap (wider) does not.
+    self.assertGreater(b["paired"].low, 0)
+    self.assertLessEqual(b["bootstrap"].low, 0)
+    self.assertEqual(b["verdict"], "inconclusive")
+    self.assertEqual(b["p"], max(b["paired"].p, b["bootstrap"].p))
+    self.assertEqual(c["verdict"], "inconclusive")
+    # The last epoch's predictions are not kept here: no bootstrap.
+    self.assertIsNone(last["bootstrap"])
+    # Holm within each family: the primary pair, the secondary pair.
+    self.assertEqual([r["holm"] for r in rows], [
+        *intervals.holm([a["p"], b["p"]]), *intervals.holm([c["p"],
+                                                            last["p"]])])
 
   def test_binomial_standard_error(self):
     self.assertAlmostEqual(protocol.binomial_standard_error(0.9, 10000),
@@ -615,6 +719,20 @@ class RunnerTest(TestCase):
     np.testing.assert_allclose(
         np.load(os.path.join(workdir, plan.TRANSITION_FILE)), t,
         atol=0.01)
+    # The best validation epoch's predictions win over the last's, and the
+    # estimate is measured against the true matrix.
+    np.save(os.path.join(source, contract.PROBABILITIES_BEST_FILE),
+            clean @ np.eye(2))
+    np.save(os.path.join(source, contract.TRANSITION_TRUE_FILE), t)
+    member = plan.Run("tune", "a", "ce", {}, 0, "f.py", {}, source)
+    (about,) = transition_estimate.write_estimates(source, [member])
+    self.assertEqual(about["epoch"], "best")
+    # The estimate is about the identity: 0.25 off on average, 0.25 on the
+    # diagonal (0.2 and 0.3 off).
+    self.assertAlmostEqual(about["mae"], 0.25, places=2)
+    self.assertAlmostEqual(about["diagonal_mae"], 0.25, places=2)
+    self.assertEqual(transition_estimate.estimate_error(t, t),
+                     {"mae": 0.0, "diagonal_mae": 0.0})
 
   def test_ledger_restores_the_latest_record_of_each_run(self):
     root, elsewhere = self._tempdir(), self._tempdir()
@@ -701,7 +819,13 @@ class RunnerTest(TestCase):
         "  for e, (v, t) in enumerate([([.5, .9], [.4, .8]),\n"
         "                               ([.6, .7], [.3, .2])]):\n"
         "    f.write(json.dumps({'epoch': e + 1, 'replicas': 2, 'val_accuracy': v,\n"
-        "                        'test_accuracy': t}) + '\\n')\n")
+        "                        'test_accuracy': t}) + '\\n')\n"
+        "import numpy as np\n"
+        "np.savez(os.path.join(w, 'predictions_test.npz'),\n"
+        "         labels=np.array([0, 1, 1]), best_epoch=np.array([2, 1]),\n"
+        "         best_pred=np.array([[0, 1, 0], [0, 0, 0]]),\n"
+        "         last_epoch=np.array([2, 2]),\n"
+        "         last_pred=np.array([[0, 1, 0], [1, 1, 1]]))\n")
     root = self._tempdir()
     group = [plan.Run("final", "a", "ce", {}, seed, "f.py",
                            {"seed": seed}, os.path.join(root, f"seed{seed}"))
@@ -715,6 +839,97 @@ class RunnerTest(TestCase):
                      os.path.join(root, "seeds7-8"))
     self.assertEqual(results.read_result(group[1])["test_size"], 20)
     self.assertLen(contract.read_records(group[0].workdir), 2)
+    # Each member has its own replica's test predictions.
+    np.testing.assert_array_equal(
+        examples.read(group[1].workdir)["best"]["correct"], [True, False,
+                                                             False])
+    np.testing.assert_array_equal(
+        examples.read(group[1].workdir)["last"]["correct"], [False, True,
+                                                             True])
+    self.assertEqual(outcomes[0]["edition"], results.EDITION)
+    # The ledger keeps them; a fresh root gets them back.
+    ledger = ledger_lib.Ledger(os.path.join(self._tempdir(), "l.jsonl"),
+                               root)
+    ledger.add(group[1].workdir, outcomes[1])
+    fresh = self._tempdir()
+    ledger_lib.Ledger(ledger.path, fresh).restore()
+    back = examples.read(os.path.join(fresh, "seed8"))
+    np.testing.assert_array_equal(back["last"]["correct"], [False, True,
+                                                            True])
+    # They lie beside the ledger, which names them by a digest; a ledger
+    # line restores only the predictions it was recorded with.
+    (line,) = ledger.entries()
+    (kept,) = ledger.entries(ledger.predictions_path)
+    self.assertEqual(line["test_predictions"],
+                     examples.digest(kept["test_predictions"]))
+    with open(ledger.predictions_path, "a") as f:
+      f.write(json.dumps({"workdir": "seed8", "test_predictions":
+                          examples.pack(group[0].workdir)}) + "\n")
+    again = self._tempdir()
+    ledger_lib.Ledger(ledger.path, again).restore()
+    np.testing.assert_array_equal(
+        examples.read(os.path.join(again, "seed8"))["last"]["correct"],
+        [False, True, True])
+    # Replica 0's best epoch was its last: the ledger keeps it once.
+    self.assertLess(len(examples.pack(group[0].workdir)),
+                    len(kept["test_predictions"]))
+
+  def test_a_result_of_an_older_edition_runs_again_from_the_start(self):
+    root = self._tempdir()
+    final = plan.Run("final", "a", "ce", {}, 1, "f.py", {},
+                     os.path.join(root, "final"))
+    tune = plan.Run("tune", "a", "ce", {}, 0, "f.py", {},
+                    os.path.join(root, "tune"))
+    old = {"phase": "final", "status": "done", "wall_seconds": 5.0}
+    self.assertFalse(results.current(final, None))
+    self.assertFalse(results.current(final, old))
+    self.assertTrue(results.current(final, {**old, "edition":
+                                            results.EDITION}))
+    self.assertTrue(results.current(final, {**old, "status": "diverged"}))
+    # A tune run: only where another run estimates its T from it.
+    self.assertTrue(results.current(tune, old))
+    self.assertFalse(results.current(tune, old, {tune.workdir}))
+    self.assertFalse(results.current(
+        dataclasses.replace(tune, transition_source="/s"), old))
+    # Run again: its old workdir (a checkpoint at its end) is set aside.
+    os.makedirs(os.path.join(final.workdir, contract.CHECKPOINT_DIR))
+    results.write_result(final.workdir, old)
+    fake = self._fake_train(
+        "import json, os, sys\n"
+        "w = [a.split('=', 1)[1] for a in sys.argv if a.startswith('--workdir=')][0]\n"
+        "assert not os.path.exists(os.path.join(w, 'checkpoints'))\n"
+        "json.dump({'num_test': 3}, open(os.path.join(w, 'run.json'), 'w'))\n"
+        "open(os.path.join(w, 'metrics.jsonl'), 'w').write(json.dumps(\n"
+        "    {'epoch': 1, 'val_accuracy': 0.5, 'test_accuracy': 0.5}) + '\\n')\n")
+    stream = io.StringIO()
+    failures = runner.run_all([final], workers=1, configs_dir="/c",
+                              metric="accuracy", python=self._launcher(fake),
+                              stream=stream)
+    self.assertEqual(failures, [])
+    self.assertIn("1 runs, 0 finished before, 1 to run (1 of them again: "
+                  "results of an older edition)", stream.getvalue())
+    # Estimated from what the run took before.
+    self.assertIn("estimated 0m05s of process time", stream.getvalue())
+    self.assertEqual(results.read_result(final)["edition"], results.EDITION)
+    self.assertTrue(os.path.isdir(os.path.join(
+        final.workdir + ".superseded", contract.CHECKPOINT_DIR)))
+
+  def test_process_time_estimate(self):
+    def run(phase, setting, method, seed):
+      return plan.Run(phase, setting, method, {}, seed, "f.py", {},
+                      f"/{phase}/{setting}/{method}/{seed}")
+    done = [run("final", "a", "ce", 0), run("final", "a", "el", 0),
+            run("tune", "b", "ce", 0)]
+    found = {r.workdir: {"wall_seconds": t}
+             for r, t in zip(done, (10.0, 30.0, 100.0))}
+    todo = [run("final", "a", "ce", 1),  # its method's mean: 10
+            run("final", "a", "fc", 1),  # its setting's: 20
+            run("final", "c", "ce", 1),  # its phase's: 20
+            run("other", "c", "ce", 1)]  # nothing alike
+    self.assertEqual(progress.estimate(done + todo, found, todo), (50.0, 1))
+    self.assertEqual(progress.estimate_text((3600.0, 0), 2),
+                     "estimated 1h00m of process time (30m00s with 2 "
+                     "worker(s))")
 
   def test_progress_line(self):
     now = [0.0]
@@ -959,7 +1174,8 @@ class SummaryTest(TestCase):
     self.assertEqual(out_info["pending"], 0)
     verdict, interval = out_info["verdicts"][("EL beats CE", "sym20")]
     self.assertEqual(verdict, "confirmed")
-    self.assertEqual(interval, "+2.20 [+1.95, +2.45]")
+    # Runs without per-example predictions have no bootstrap yet.
+    self.assertEqual(interval, "+2.20 [+1.95, +2.45]; not yet rerun")
     for name in study.figures:
       self.assertTrue(os.path.exists(os.path.join(out, f"fab_{name}.png")),
                       name)
@@ -977,7 +1193,8 @@ class SummaryTest(TestCase):
     self.assertIn("| ce | learning_rate {0.03, 0.1, 0.3} |", page)
     # A claim on another score says which (recovery 80 % against 60 %).
     self.assertIn("| JO recovers labels [label recovery] | p | 20 % | "
-                  "+20.00 [+20.00, +20.00] | 3 | confirmed |", page)
+                  "+20.00 [+20.00, +20.00] | no test score | 3 | confirmed "
+                  "| survives |", page)
     # The binomial error at the baseline's own accuracy (80 %).
     self.assertIn("Test set: 100 examples (a binomial standard error of "
                   "4.00 points at ce's 80.0 %", page)
@@ -1022,10 +1239,10 @@ class SummaryTest(TestCase):
                      3: (0.80, [0.80, 0.6])},
               "el": {2: (0.92, [0.91, 0.5]), 3: (0.83, [0.83, 0.7]),
                      4: (0.1, [0.1, 0.1])}}
-    c = type("C", (), {"final": {
+    c = results.Collected(final={
         ("s", m): {seed: {"test_at_val": acc, "test_ap_per_class": ap}
                    for seed, (acc, ap) in runs.items()}
-        for m, runs in scores.items()}})()
+        for m, runs in scores.items()})
     claims_fig, log_end_fig, ap_fig = _drawn(
         study, c, figures.claims, figures.versus_log_end,
         figures.per_class_ap)

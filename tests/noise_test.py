@@ -226,6 +226,66 @@ class ApplyNoiseTest(parameterized.TestCase):
       noise.apply_noise(LABELS + 1, C, name="symmetric", rate=0.1, seed=0)
 
 
+class InstanceNoiseTest(absltest.TestCase):
+
+  # Inputs with structure a network could learn: class means plus noise.
+  X = (np.random.default_rng(1).normal(size=(C, 40))[LABELS]
+       + np.random.default_rng(2).normal(size=(LABELS.size, 40)))
+
+  def test_rate_is_near_the_requested_one(self):
+    for rate in (0.2, 0.4):
+      result = noise.apply_noise(LABELS, C, name="instance", rate=rate,
+                                 seed=0, features=self.X)
+      # Binomial spread over 9000 examples: sigma about 0.005.
+      self.assertLess(abs(result.noise_rate - rate), 0.02, rate)
+      np.testing.assert_allclose(result.transition_matrix.sum(1), 1.0)
+      self.assertAlmostEqual(result.noise_rate,
+                             np.mean(result.labels != LABELS))
+      np.testing.assert_array_equal(result.clean_labels, LABELS)
+
+  def test_deterministic_by_seed(self):
+    a, b, c = (noise.apply_noise(LABELS, C, name="instance", rate=0.4,
+                                 seed=seed, features=self.X)
+               for seed in (3, 3, 4))
+    np.testing.assert_array_equal(a.labels, b.labels)
+    self.assertFalse(np.array_equal(a.labels, c.labels))
+
+  def test_flips_depend_on_the_input(self):
+    p = noise.instance_flip_distribution(LABELS, self.X, C, 0.4, seed=0)
+    np.testing.assert_allclose(p.sum(1), 1.0)
+    flip = 1 - p[np.arange(LABELS.size), LABELS]
+    # Examples of one class flip with different probabilities ...
+    self.assertGreater(flip[LABELS == 0].std(), 0.05)
+    # ... towards classes their input decides: the most likely wrong class
+    # takes most of the flip mass, not 1/(C-1) of it as symmetric noise.
+    wrong = p.copy()
+    wrong[np.arange(LABELS.size), LABELS] = 0
+    self.assertGreater(np.mean(wrong.max(1) / flip), 0.5)
+    # Same class, other inputs: the favoured wrong class differs.
+    self.assertGreater(len(set(wrong[LABELS == 0].argmax(1))), 2)
+    # The draw follows the distribution: flipped examples mostly go to
+    # their favoured wrong class.
+    result = noise.apply_noise(LABELS, C, name="instance", rate=0.4, seed=0,
+                               features=self.X)
+    flipped = result.is_noisy
+    self.assertGreater(np.mean(result.labels[flipped]
+                               == wrong[flipped].argmax(1)), 0.4)
+    # And the realised flips follow each example's rate: examples with the
+    # higher half of q flip more often.
+    high = flip > np.median(flip)
+    self.assertGreater(flipped[high].mean(), flipped[~high].mean() + 0.05)
+
+  def test_bad_input(self):
+    with self.assertRaisesRegex(ValueError, "needs the inputs"):
+      noise.apply_noise(LABELS, C, name="instance", rate=0.4, seed=0)
+    with self.assertRaisesRegex(ValueError, "feature rows"):
+      noise.apply_noise(LABELS, C, name="instance", rate=0.4, seed=0,
+                        features=self.X[:10])
+    with self.assertRaisesRegex(ValueError, r"\[0, 1\)"):
+      noise.apply_noise(LABELS, C, name="instance", rate=1.2, seed=0,
+                        features=self.X)
+
+
 @absltest.skipUnless(
     os.path.isdir(local_data.DEBIAN_FASHION_MNIST_DIR),
     "Debian's dataset-fashion-mnist is not installed "

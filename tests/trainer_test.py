@@ -253,6 +253,50 @@ class TrainerTest(parameterized.TestCase):
       _run(tiny_config(**{"loss.name": "forward_correction",
                           "loss.transition_matrix": path}))
 
+  def test_test_predictions_at_the_best_validation_epoch_and_the_last(self):
+    # 4 epochs of a high learning rate: validation rises and falls, so the
+    # best epoch is rarely the last; two replicas pick their own.
+    config = tiny_config(**{"num_epochs": 4, "replicas": 2,
+                            "optimizer.learning_rate": 0.5,
+                            "save_train_probabilities": True})
+    summary, records, workdir = _run(config)
+    with np.load(os.path.join(workdir, contract.TEST_PREDICTIONS_FILE)) as f:
+      saved = dict(f)
+    labels = saved["labels"]
+    self.assertEqual(labels.shape, (1000,))
+    self.assertEqual(saved["best_pred"].shape, (2, 1000))
+    for r in range(2):
+      mine = [contract.replica_record(x, r) for x in records]
+      best = contract.at_best(mine, "val_accuracy", "epoch")
+      self.assertEqual(saved["best_epoch"][r], best)
+      # The predictions give the recorded test accuracy of their epoch.
+      self.assertAlmostEqual(np.mean(saved["best_pred"][r] == labels),
+                             summary["test_accuracy_at_best_val"][r],
+                             places=5)
+      self.assertAlmostEqual(np.mean(saved["last_pred"][r] == labels),
+                             mine[-1]["test_accuracy"], places=5)
+      self.assertEqual(saved["last_epoch"][r], 4)
+    self.assertTrue(np.all((saved["best_p_true"] >= 0)
+                           & (saved["best_p_true"] <= 1)))
+    # The training softmax of the selected epoch, and the noise's own T.
+    best = np.load(os.path.join(workdir, contract.PROBABILITIES_BEST_FILE))
+    self.assertEqual(best.shape, (2, 256, 10))
+    np.testing.assert_allclose(best.sum(-1), 1.0, rtol=1e-3)
+    true = np.load(os.path.join(workdir, contract.TRANSITION_TRUE_FILE))
+    self.assertEqual(true.shape, (2, 10, 10))
+    np.testing.assert_allclose(true.sum(-1), 1.0)
+    # A run killed and resumed writes the same predictions.
+    _, _, resumed = _run(config, stop_after_epochs=2)
+    trainer.train_and_evaluate(config, resumed)
+    with np.load(os.path.join(resumed, contract.TEST_PREDICTIONS_FILE)) as f:
+      for key, value in saved.items():
+        np.testing.assert_array_equal(f[key], value, err_msg=key)
+
+  def test_instance_noise_trains(self):
+    _, (record,), _ = _run(tiny_config(**{"num_epochs": 1,
+                                          "noise.name": "instance"}))
+    self.assertTrue(math.isfinite(record["train_loss"]))
+
   def test_summary_table(self):
     summary, _, workdir = _run(tiny_config())
     table = reporting.summary_table(summary, "title")

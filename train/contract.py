@@ -34,6 +34,25 @@ RUN_FILE = "run.json"
 # ``config.save_train_probabilities``: the softmax of every training example
 # after the last epoch, ``[N, C]`` (``[R, N, C]`` for R replicas).
 PROBABILITIES_FILE = "probabilities_train.npy"
+# The same at each replica's best validation epoch (the selected network).
+PROBABILITIES_BEST_FILE = "probabilities_train_best.npy"
+# ``config.save_train_probabilities``: the realised transition matrix of the
+# training labels' noise, ``[C, C]`` (``[R, C, C]``): what an estimate of it
+# is measured against.
+TRANSITION_TRUE_FILE = "transition_train_true.npy"
+# ``config.save_test_predictions``: per-example test predictions at each
+# replica's best validation epoch (the epoch the run is selected on,
+# ``selection_key``) and at the last, an ``.npz`` of ``[R, ...]`` arrays:
+#   labels         the test labels, [N] (multi-label: [N, C])
+#   best_epoch     [R] the epoch of best_*; 0 where it is not known (a
+#                  resume lost it): a launcher takes no predictions then
+#   last_epoch     [R] (once the last epoch is done)
+#   best_pred, last_pred      int16 [R, N] predicted class (single-label)
+#   best_p_true, last_p_true  float16 [R, N] probability of the true class
+#   best_rank, last_rank      uint16 [R, N, C] each example's place in its
+#                  class's ranking of the test set, 0 the highest score
+#                  (multi-label: average precision needs the rankings)
+TEST_PREDICTIONS_FILE = "predictions_test.npz"
 CHECKPOINT_DIR = "checkpoints"
 
 # The fields of ``RUN_FILE``.
@@ -98,6 +117,12 @@ def format_duration(seconds: float) -> str:
 
 
 # ----- What the records mean -------------------------------------------
+def selection_key(multi_label: bool) -> str:
+  """The validation score a run is selected on (its best epoch's test
+  score is ``summarise``'s ``*_at_best_val``)."""
+  return "val_map" if multi_label else "val_accuracy"
+
+
 # Metrics where less is better; the others are accuracies.
 LOWER_IS_BETTER = ("test_ece", "val_ece", "memorised", "train_loss")
 

@@ -12,6 +12,11 @@ Every multi-class model here is a row-stochastic transition matrix
 * ``exact=False``: every example draws its noisy label from ``T[clean]``
   independently, so the realised counts are binomial around the requested ones.
 
+Instance-dependent noise (``instance_noise``) has no single ``T``: each
+example flips with a probability and towards classes that depend on its
+input (Xia et al., "Part-dependent label noise: towards instance-dependent
+label noise", NeurIPS 2020, whose generator much of the literature uses).
+
 Everything is deterministic given ``seed`` (``numpy.random.default_rng``). The
 result keeps the clean labels for evaluation and reports the realised noise
 rate and transition matrix.
@@ -239,6 +244,85 @@ def transition_noise(labels, transition_matrix, *, seed: int,
 
 
 # ---------------------------------------------------------------------------
+# Instance-dependent noise.
+# ---------------------------------------------------------------------------
+# The spread of the per-example flip rates around the requested rate (the
+# generator's default, 0.1).
+INSTANCE_RATE_STD = 0.1
+
+
+def _truncated_normal(mean: float, std: float, size: int,
+                      rng: np.random.Generator) -> np.ndarray:
+  """Draws of ``N(mean, std^2)`` truncated to [0, 1] (by rejection)."""
+  out = np.empty(0)
+  while out.size < size:
+    draws = rng.normal(mean, std, size=2 * (size - out.size) + 16)
+    out = np.concatenate([out, draws[(draws >= 0) & (draws <= 1)]])
+  return out[:size]
+
+
+def instance_flip_distribution(labels, features, num_classes: int,
+                               rate: float, *, seed: int,
+                               std: float = INSTANCE_RATE_STD) -> np.ndarray:
+  """Each example's distribution of its noisy label, ``[N, C]``.
+
+  Per example a flip rate ``q_n ~ N(rate, std^2)`` truncated to [0, 1]; per
+  class ``c`` a random projection ``W_c ~ N(0, 1)`` of shape ``[F, C]``; the
+  scores ``s = x_n W_{y_n}`` with ``s_{y_n} = -inf``; the example keeps its
+  label with probability ``1 - q_n`` and moves to class ``j != y_n`` with
+  ``q_n softmax(s)_j``. So how likely an example is to flip, and where to,
+  depend on its input (two examples of one class differ), and the mean flip
+  rate is ``rate`` (up to the truncation).
+
+  Args:
+    labels: clean labels, int ``[N]``.
+    features: ``[N, ...]`` inputs, flattened to ``[N, F]`` as given (the
+      dataset's normalised inputs).
+    num_classes: ``C``.
+    rate: the mean flip rate, in [0, 1).
+    seed: the noise's seed.
+    std: the spread of the per-example rates.
+  """
+  return _flip_distribution(labels, features, num_classes, rate, std,
+                            np.random.default_rng(seed))
+
+
+def _flip_distribution(labels, features, num_classes, rate, std, rng):
+  rate = _check_rate(rate)
+  clean = _check_labels(labels, num_classes)
+  x = np.asarray(features, np.float64)
+  if len(x) != len(clean):
+    raise ValueError(f"{len(x)} feature rows for {len(clean)} labels")
+  x = x.reshape(len(clean), -1)
+  q = _truncated_normal(rate, std, len(clean), rng)
+  w = rng.standard_normal((num_classes, x.shape[1], num_classes))
+  scores = np.einsum("nf,nfc->nc", x, w[clean]) if len(clean) else np.zeros(
+      (0, num_classes))
+  rows = np.arange(len(clean))
+  scores[rows, clean] = -np.inf
+  scores -= scores.max(axis=1, keepdims=True)
+  p = np.exp(scores)
+  p *= (q / p.sum(axis=1))[:, None]
+  p[rows, clean] = 1.0 - q
+  return p
+
+
+def instance_noise(labels, features, num_classes: int, rate: float, *,
+                   seed: int, std: float = INSTANCE_RATE_STD) -> NoisyLabels:
+  """Instance-dependent noise: each example's label drawn from
+  ``instance_flip_distribution`` (same seed: the same distributions), so
+  the realised rate is binomial around ``rate``."""
+  # The labels are drawn after the distribution, from the same stream.
+  rng = np.random.default_rng(seed)
+  p = _flip_distribution(labels, features, num_classes, rate, std, rng)
+  cumulative = np.cumsum(p, axis=1)
+  draws = rng.random(len(p))
+  noisy = (draws[:, None] >= cumulative).sum(1)
+  noisy = np.minimum(noisy, num_classes - 1).astype(np.int32)
+  return from_noisy_labels(labels, noisy, num_classes)
+
+
+# ---------------------------------------------------------------------------
 # Multi-label noise.
 # ---------------------------------------------------------------------------
 def _flip_mask(candidates: np.ndarray, rate: float, exact: bool,
@@ -296,7 +380,7 @@ def multilabel_noise(targets, drop_rate: float, add_rate: float, *,
 # Dispatcher by name.
 # ---------------------------------------------------------------------------
 NOISE_MODELS = ("none", "symmetric", "asymmetric", "pair_flip",
-                "multilabel", "human")
+                "instance", "multilabel", "human")
 
 
 def apply_noise(labels, num_classes: int, *, name: str = "none",
@@ -304,7 +388,7 @@ def apply_noise(labels, num_classes: int, *, name: str = "none",
                 include_true_class: bool = True,
                 mapping: str | Mapping[int, int] | None = None,
                 drop_rate: float = 0.0, add_rate: float = 0.0,
-                noisy_labels=None) -> NoisyLabels:
+                noisy_labels=None, features=None) -> NoisyLabels:
   """Applies the noise model ``name`` (one of ``NOISE_MODELS``).
 
   Args:
@@ -312,11 +396,12 @@ def apply_noise(labels, num_classes: int, *, name: str = "none",
     num_classes: ``C``.
     name: ``'none'``, ``'symmetric'`` (``rate``, ``include_true_class``),
       ``'asymmetric'`` (``rate``, ``mapping``), ``'pair_flip'`` (``rate``),
+      ``'instance'`` (``rate``, ``features``: instance-dependent),
       ``'multilabel'`` (``drop_rate``, ``add_rate``), ``'human'``
       (``noisy_labels``, e.g. a ``Dataset.train_noisy_labels`` entry of
       CIFAR-10N). Any other matrix: ``transition_noise``.
     rate, seed, exact, include_true_class, mapping, drop_rate, add_rate,
-      noisy_labels: as in the model functions.
+      noisy_labels, features: as in the model functions.
 
   Returns:
     ``NoisyLabels``.
@@ -334,6 +419,10 @@ def apply_noise(labels, num_classes: int, *, name: str = "none",
     if noisy_labels is None:
       raise ValueError("noise 'human' needs noisy_labels")
     return from_noisy_labels(labels, noisy_labels, num_classes)
+  if name == "instance":
+    if features is None:
+      raise ValueError("noise 'instance' needs the inputs (features)")
+    return instance_noise(labels, features, num_classes, rate, seed=seed)
   if name == "symmetric":
     matrix = symmetric_transition(num_classes, rate,
                                   include_true_class=include_true_class)

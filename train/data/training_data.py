@@ -137,14 +137,14 @@ def load(config) -> RunData:
       train.append(noise.apply_noise(
           data.train_y, data.num_classes, seed=seed, **model,
           noisy_labels=data.train_noisy_labels[n.human_key] if human
-          else None))
+          else None, features=data.train_x))
       if n.validation and n.name != "none" and len(data.val_y):
         # A stream of its own: the training draw is the same without it.
         val.append(noise.apply_noise(
             data.val_y, data.num_classes,
             seed=(seed, VALIDATION_NOISE_STREAM), **model,
             noisy_labels=data.val_noisy_labels[n.human_key] if human
-            else None))
+            else None, features=data.val_x))
       else:
         val.append(noise.NoisyLabels(
             labels=data.val_y, clean_labels=data.val_y, noise_rate=0.0,

@@ -34,6 +34,7 @@ class Settings:
   checkpoint_min_seconds: float
   keep_checkpoints: int
   save_train_probabilities: bool
+  save_test_predictions: bool
   progress: bool
   tensorboard: bool
   label_begin: int

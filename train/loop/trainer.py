@@ -38,6 +38,7 @@ from train import sharding
 from train.data import pipeline
 from train.data import training_data
 from train.loop import checkpoints
+from train.loop import predictions
 from train.loop import settings as settings_lib
 from train.loop import workdir as workdir_lib
 from train.objective import stages
@@ -79,6 +80,7 @@ class _Run:
     # A long-tailed training set: accuracies of its shot groups too.
     self.shot_groups = (metrics.shot_groups(self.data.train_class_counts)
                         if self.data.imbalance_ratio != 1 else None)
+    self._predict = {}  # (classifier, logits) -> jitted predict
 
   # -- state -----------------------------------------------------------------
   def fresh_state(self, stage: stages.Stage
@@ -259,21 +261,59 @@ class _Run:
     record["epoch_seconds"] = time.perf_counter() - start
     return state, label_state, record
 
-  def save_train_probabilities(self, classifier, state) -> None:
-    """``workdir/probabilities_train.npy``: softmax of the training set."""
+  def outputs(self, classifier, state, x, num: int, *,
+              logits: bool = False) -> np.ndarray:
+    """Host ``[R, num, C]`` softmax (or logits) of the inputs ``x``."""
     order, mask = pipeline.eval_indices(
-        self.data.num_train,
-        sharding.eval_batch(self.settings.eval_batch_size, self.mesh))
-    predict = steps.make_predict(classifier, self.mesh, replicas=True)
-    probs = predict(state["params"], state["model_state"],
-                    self.train_data["image"], sharding.put(
-                        order, sharding.eval_sharding(self.mesh)))
-    probs = np.asarray(multihost_utils.process_allgather(probs, tiled=True))
+        num, sharding.eval_batch(self.settings.eval_batch_size, self.mesh))
+    key = (id(classifier), logits)
+    if key not in self._predict:  # compiled once a stage
+      self._predict = {key: steps.make_predict(
+          classifier, self.mesh, replicas=True, logits=logits),
+                       **{k: v for k, v in self._predict.items()
+                          if k[0] == id(classifier)}}
+    out = self._predict[key](state["params"], state["model_state"], x,
+                             sharding.put(order,
+                                          sharding.eval_sharding(self.mesh)))
+    out = np.asarray(multihost_utils.process_allgather(out, tiled=True))
     # eval_indices keeps the examples in order, padding last.
-    probs = probs[:, mask.reshape(-1)]
+    return out[:, mask.reshape(-1)]
+
+  def train_outputs(self, classifier, state) -> np.ndarray:
+    return self.outputs(classifier, state, self.train_data["image"],
+                        self.data.num_train)
+
+  def test_outputs(self, classifier, state) -> np.ndarray:
+    """Softmax (multi-label: logits, what the ranking is made of)."""
+    return self.outputs(classifier, state, self.eval_sets["test"][0],
+                        len(self.data.test_x), logits=self.data.multi_label)
+
+  def save_train_probabilities(self, classifier, state) -> None:
+    """``contract.PROBABILITIES_FILE``: softmax of the training set, and
+    ``contract.TRANSITION_TRUE_FILE``: the noise's realised matrix."""
+    probs = self.train_outputs(classifier, state)
     if jax.process_index() == 0:
       path = os.path.join(self.workdir, contract.PROBABILITIES_FILE)
       np.save(path, probs[0] if self.replicas == 1 else probs)
+      if not self.data.multi_label:
+        true = np.stack([n.transition_matrix for n in self.noisy])
+        np.save(os.path.join(self.workdir, contract.TRANSITION_TRUE_FILE),
+                true[0] if self.replicas == 1 else true)
+
+  def best_predictions(self, records) -> predictions.BestPredictions | None:
+    """What keeps the outputs of each replica's best validation epoch, or
+    None where nothing asks for them."""
+    settings = self.settings
+    if (not (settings.save_test_predictions
+             or settings.save_train_probabilities)
+        or "test" not in self.eval_sets):
+      return None
+    return predictions.BestPredictions(
+        self.workdir, select=contract.selection_key(self.data.multi_label),
+        test_labels=self.data.test_y, multi_label=self.data.multi_label,
+        replicas=self.replicas,
+        train_probabilities=settings.save_train_probabilities,
+        records=records, write=jax.process_index() == 0)
 
   @staticmethod
   def _check_finite(sums, epoch, done, reported, progress):
@@ -375,6 +415,9 @@ def _train(run: _Run, store: checkpoints.Checkpoints, *, resume_epoch: int,
       run.total_epochs, run.steps_per_epoch, first_epoch=resume_epoch,
       enabled=settings.progress and main_process)
   records = contract.read_records(workdir)
+  # Every process replays the same epochs (its outputs are all-gathered).
+  best = run.best_predictions([r for r in records
+                               if r["epoch"] <= resume_epoch])
   if main_process:
     print(f"{header}; {jax.device_count()} device(s); "
           f"{'resuming after epoch ' + str(resume_epoch) if resume_epoch else 'new run'}"
@@ -395,6 +438,9 @@ def _train(run: _Run, store: checkpoints.Checkpoints, *, resume_epoch: int,
                                                  label_state, progress)
       records.append(record)
       writer.write(record)
+      if best is not None:
+        best.observe(record, lambda: run.test_outputs(classifier, state),
+                     lambda: run.train_outputs(classifier, state))
       progress.epoch_done(reporting.epoch_line(
           contract.replica_mean(record)))
       done = epoch + 1
@@ -415,6 +461,8 @@ def _train(run: _Run, store: checkpoints.Checkpoints, *, resume_epoch: int,
 
   if settings.save_train_probabilities and last == run.total_epochs:
     run.save_train_probabilities(classifier, state)
+  if best is not None and last == run.total_epochs:
+    best.finish(run.test_outputs(classifier, state), last)
   summary = contract.summarise(records)
   if main_process and last == run.total_epochs:
     data = run.data

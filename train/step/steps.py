@@ -226,16 +226,16 @@ def split_logits(classifier: models.Classifier, params, model_state, x,
 
 
 def make_predict(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,
-                 replicas: bool = False):
+                 replicas: bool = False, logits: bool = False):
   """``predict(params, model_state, x, order) -> softmax [B' * B, C]``.
 
   Jitted; ``order`` as in ``make_evaluate`` (its padding rows are the
   caller's to drop). With ``replicas`` the parameters and the result have a
-  leading replica axis.
+  leading replica axis; with ``logits`` it returns the logits instead.
   """
   def predict(params, model_state, x, order):
-    return jax.nn.softmax(split_logits(classifier, params, model_state, x,
-                                       order))
+    out = split_logits(classifier, params, model_state, x, order)
+    return out if logits else jax.nn.softmax(out)
 
   predict = over_replicas(predict, (0, 0, None, None), replicas)
   split = sharding.eval_sharding(mesh)

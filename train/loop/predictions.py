@@ -1,0 +1,173 @@
+"""Per-example predictions kept at each replica's best validation epoch.
+
+A run is selected at its best validation epoch, so what a study needs of
+its test predictions (for a bootstrap over test examples) is the
+predictions of that epoch, and of the last. ``BestPredictions`` follows
+each replica's validation score as the epochs come, and when a replica's
+score beats its best so far (the earliest of ties stays, as
+``contract.summarise`` selects), keeps that epoch's test predictions and,
+with ``save_train_probabilities``, the training set's softmax (forward
+correction's transition matrix is estimated from the selected network,
+not the last one). Both are written to the workdir at each new best, so a
+killed run resumes with them; a best that the resumed records no longer
+name (the run was killed between the file and the checkpoint) is dropped,
+and found again when its epoch reruns.
+
+Files (``train.contract``): ``TEST_PREDICTIONS_FILE`` (see
+``compact``), ``PROBABILITIES_BEST_FILE`` and ``TRANSITION_TRUE_FILE``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Sequence
+
+import numpy as np
+
+from train import contract
+
+
+def compact(outputs: np.ndarray, labels: np.ndarray, multi_label: bool
+            ) -> dict[str, np.ndarray]:
+  """What a per-example test score needs of ``[R, N, C]`` outputs.
+
+  Single-label (softmax outputs): ``pred``, the predicted class (int16),
+  and ``p_true``, the probability of the true class (float16). Multi-label
+  (logits): ``rank``, each example's place in its class's ranking of the
+  test set by score (0: the highest; uint16 for up to 65,536 examples;
+  ties in the order of the examples, as the evaluation's stable sort
+  breaks them): average precision is a function of the rankings and the
+  labels alone, and ranks are exact where float16 scores would tie.
+  """
+  if multi_label:
+    order = np.argsort(-outputs, axis=1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(outputs.shape[1])[None, :, None],
+                      axis=1)
+    return {"rank": rank.astype(np.uint16)}
+  true = np.take_along_axis(outputs, labels[None, :, None].astype(np.int64),
+                            axis=2)[..., 0]
+  return {"pred": outputs.argmax(-1).astype(np.int16),
+          "p_true": true.astype(np.float16)}
+
+
+class BestPredictions:
+  """Test predictions (and training softmax) at each replica's best epoch.
+
+  Args:
+    workdir: where the files go (by process 0, ``write``).
+    select: the record key the run is selected on (``contract.
+      selection_key``).
+    test_labels: the test set's labels, ``[N]`` or ``[N, C]``.
+    multi_label: as the data.
+    replicas: R.
+    train_probabilities: also keep the training set's softmax.
+    records: the records the run resumes with (empty for a new run).
+  """
+
+  def __init__(self, workdir: str, *, select: str, test_labels: np.ndarray,
+               multi_label: bool, replicas: int, train_probabilities: bool,
+               records: Sequence[dict], write: bool = True):
+    self.workdir, self.select, self.multi_label = workdir, select, multi_label
+    self.labels, self.replicas = np.asarray(test_labels), replicas
+    self.train_probabilities, self._write = train_probabilities, write
+    self.best_value = [-np.inf] * replicas
+    self.best_epoch = np.zeros(replicas, np.int64)  # 0: none kept
+    self.best: dict[str, np.ndarray] = {}
+    self.best_train: np.ndarray | None = None
+    for record in records:
+      self._improved(record)  # the best values so far; their outputs:
+    self._resume()
+
+  def _improved(self, record) -> list[int]:
+    """The replicas whose validation score beats their best at
+    ``record``; updates the bests."""
+    values = record.get(self.select)
+    if values is None:
+      return []
+    if self.replicas == 1:
+      values = [values]
+    out = []
+    for r, value in enumerate(values):
+      if value is not None and value > self.best_value[r]:
+        self.best_value[r] = value
+        out.append(r)
+        self.best_epoch[r] = -record["epoch"]  # found, outputs not yet kept
+    return out
+
+  def _resume(self) -> None:
+    """Takes back the outputs of the files where they are of the best
+    epochs the resumed records name."""
+    wanted = -self.best_epoch
+    self.best_epoch = np.zeros(self.replicas, np.int64)
+    path = os.path.join(self.workdir, contract.TEST_PREDICTIONS_FILE)
+    if not wanted.any() or not os.path.exists(path):
+      return
+    with np.load(path) as saved:
+      kept = saved["best_epoch"]
+      self.best = {k[len("best_"):]: saved[k].copy() for k in saved.files
+                   if k.startswith("best_") and k != "best_epoch"}
+    train = None
+    if self.train_probabilities:
+      path = os.path.join(self.workdir, contract.PROBABILITIES_BEST_FILE)
+      if os.path.exists(path):
+        train = np.load(path)
+        train = train[None] if self.replicas == 1 else train
+    for r in range(self.replicas):
+      if kept[r] == wanted[r] and kept[r] and (
+          not self.train_probabilities or train is not None):
+        self.best_epoch[r] = kept[r]
+    if train is not None:
+      self.best_train = train
+
+  def observe(self, record: dict, test_outputs: Callable[[], np.ndarray],
+              train_outputs: Callable[[], np.ndarray]) -> None:
+    """After an epoch's record: keeps the outputs of every replica whose
+    validation score improved (computed only then)."""
+    improved = self._improved(record)
+    if not improved:
+      return
+    kept = compact(test_outputs(), self.labels, self.multi_label)
+    for key, value in kept.items():
+      if key not in self.best:
+        self.best[key] = np.zeros_like(value)
+      self.best[key][improved] = value[improved]
+    if self.train_probabilities:
+      probabilities = train_outputs()
+      if self.best_train is None:
+        self.best_train = np.zeros_like(probabilities)
+      self.best_train[improved] = probabilities[improved]
+    self.best_epoch[improved] = record["epoch"]
+    self.write()
+
+  def write(self, last: dict[str, np.ndarray] | None = None,
+            last_epoch: int = 0) -> None:
+    """The files; ``last`` (``compact``'s) once the last epoch is done."""
+    if not self._write:
+      return
+    arrays = {"labels": self.labels, "best_epoch": self.best_epoch,
+              **{f"best_{k}": v for k, v in self.best.items()}}
+    if last is not None:
+      arrays.update({f"last_{k}": v for k, v in last.items()})
+      arrays["last_epoch"] = np.full(self.replicas, last_epoch, np.int64)
+    _save(os.path.join(self.workdir, contract.TEST_PREDICTIONS_FILE),
+          np.savez, arrays)
+    if self.best_train is not None:
+      _save(os.path.join(self.workdir, contract.PROBABILITIES_BEST_FILE),
+            np.save, self.best_train[0] if self.replicas == 1
+            else self.best_train)
+
+  def finish(self, test_outputs: np.ndarray, last_epoch: int) -> None:
+    """Writes the last epoch's predictions beside the best ones."""
+    self.write(compact(test_outputs, self.labels, self.multi_label),
+               last_epoch)
+
+
+def _save(path: str, save, value) -> None:
+  """``save`` to ``path``, whole or not at all."""
+  tmp = path + ".tmp" + os.path.splitext(path)[1]
+  if isinstance(value, dict):
+    save(tmp, **value)
+  else:
+    save(tmp, value)
+  os.replace(tmp, path)
