@@ -138,8 +138,14 @@ def base_config() -> config_dict.ConfigDict:
 
   # dtype: of activations and matmuls, float32 or bfloat16 (parameters and
   # optimiser state stay float32, logits are cast to float32 for the loss).
+  # stage_blocks: blocks per stage of resnet50 (None: 3, 4, 6, 3; tests
+  # shrink it). init_from: a folder of pretrained weights
+  # (train/pretrained.py) every seed starts from; a head of another class
+  # count is re-initialised.
   c.model = config_dict.ConfigDict(dict(
-      name="cnn1d", width=config_dict.placeholder(_INT), dtype="float32"))
+      name="cnn1d", width=config_dict.placeholder(_INT), dtype="float32",
+      stage_blocks=config_dict.placeholder(tuple),
+      init_from=config_dict.placeholder(_STR)))
 
   c.loss = loss_config("cross_entropy")
 
