@@ -119,7 +119,10 @@ def base_config() -> config_dict.ConfigDict:
       num_train=config_dict.placeholder(_INT),
       num_test=config_dict.placeholder(_INT),
       mosaic_seed=config_dict.placeholder(_INT),
-      download=config_dict.placeholder(_BOOL)))
+      download=config_dict.placeholder(_BOOL),
+      # The side of square images for datasets whose sizes vary (ImageNet,
+      # COCO, Clothing1M): resized and centre-cropped.
+      image_size=config_dict.placeholder(_INT)))
 
   # train/data/noise.py: name one of none, symmetric, asymmetric, pair_flip,
   # multilabel, human (human_key: a Dataset.train_noisy_labels entry).
