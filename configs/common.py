@@ -152,10 +152,13 @@ def base_config() -> config_dict.ConfigDict:
 
   c.loss = loss_config("cross_entropy")
 
+  # schedule: constant | piecewise | cosine | one_cycle; schedule_epochs:
+  # the span a cosine or one-cycle schedule is laid over (None: num_epochs).
   c.optimizer = config_dict.ConfigDict(dict(
       name="sgd", learning_rate=0.1, momentum=0.9, nesterov=False,
       weight_decay=1e-4, schedule="constant", boundaries=(),
-      decay_factor=0.1, warmup_epochs=0.0))
+      decay_factor=0.1, warmup_epochs=0.0,
+      schedule_epochs=config_dict.placeholder(_INT)))
 
   # The label state (train/step/label_state.py): mode none | soft | hard; from
   # epoch `begin` on, training uses the mean of the last `history` epochs'
