@@ -195,3 +195,38 @@ def base_config() -> config_dict.ConfigDict:
   c.save_train_probabilities = False
   c.progress = True
   return c
+
+
+def shrink_for_tests(c: config_dict.ConfigDict, *,
+                     image_size: int = 16) -> config_dict.ConfigDict:
+  """The same program in seconds: what the papers' configs do with
+  ``tiny=True`` (their test runs it on mock or generated data).
+
+  Two epochs of batch 4 (one of each stage with a second stage), the
+  network at width 4 with one block per stage (``resnet50``), images of
+  ``image_size`` pixels, relabelling from the first epoch; the data, the
+  input path, the loss and the schedule's kind stay the paper's.
+  """
+  c.num_epochs = 2
+  c.batch_size = 4
+  c.eval_batch_size = 8
+  c.model.width = 4
+  if c.model.name == "resnet50":
+    c.model.stage_blocks = (1, 1, 1, 1)
+  if c.dataset.image_size is not None:
+    c.dataset.image_size = image_size
+  if c.dataset.name.startswith("tfds:"):
+    c.dataset.val_size = 2
+  if c.label_state.mode != "none":
+    c.label_state.begin, c.label_state.history = 1, 1
+  if c.stage2.epochs:
+    c.num_epochs, c.stage2.epochs, c.stage2.boundaries = 1, 1, ()
+  opt = c.optimizer
+  if opt.schedule == "piecewise":
+    opt.boundaries = (1,)
+  if opt.schedule == "one_cycle":
+    opt.schedule_epochs, opt.warmup_epochs = 4, 1.0
+  c.tensorboard = False
+  c.progress = False
+  c.checkpoint_min_seconds = 0.0
+  return c

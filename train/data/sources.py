@@ -26,8 +26,9 @@ from PIL import Image
 # Of the resized image, the central crop kept (224 of 256).
 CROP_FRACTION = 0.875
 # How a dataset's images reach image_size: "centre_crop" (ImageNet's
-# evaluation) unless named here.
-RESIZE = {"coco": "square"}
+# evaluation) unless named here: COCO as ASL feeds it, CIFAR's whole
+# (square) images upsampled as the Encouraging Loss paper feeds ResNet-50.
+RESIZE = {"coco": "square", "cifar10": "square", "cifar100": "square"}
 
 
 def resize_and_centre_crop(image: np.ndarray, size: int, *,
