@@ -203,7 +203,9 @@ def shrink_for_tests(c: config_dict.ConfigDict, *,
   ``tiny=True`` (their test runs it on mock or generated data).
 
   Two epochs of batch 4 (one of each stage with a second stage), the
-  network at width 4 with one block per stage (``resnet50``), images of
+  network at width 4 (``resnet50``: its stem, one bottleneck block and its
+  head, every kind of layer it has, compiled in a fraction of the time
+  its 16 blocks take), images of
   ``image_size`` pixels, relabelling from the first epoch; the data, the
   input path, the loss and the schedule's kind stay the paper's.
   """
@@ -212,7 +214,7 @@ def shrink_for_tests(c: config_dict.ConfigDict, *,
   c.eval_batch_size = 8
   c.model.width = 4
   if c.model.name == "resnet50":
-    c.model.stage_blocks = (1, 1, 1, 1)
+    c.model.stage_blocks = (1,)
   if c.dataset.image_size is not None:
     c.dataset.image_size = image_size
   if c.dataset.name.startswith("tfds:"):
