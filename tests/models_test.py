@@ -11,11 +11,15 @@ import numpy as np
 from absl.testing import absltest
 from absl.testing import parameterized
 from flax import nnx
+import orbax.checkpoint as ocp
 
 from configs import common
+from tests.tiny import tiny_config
+from train import contract
 from train import models
 from train import pretrained
 from train.errors import ConfigError
+from train.loop import trainer
 
 
 def _abstract(name, shape, **options):
@@ -200,6 +204,24 @@ class InitFromTest(absltest.TestCase):
     body = lambda p: {k: v for k, v in nnx.to_pure_dict(p).items()
                       if k != "head"}
     chex.assert_trees_all_equal(body(loaded.params), body(self.saved.params))
+
+  def test_a_runs_checkpoint_epoch(self):
+    # Replica 0 of what a run saved: its trained weights, not a fresh draw.
+    config = tiny_config(**{"num_epochs": 1, "model.width": 8})
+    workdir = os.path.join(self.folder, "run")
+    trainer.train_and_evaluate(config, workdir)
+    epoch_dir = os.path.join(workdir, contract.CHECKPOINT_DIR, "1")
+    config.model.init_from = epoch_dir
+    loaded = models.factory(config.model, (40, 1), 10, first_seed=0)(0)
+    fresh = models.factory(tiny_config(**{"model.width": 8}).model, (40, 1),
+                           10, first_seed=0)(0)
+    with ocp.StandardCheckpointer() as checkpointer:
+      saved = checkpointer.restore(os.path.join(epoch_dir, "arrays"))
+    kernel = lambda c: nnx.to_pure_dict(c.params)["head"]["kernel"]
+    np.testing.assert_array_equal(
+        kernel(loaded),
+        np.asarray(saved["state"]["params"]["head"]["kernel"])[0])
+    self.assertFalse(np.array_equal(kernel(loaded), kernel(fresh)))
 
   def test_what_does_not_fit_is_one_line(self):
     for config, message in (
