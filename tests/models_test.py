@@ -220,7 +220,7 @@ class InitFromTest(absltest.TestCase):
     kernel = lambda c: nnx.to_pure_dict(c.params)["head"]["kernel"]
     np.testing.assert_array_equal(
         kernel(loaded),
-        np.asarray(saved["state"]["params"]["head"]["kernel"])[0])
+        np.asarray(saved["state"]["params"]["head"]["kernel"]["value"])[0])
     self.assertFalse(np.array_equal(kernel(loaded), kernel(fresh)))
 
   def test_what_does_not_fit_is_one_line(self):

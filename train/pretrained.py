@@ -65,8 +65,11 @@ def _read(path: str) -> dict[str, dict[tuple[str, ...], Any]]:
   out = {}
   for part in ("params", "model_state"):
     flat = _flat(tree.get(part) or {})
-    if run_checkpoint:  # stacked over seed replicas: replica 0
-      flat = {k: np.asarray(v)[0] for k, v in flat.items()}
+    if run_checkpoint:
+      # Saved as NNX variables (each under a 'value' key) stacked over the
+      # seed replicas: replica 0's arrays.
+      flat = {(k[:-1] if k[-1] == "value" else k): np.asarray(v)[0]
+              for k, v in flat.items()}
     out[part] = flat
   return out
 
