@@ -151,16 +151,15 @@ def load_clothing1m(*, data_dir: str | None = None, image_size: int = 224,
   def read(split, limit=None):
     source = Clothing1MSource(data_dir, split, image_size=image_size)
     arrays = sources.to_arrays(_Head(source, limit))
-    return arrays["image"].astype(np.float32) / 255.0, arrays["label"]
+    return (arrays["image"].astype(np.float32) / 255.0, arrays["label"],
+            source.class_names)
 
-  train_x, train_y = read("noisy_train", num_train)
-  val_x, val_y = read("clean_val")
-  test_x, test_y = read("clean_test")
+  train_x, train_y, class_names = read("noisy_train", num_train)
+  val_x, val_y, _ = read("clean_val")
+  test_x, test_y, _ = read("clean_test")
   return local_data.Source(
       train_x=train_x, train_y=train_y, test_x=test_x, test_y=test_y,
-      val_x=val_x, val_y=val_y,
-      class_names=Clothing1MSource(data_dir, "clean_test",
-                                   image_size=None).class_names,
+      val_x=val_x, val_y=val_y, class_names=class_names,
       crop_padding=AUGMENTATION[0], flip=AUGMENTATION[1])
 
 
