@@ -126,7 +126,10 @@ def base_config() -> config_dict.ConfigDict:
       num_train=config_dict.placeholder(_INT),
       num_test=config_dict.placeholder(_INT),
       mosaic_seed=config_dict.placeholder(_INT),
-      download=config_dict.placeholder(_BOOL)))
+      download=config_dict.placeholder(_BOOL),
+      # The side of square images for datasets whose sizes vary (ImageNet,
+      # COCO, Clothing1M): resized and centre-cropped.
+      image_size=config_dict.placeholder(_INT)))
 
   # train/data/noise.py: name one of none, symmetric, asymmetric, pair_flip,
   # instance (instance-dependent, mean flip rate `rate`), multilabel, human (human_key: a Dataset.train_noisy_labels entry).
@@ -145,15 +148,24 @@ def base_config() -> config_dict.ConfigDict:
 
   # dtype: of activations and matmuls, float32 or bfloat16 (parameters and
   # optimiser state stay float32, logits are cast to float32 for the loss).
+  # stage_blocks: blocks per stage of resnet50 (None: 3, 4, 6, 3; tests
+  # shrink it). init_from: a folder of pretrained weights
+  # (train/pretrained.py) every seed starts from; a head of another class
+  # count is re-initialised.
   c.model = config_dict.ConfigDict(dict(
-      name="cnn1d", width=config_dict.placeholder(_INT), dtype="float32"))
+      name="cnn1d", width=config_dict.placeholder(_INT), dtype="float32",
+      stage_blocks=config_dict.placeholder(tuple),
+      init_from=config_dict.placeholder(_STR)))
 
   c.loss = loss_config("cross_entropy")
 
+  # schedule: constant | piecewise | cosine | one_cycle; schedule_epochs:
+  # the span a cosine or one-cycle schedule is laid over (None: num_epochs).
   c.optimizer = config_dict.ConfigDict(dict(
       name="sgd", learning_rate=0.1, momentum=0.9, nesterov=False,
       weight_decay=1e-4, schedule="constant", boundaries=(),
-      decay_factor=0.1, warmup_epochs=0.0))
+      decay_factor=0.1, warmup_epochs=0.0,
+      schedule_epochs=config_dict.placeholder(_INT)))
 
   # The label state (train/step/label_state.py): mode none | soft | hard; from
   # epoch `begin` on, training uses the mean of the last `history` epochs'
@@ -197,4 +209,41 @@ def base_config() -> config_dict.ConfigDict:
   # says what it holds), for a bootstrap over test examples.
   c.save_test_predictions = True
   c.progress = True
+  return c
+
+
+def shrink_for_tests(c: config_dict.ConfigDict, *,
+                     image_size: int = 16) -> config_dict.ConfigDict:
+  """The same program in seconds: what the papers' configs do with
+  ``tiny=True`` (their test runs it on mock or generated data).
+
+  Two epochs of batch 4 (one of each stage with a second stage), the
+  network at width 4 (``resnet50``: its stem, one bottleneck block and its
+  head, every kind of layer it has, compiled in a fraction of the time
+  its 16 blocks take), images of
+  ``image_size`` pixels, relabelling from the first epoch; the data, the
+  input path, the loss and the schedule's kind stay the paper's.
+  """
+  c.num_epochs = 2
+  c.batch_size = 4
+  c.eval_batch_size = 8
+  c.model.width = 4
+  if c.model.name == "resnet50":
+    c.model.stage_blocks = (1,)
+  if c.dataset.image_size is not None:
+    c.dataset.image_size = image_size
+  if c.dataset.name.startswith("tfds:"):
+    c.dataset.val_size = 2
+  if c.label_state.mode != "none":
+    c.label_state.begin, c.label_state.history = 1, 1
+  if c.stage2.epochs:
+    c.num_epochs, c.stage2.epochs, c.stage2.boundaries = 1, 1, ()
+  opt = c.optimizer
+  if opt.schedule == "piecewise":
+    opt.boundaries = (1,)
+  if opt.schedule == "one_cycle":
+    opt.schedule_epochs, opt.warmup_epochs = 4, 1.0
+  c.tensorboard = False
+  c.progress = False
+  c.checkpoint_min_seconds = 0.0
   return c

@@ -1,13 +1,25 @@
 """Tests of train/models.py: shapes, sizes, batch norm modes, errors."""
 
+import os
+import shutil
+import tempfile
+
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 from absl.testing import absltest
 from absl.testing import parameterized
 from flax import nnx
+import orbax.checkpoint as ocp
 
+from configs import common
+from tests.tiny import tiny_config
+from train import contract
 from train import models
+from train import pretrained
+from train.errors import ConfigError
+from train.loop import trainer
 
 
 def _abstract(name, shape, **options):
@@ -21,7 +33,8 @@ class ModelsTest(parameterized.TestCase):
   @parameterized.parameters(
       ("mlp", (28, 28, 1)), ("mlp", (40, 1)), ("cnn1d", (40, 1)),
       ("cnn", (28, 28, 1)), ("cnn", (40, 1)), ("preact_resnet32", (32, 32, 3)),
-      ("preact_resnet32", (40, 1)), ("resnet18", (32, 32, 3)))
+      ("preact_resnet32", (40, 1)), ("resnet18", (32, 32, 3)),
+      ("resnet50", (224, 224, 3)), ("resnet50", (64, 3)))
   def test_logits_shape(self, name, shape):
     classifier = models.Classifier.split(_abstract(name, shape))
     for train in (True, False):
@@ -33,10 +46,14 @@ class ModelsTest(parameterized.TestCase):
       self.assertEqual(logits.dtype, jnp.float32)
 
   def test_parameter_counts_of_the_papers_networks(self):
-    # PreAct ResNet-32 on CIFAR: 0.46M (He et al. 2016); ResNet-18: 11.17M.
+    # PreAct ResNet-32 on CIFAR: 0.46M (He et al. 2016); ResNet-18: 11.17M;
+    # ResNet-50 on ImageNet: 25,557,032, torchvision's count.
     count = lambda m: models.num_params(nnx.state(m, nnx.Param))
     self.assertEqual(count(_abstract("preact_resnet32", (32, 32, 3))), 466714)
     self.assertEqual(count(_abstract("resnet18", (32, 32, 3))), 11173962)
+    resnet50 = nnx.eval_shape(lambda: models.create(
+        "resnet50", (224, 224, 3), 1000, seed=0))
+    self.assertEqual(count(resnet50), 25557032)
 
   def test_batch_norm_uses_batch_statistics_only_in_training(self):
     classifier = models.Classifier.split(
@@ -116,6 +133,110 @@ class MixedPrecisionTest(absltest.TestCase):
     with self.assertRaisesRegex(ValueError, "float16"):
       models.Classifier.split(models.create("mlp", (4, 1), 3, seed=0),
                               dtype="float16")
+
+
+def _tiny_resnet50_config(**overrides):
+  c = common.base_config().model
+  c.name, c.width, c.stage_blocks = "resnet50", 4, (1, 1, 1, 1)
+  for key, value in overrides.items():
+    c[key] = value
+  return c
+
+
+class ResNet50Test(absltest.TestCase):
+
+  def test_bfloat16_forward_is_finite_and_trains_batch_norm(self):
+    classifier = models.factory(
+        _tiny_resnet50_config(dtype="bfloat16"), (32, 32, 3), 5,
+        first_seed=0)(0)
+    x = jax.random.uniform(jax.random.key(0), (2, 32, 32, 3))
+    logits, state = jax.jit(classifier.apply, static_argnames="train")(
+        classifier.params, classifier.model_state, x, train=True)
+    self.assertEqual(logits.shape, (2, 5))
+    self.assertTrue(np.all(np.isfinite(logits)))
+    self.assertEqual({p.dtype for p in jax.tree.leaves(classifier.params)},
+                     {jnp.dtype(jnp.float32)})
+    self.assertFalse(all(np.array_equal(a, b) for a, b in zip(
+        jax.tree.leaves(state), jax.tree.leaves(classifier.model_state))))
+
+
+class InitFromTest(absltest.TestCase):
+  """``config.model.init_from``: weights of a saved model, head aside."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.folder = tempfile.mkdtemp()
+    cls.saved = models.factory(_tiny_resnet50_config(), (16, 16, 3), 10,
+                               first_seed=7)(7)
+    # Batch-norm statistics that differ from a fresh model's.
+    state = jax.tree.map(lambda x: x + 0.5, cls.saved.model_state)
+    cls.path = os.path.join(cls.folder, "weights")
+    pretrained.save(cls.path, cls.saved.params, state)
+    cls.saved_state = state
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.folder)
+    super().tearDownClass()
+
+  def test_round_trip(self):
+    loaded = models.factory(_tiny_resnet50_config(init_from=self.path),
+                            (16, 16, 3), 10, first_seed=0)(0)
+    fresh = models.factory(_tiny_resnet50_config(), (16, 16, 3), 10,
+                           first_seed=0)(0)
+    for got, want in ((loaded.params, self.saved.params),
+                      (loaded.model_state, self.saved_state)):
+      chex.assert_trees_all_equal(nnx.to_pure_dict(got),
+                                  nnx.to_pure_dict(want))
+    # Not by chance: a model of another seed differs.
+    self.assertFalse(np.array_equal(
+        nnx.to_pure_dict(fresh.params)["head"]["kernel"],
+        nnx.to_pure_dict(self.saved.params)["head"]["kernel"]))
+
+  def test_head_of_another_class_count_is_fresh(self):
+    config = _tiny_resnet50_config(init_from=self.path)
+    loaded = models.factory(config, (16, 16, 3), 14, first_seed=3)(3)
+    fresh = models.factory(_tiny_resnet50_config(), (16, 16, 3), 14,
+                           first_seed=3)(3)
+    head = lambda p: nnx.to_pure_dict(p)["head"]
+    chex.assert_trees_all_equal(head(loaded.params), head(fresh.params))
+    body = lambda p: {k: v for k, v in nnx.to_pure_dict(p).items()
+                      if k != "head"}
+    chex.assert_trees_all_equal(body(loaded.params), body(self.saved.params))
+
+  def test_a_runs_checkpoint_epoch(self):
+    # Replica 0 of what a run saved: its trained weights, not a fresh draw.
+    config = tiny_config(**{"num_epochs": 1, "model.width": 8})
+    workdir = os.path.join(self.folder, "run")
+    trainer.train_and_evaluate(config, workdir)
+    epoch_dir = os.path.join(workdir, contract.CHECKPOINT_DIR, "1")
+    config.model.init_from = epoch_dir
+    loaded = models.factory(config.model, (40, 1), 10, first_seed=0)(0)
+    fresh = models.factory(tiny_config(**{"model.width": 8}).model, (40, 1),
+                           10, first_seed=0)(0)
+    with ocp.StandardCheckpointer() as checkpointer:
+      saved = checkpointer.restore(os.path.join(epoch_dir, "arrays"))
+    kernel = lambda c: nnx.to_pure_dict(c.params)["head"]["kernel"]
+    np.testing.assert_array_equal(
+        kernel(loaded),
+        np.asarray(saved["state"]["params"]["head"]["kernel"]["value"])[0])
+    self.assertFalse(np.array_equal(kernel(loaded), kernel(fresh)))
+
+  def test_what_does_not_fit_is_one_line(self):
+    for config, message in (
+        (_tiny_resnet50_config(init_from=self.folder + "/nowhere"),
+         r"init_from = '.*nowhere': no such folder"),
+        (_tiny_resnet50_config(init_from=self.path, width=8),
+         r"init_from = '.*weights': does not fit config.model \(params has "
+         r"other shapes for blocks.0.bn1.bias"),
+        (_tiny_resnet50_config(init_from=self.path, stage_blocks=(2, 1, 1, 1)),
+         r"\(params lacks blocks.4.bn1.bias, .* and \d+ more\)"),
+        (_tiny_resnet50_config(init_from=self.folder),
+         r"init_from = '.*': not an orbax checkpoint")):
+      with self.assertRaisesRegex(ConfigError, message) as raised:
+        models.factory(config, (16, 16, 3), 10, first_seed=0)
+      self.assertNotIn("\n", str(raised.exception))
 
 
 class Conv1dTest(absltest.TestCase):

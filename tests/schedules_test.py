@@ -54,6 +54,20 @@ class LearningRateTest(absltest.TestCase):
     np.testing.assert_allclose([lr(0), lr(10), lr(20), lr(60), lr(100)],
                                [0.0, 0.05, 0.1, 0.05, 0.0], atol=1e-7)
 
+  def test_one_cycle_as_pytorch_over_its_own_span(self):
+    # ASL: peak 2e-4 at 20 % of an 80-epoch cycle; the run stops at 40.
+    lr = schedules.learning_rate("one_cycle", base=2e-4, steps_per_epoch=10,
+                                 num_epochs=40, warmup_epochs=16,
+                                 schedule_epochs=80)
+    peak, start = 2e-4, 2e-4 / 25
+    np.testing.assert_allclose(
+        [lr(0), lr(80), lr(160), lr(480), lr(800)],
+        [start, start + (peak - start) / 2, peak,
+         peak / 2 + start / 1e4 / 2, start / 1e4], rtol=1e-4)
+    with self.assertRaisesRegex(ValueError, "warmup_epochs must lie"):
+      schedules.learning_rate("one_cycle", base=1, steps_per_epoch=1,
+                              num_epochs=10)
+
   def test_bad_schedules(self):
     with self.assertRaisesRegex(ValueError, "unknown schedule"):
       schedules.learning_rate("linear", base=1, steps_per_epoch=1,

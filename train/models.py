@@ -1,8 +1,8 @@
 """Classifiers by name, in Flax NNX, used functionally by the training step.
 
 Names (``MODELS``): ``mlp``, ``cnn1d`` (MNIST-1D), ``cnn`` (a small 2-D CNN),
-``preact_resnet32`` (the Joint Optimization paper's network) and
-``resnet18``. Every model maps ``[B, *input_shape]`` to logits ``[B, C]`` and
+``preact_resnet32`` (the Joint Optimization paper's network), ``resnet18``
+and ``resnet50`` (the ImageNet network, ``train/imagenet_resnet.py``). Every model maps ``[B, *input_shape]`` to logits ``[B, C]`` and
 takes ``train``: batch norm uses batch statistics and updates its running
 averages when ``train`` is true, the running averages otherwise. The ResNets
 and ``cnn`` work on images ``[H, W, C]`` and on signals ``[L, C]`` alike (the
@@ -25,6 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from train import imagenet_resnet
+from train import pretrained
 from train.errors import ConfigError
 
 
@@ -244,6 +246,12 @@ def _resnet18(input_shape, num_classes, *, rngs, width: int = 64):
                 blocks_per_stage=(2, 2, 2, 2), preact=False, rngs=rngs)
 
 
+def _resnet50(input_shape, num_classes, *, rngs, width: int = 64,
+              stage_blocks=imagenet_resnet.STAGE_BLOCKS):
+  return imagenet_resnet.ResNet50(input_shape, num_classes, width=width,
+                                  stage_blocks=tuple(stage_blocks), rngs=rngs)
+
+
 def _cnn1d(input_shape, num_classes, *, rngs, **options):
   if len(input_shape) != 2:
     raise ValueError(f"model 'cnn1d' takes signals [L, C], got input shape "
@@ -257,6 +265,7 @@ _BUILDERS: dict[str, Callable[..., nnx.Module]] = {
     "cnn": Cnn,
     "preact_resnet32": _preact_resnet32,
     "resnet18": _resnet18,
+    "resnet50": _resnet50,
 }
 MODELS = tuple(_BUILDERS)
 # config.model.dtype -> the dtype of activations and matmuls (None: as the
@@ -370,14 +379,18 @@ def factory(model_config, input_shape: Sequence[int], num_classes: int, *,
   for this data.
 
   The model of ``first_seed`` is built here, so that an option or an input
-  the model cannot take fails before any workdir is made; the first call
-  for that seed returns it.
+  the model cannot take, or an ``init_from`` that does not fit it, fails
+  before any workdir is made; the first call for that seed returns it. With
+  ``init_from`` every seed starts from those weights (a fresh head where the
+  class count differs, drawn by the seed; ``train/pretrained.py``).
 
   Raises:
-    ConfigError: an option or an input the model cannot take.
+    ConfigError: an option or an input the model cannot take, or weights
+      that cannot be read into it.
   """
-  options = ({"width": model_config.width}
-             if model_config.width is not None else {})
+  options = {key: model_config[key] for key in ("width", "stage_blocks")
+             if model_config.get(key) is not None}
+  init_from = model_config.get("init_from")
 
   def make(seed: int) -> Classifier:
     try:
@@ -385,7 +398,13 @@ def factory(model_config, input_shape: Sequence[int], num_classes: int, *,
                      **options)
     except ValueError as e:
       raise ConfigError(f"config.model: {e}") from None
-    return Classifier.split(model, dtype=model_config.dtype)
+    classifier = Classifier.split(model, dtype=model_config.dtype)
+    if init_from:
+      params, model_state = pretrained.load(
+          init_from, classifier.params, classifier.model_state)
+      classifier = dataclasses.replace(classifier, params=params,
+                                       model_state=model_state)
+    return classifier
 
   built = {first_seed: make(first_seed)}
   return lambda seed: built.pop(seed, None) or make(seed)

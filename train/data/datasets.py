@@ -9,10 +9,14 @@ Names (``DATASETS``):
 * ``digits``: scikit-learn's bundled 8x8 digits;
 * ``fashion_mnist_mosaic``: multi-label 2x2 mosaics of Fashion-MNIST items
   (``_sparse``: 0 or 1 item each, about 5 % positive labels);
-* ``tfds:NAME``: any image-classification dataset of tensorflow-datasets.
+* ``clothing1m``: the official release's folder (``clothing1m``: noisy
+  training set, clean validation and test sets);
+* ``tfds:NAME``: any image-classification dataset of tensorflow-datasets
+  (and ``tfds:coco/2017`` as multi-label classification).
 
 The validation set is a stratified split of the source's training set (a
-plain random split for multi-label data), deterministic by ``seed``. Every
+plain random split for multi-label data), deterministic by ``seed``, unless
+the source has its own (Clothing1M's clean validation set). Every
 array is numpy on the host; ``pipeline`` puts them on the devices. The row of
 an example in ``train_x`` is its index in the label state: the pipeline's
 batches carry it as ``index``. ``check_available`` says in seconds, loading
@@ -27,6 +31,7 @@ import inspect
 from collections.abc import Callable, Mapping
 
 import numpy as np
+from train.data import clothing1m
 from train.data import local_data
 from train.data import mosaic
 from train.data import sampling
@@ -157,6 +162,7 @@ _LOADERS: dict[str, Callable[..., local_data.Source]] = {
     "fashion_mnist_mosaic": mosaic.load_fashion_mnist_mosaic,
     "fashion_mnist_mosaic_sparse": functools.partial(
         mosaic.load_fashion_mnist_mosaic, min_items=0, max_items=1),
+    "clothing1m": clothing1m.load_clothing1m,
 }
 DATASETS = (*_LOADERS, TFDS_PREFIX + "NAME")
 
@@ -208,6 +214,9 @@ def check_available(name: str, *, data_dir: str | None = None,
     _fashion_mnist_paths(data_dir, download)
   elif name == "fashion_mnist_mosaic":
     local_data.fashion_mnist_paths(data_dir)
+  elif name == "clothing1m":
+    clothing1m.check_available(data_dir,
+                               ("noisy_train", "clean_val", "clean_test"))
 
 
 # ---------------------------------------------------------------------------
@@ -259,7 +268,8 @@ def load(name: str, *, data_dir: str | None = None,
     data_dir: where its files are: the IDX folder of ``fashion_mnist`` and
       ``fashion_mnist_mosaic``, tfds' data folder, the cache of ``mnist1d``.
     val_size: validation examples taken, stratified, from the training set:
-      a count, or a fraction in [0, 1) of it (default 10 %: 5k of CIFAR's 50k).
+      a count, or a fraction in [0, 1) of it (default 10 %: 5k of CIFAR's 50k);
+      unused when the source has its own validation split.
     seed: seed of the validation split and of the ``train_size`` subsample.
     train_size: keep only this many training examples (stratified), after
       the validation split; ``None`` keeps all.
@@ -272,7 +282,8 @@ def load(name: str, *, data_dir: str | None = None,
       and test keep their class sizes. Single-label data only.
     **options: the loader's own options: ``num_samples`` (mnist1d),
       ``num_train``, ``num_test``, ``mosaic_seed`` (fashion_mnist_mosaic),
-      ``download`` (tfds, fashion_mnist).
+      ``download`` (tfds, fashion_mnist), ``image_size`` (tfds, clothing1m),
+      ``num_train`` (clothing1m).
 
   Returns:
     The ``Dataset``.
@@ -286,9 +297,13 @@ def load(name: str, *, data_dir: str | None = None,
   source = loader(**_options(name, loader, data_dir, options))
 
   num_source = len(source.train_y)
-  val_count = _count(val_size, num_source, "val_size")
-  rest, val = split_indices(source.train_y, val_count, seed=seed,
-                            multi_label=source.multi_label)
+  own_val = source.val_x is not None
+  if own_val:
+    rest, val = np.arange(num_source), np.arange(0)
+  else:
+    val_count = _count(val_size, num_source, "val_size")
+    rest, val = split_indices(source.train_y, val_count, seed=seed,
+                              multi_label=source.multi_label)
   if train_size is not None:
     if not (isinstance(train_size, (int, np.integer))
             and 0 < train_size <= len(rest)):
@@ -313,7 +328,8 @@ def load(name: str, *, data_dir: str | None = None,
   return Dataset(
       name=name,
       train_x=source.train_x[rest], train_y=source.train_y[rest],
-      val_x=source.train_x[val], val_y=source.train_y[val],
+      val_x=source.val_x if own_val else source.train_x[val],
+      val_y=source.val_y if own_val else source.train_y[val],
       test_x=source.test_x, test_y=source.test_y,
       class_names=tuple(source.class_names),
       num_classes=len(source.class_names), multi_label=source.multi_label,

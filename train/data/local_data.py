@@ -43,6 +43,8 @@ class Source:
     crop_padding: default padding of the random-crop augmentation (0: none).
     flip: whether a horizontal flip keeps the label (no for digits).
     train_noisy_labels: extra (e.g. human) label sets aligned with ``train_y``.
+    val_x, val_y: a validation split of the source's own (Clothing1M's
+      clean validation set), used instead of one cut from the training set.
   """
 
   train_x: np.ndarray
@@ -55,6 +57,8 @@ class Source:
   flip: bool = False
   train_noisy_labels: Mapping[str, np.ndarray] = dataclasses.field(
       default_factory=dict)
+  val_x: np.ndarray | None = None
+  val_y: np.ndarray | None = None
 
 
 def default_cache_dir() -> str:

@@ -12,7 +12,15 @@ dataset can be prepared on a machine that has them (``tfds build NAME
 --file_format=array_record``) and its ``data_dir`` passed.
 
 A dataset whose prepared files are TFRecord (tfds' default format) is read
-with ``as_dataset``, which needs TensorFlow.
+with ``as_dataset``, which needs TensorFlow. A dataset whose tfds code
+itself imports TensorFlow (``coco``) is read, without it, from the prepared
+copy's own description (``dataset_info.json``, ``features.json``).
+
+Besides single-label image classification, multi-label detection datasets
+are read as classification: ``coco/2017``'s objects become a multi-hot over
+its 80 classes. ``image_size`` brings images of varying size (ImageNet,
+COCO) to one square (``sources.fit_image``); the test split is
+``validation`` where the labelled test set is called so (ImageNet, COCO).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import urllib.request
 import numpy as np
 
 from train.data import local_data
+from train.data import sources
 
 # (crop padding, horizontal flip) for the usual datasets; any other gets no
 # augmentation unless ``datasets.load`` is told otherwise.
@@ -37,7 +46,13 @@ AUGMENTATION = {
     "svhn_cropped": (4, False),  # digits: a flip changes their meaning
     "mnist": (2, False),
     "fashion_mnist": (4, True),
+    # What the device pipeline can do for these (the papers' random-resized
+    # crops, cutout and RandAugment are the streaming pipeline's).
+    "imagenet2012": (0, True),
+    "coco": (0, False),
 }
+# The labelled split evaluated as "test", where it is not called "test".
+TEST_SPLIT = {"imagenet2012": "validation", "coco": "validation"}
 _SPLITS = ("train", "test")
 # What preparing a dataset needs beyond reading it (tfds imports both lazily,
 # and declares neither for Python >= 3.9), and the extra that installs them.
@@ -58,6 +73,20 @@ def _builder(name: str, data_dir: str | None):
   tfds = _tfds()
   try:
     return tfds.builder(name, data_dir=data_dir, file_format="array_record")
+  except ModuleNotFoundError as e:
+    # The dataset's tfds code imports TensorFlow (coco's does): a prepared
+    # copy is still readable from its own metadata.
+    try:
+      return tfds.core.read_only_builder.builder_from_files(
+          name, data_dir=data_dir)
+    except Exception:  # pylint: disable=broad-except
+      raise RuntimeError(
+          f"tfds dataset {name!r}: its tensorflow-datasets code needs "
+          f"{e.name or 'TensorFlow'}, which is not installed, and no "
+          f"prepared copy is in {data_dir or 'the default data_dir'}: "
+          f"prepare it on a machine with TensorFlow (tfds build {name} "
+          f"--file_format=array_record) and pass that folder as data_dir"
+      ) from None
   except tfds.core.registered.DatasetNotFoundError:
     # Without community datasets: listing those needs a network.
     known = tfds.list_builders(with_community_datasets=False)
@@ -134,13 +163,13 @@ def _image_builder(name: str, data_dir: str | None):
   tfds = _tfds()
   builder = _builder(name, data_dir)
   features = builder.info.features
-  image, label = (features[k] if k in features.keys() else None
-                  for k in ("image", "label"))
-  if not (isinstance(image, tfds.features.Image)
-          and isinstance(label, tfds.features.ClassLabel)):
+  image = features["image"] if "image" in features.keys() else None
+  label, _ = sources.label_feature(features)
+  if not (isinstance(image, tfds.features.Image) and label is not None):
     raise ValueError(
         f"tfds dataset {name!r} is not an image-classification dataset (it "
-        "needs an 'image' Image feature and a 'label' ClassLabel feature)")
+        "needs an 'image' Image feature and a 'label' ClassLabel feature, "
+        "or objects with a ClassLabel 'label')")
   return builder
 
 
@@ -157,15 +186,13 @@ def _prepare(builder, name: str, download: bool) -> None:
         f"{builder.data_dir}: {type(e).__name__}: {e}") from e
 
 
-def _read_split(builder, split: str, keys: list[str]) -> dict[str, np.ndarray]:
+def _read_split(builder, split: str, keys: list[str],
+                image_size: int | None = None) -> dict[str, np.ndarray]:
   """All examples of ``split`` as stacked numpy arrays of ``keys``."""
   file_format = getattr(builder.info.file_format, "value", None)
   if file_format == "array_record":
-    source = builder.as_data_source(split=split)
-    # Per example: tfds' batched __getitems__ is broken under its own mock,
-    # and one pass over 50k small records takes seconds.
-    examples = [source[i] for i in range(len(source))]
-    return {k: np.stack([np.asarray(ex[k]) for ex in examples]) for k in keys}
+    return sources.to_arrays(
+        sources.TfdsSource(builder, split, image_size=image_size), keys)
   try:
     data = _tfds().as_numpy(builder.as_dataset(split=split, batch_size=-1))
   except ModuleNotFoundError as e:
@@ -177,17 +204,21 @@ def _read_split(builder, split: str, keys: list[str]) -> dict[str, np.ndarray]:
 
 
 def load_tfds(name: str, *, data_dir: str | None = None,
-              download: bool = True) -> local_data.Source:
-  """An image-classification dataset of tfds, ``train`` and ``test`` splits.
+              download: bool = True,
+              image_size: int | None = None) -> local_data.Source:
+  """An image-classification dataset of tfds, its training and test splits.
 
   Args:
     name: tfds name (``cifar10``, ``cifar100``, ``mnist``, ``svhn_cropped``,
       ``cifar10_n``, ...), optionally with a config (``name/config``).
     data_dir: tfds data folder; default tfds' own.
     download: download and prepare the dataset when it is not there yet.
+    image_size: bring every image to ``image_size`` squared
+      (``sources.fit_image``); needed where image sizes vary.
 
   Returns:
-    A ``Source`` with images scaled to [0, 1]. Every other class-label feature
+    A ``Source`` with images scaled to [0, 1]; multi-hot targets for
+    detection data (``coco/2017``). Every other class-label feature
     with the same classes as ``label`` (the human labels of CIFAR-10N:
     ``aggre_label``, ``worse_label``, ``random_label1``...) is returned in
     ``train_noisy_labels``.
@@ -200,20 +231,27 @@ def load_tfds(name: str, *, data_dir: str | None = None,
   tfds = _tfds()
   builder = _image_builder(name, data_dir)
   features = builder.info.features
-  image, label = features["image"], features["label"]
-  noisy_keys = [k for k, f in features.items() if k != "label" and isinstance(
-      f, tfds.features.ClassLabel) and f.num_classes == label.num_classes]
+  image = features["image"]
+  label, multi_label = sources.label_feature(features)
+  noisy_keys = [] if multi_label else [
+      k for k, f in features.items() if k != "label" and isinstance(
+          f, tfds.features.ClassLabel) and f.num_classes == label.num_classes]
   _prepare(builder, name, download)
 
-  train = _read_split(builder, _SPLITS[0], ["image", "label", *noisy_keys])
-  test = _read_split(builder, _SPLITS[1], ["image", "label"])
+  family = name.split("/")[0]
+  train = _read_split(builder, _SPLITS[0], ["image", "label", *noisy_keys],
+                      image_size)
+  test = _read_split(builder, TEST_SPLIT.get(family, _SPLITS[1]),
+                     ["image", "label"], image_size)
   scale = np.float32(1.0 / np.iinfo(image.np_dtype).max) if np.issubdtype(
       image.np_dtype, np.integer) else np.float32(1.0)
-  crop_padding, flip = AUGMENTATION.get(name.split("/")[0], (0, False))
+  crop_padding, flip = AUGMENTATION.get(family, (0, False))
+  target = np.float32 if multi_label else np.int32
   return local_data.Source(
       train_x=train["image"].astype(np.float32) * scale,
-      train_y=train["label"].astype(np.int32),
+      train_y=train["label"].astype(target),
       test_x=test["image"].astype(np.float32) * scale,
-      test_y=test["label"].astype(np.int32),
-      class_names=tuple(label.names), crop_padding=crop_padding, flip=flip,
+      test_y=test["label"].astype(target),
+      class_names=tuple(label.names), multi_label=multi_label,
+      crop_padding=crop_padding, flip=flip,
       train_noisy_labels={k: train[k].astype(np.int32) for k in noisy_keys})

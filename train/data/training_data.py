@@ -96,7 +96,8 @@ def load(config) -> RunData:
   """
   d = config.dataset
   options = {k: d[k] for k in ("num_samples", "num_train", "num_test",
-                               "mosaic_seed", "download") if d[k] is not None}
+                               "mosaic_seed", "download", "image_size")
+             if d[k] is not None}
   # ml_collections keeps val_size a float: 800.0 means 800 examples.
   val_size = d.val_size
   if val_size >= 1 and float(val_size).is_integer():

@@ -29,7 +29,10 @@ import jax.numpy as jnp
 import optax
 
 RAMPS = ("step", "linear", "exponential", "cosine")
-LR_SCHEDULES = ("constant", "piecewise", "cosine")
+LR_SCHEDULES = ("constant", "piecewise", "cosine", "one_cycle")
+# PyTorch's OneCycleLR defaults: start at peak / 25, end at start / 1e4.
+ONE_CYCLE_DIV = 25.0
+ONE_CYCLE_FINAL_DIV = 1e4
 
 
 def ramp(kind: str, *, initial: float, final: float, start_epoch: float,
@@ -75,13 +78,19 @@ def ramp(kind: str, *, initial: float, final: float, start_epoch: float,
 
 def learning_rate(kind: str, *, base: float, steps_per_epoch: int,
                   num_epochs: int, boundaries: Sequence[float] = (),
-                  decay_factor: float = 0.1, warmup_epochs: float = 0.0
-                  ) -> optax.Schedule:
+                  decay_factor: float = 0.1, warmup_epochs: float = 0.0,
+                  schedule_epochs: float | None = None) -> optax.Schedule:
   """An optax learning-rate schedule with epochs given in epochs.
 
   ``constant``; ``piecewise``: multiplied by ``decay_factor`` at each epoch
   of ``boundaries`` (JO stage 2: 0.2, /10 at 40 and 80); ``cosine``: decays
   to 0 at ``num_epochs``. ``warmup_epochs`` of linear warm-up from 0 first.
+  ``one_cycle`` (Smith & Topin 2019, as PyTorch's ``OneCycleLR`` with
+  cosine annealing, which ASL trains with): from ``base / 25`` up to
+  ``base`` over ``warmup_epochs``, then down to ``base / 25 / 1e4`` at the
+  end. ``schedule_epochs`` (default ``num_epochs``) is the span a
+  ``cosine`` or ``one_cycle`` schedule is laid over: ASL's official code
+  lays one cycle over 80 epochs and stops after 40.
 
   Raises:
     ValueError: unknown kind or boundaries that are not increasing.
@@ -92,8 +101,22 @@ def learning_rate(kind: str, *, base: float, steps_per_epoch: int,
   if list(boundaries) != sorted(boundaries) or any(b <= 0 for b in boundaries):
     raise ValueError(f"config.optimizer.boundaries must be increasing "
                      f"positive epochs, got {list(boundaries)}")
+  span = num_epochs if schedule_epochs is None else schedule_epochs
+  if span <= 0:
+    raise ValueError(f"config.optimizer.schedule_epochs must be positive, "
+                     f"got {schedule_epochs}")
+  if kind == "one_cycle":
+    if not 0 < warmup_epochs < span:
+      raise ValueError(
+          f"config.optimizer.warmup_epochs must lie strictly between 0 and "
+          f"the schedule's {span} epochs for one_cycle (the rise; ASL: 20 % "
+          f"of them), got {warmup_epochs}")
+    steps = max(int(round(span * steps_per_epoch)), 2)
+    return optax.cosine_onecycle_schedule(
+        steps, base, pct_start=warmup_epochs / span, div_factor=ONE_CYCLE_DIV,
+        final_div_factor=ONE_CYCLE_FINAL_DIV)
   warmup = int(round(warmup_epochs * steps_per_epoch))
-  total = max(num_epochs * steps_per_epoch - warmup, 1)
+  total = max(int(round(span * steps_per_epoch)) - warmup, 1)
   if kind == "constant":
     main = optax.constant_schedule(base)
   elif kind == "piecewise":

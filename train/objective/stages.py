@@ -77,8 +77,14 @@ def check(config) -> None:
       raise ConfigError.of(f"{key}.boundaries", boundaries,
                            "must be epochs, such as '(40, 80)'")
     try:
-      schedules.learning_rate(schedule, base=1.0, steps_per_epoch=1,
-                              num_epochs=1, boundaries=boundaries)
+      if schedule == "one_cycle" and key == "optimizer":
+        schedules.learning_rate(
+            schedule, base=1.0, steps_per_epoch=1, num_epochs=1,
+            warmup_epochs=opt.warmup_epochs,
+            schedule_epochs=opt.schedule_epochs or config.num_epochs)
+      else:
+        schedules.learning_rate(schedule, base=1.0, steps_per_epoch=1,
+                                num_epochs=1, boundaries=boundaries)
     except ValueError as e:
       raise ConfigError(str(e)) from None
 
@@ -145,7 +151,8 @@ def make_stages(config, *, steps_per_epoch: int, num_classes: int,
   lr = schedules.learning_rate(
       opt.schedule, base=opt.learning_rate, steps_per_epoch=steps_per_epoch,
       num_epochs=config.num_epochs, boundaries=opt.boundaries,
-      decay_factor=opt.decay_factor, warmup_epochs=opt.warmup_epochs)
+      decay_factor=opt.decay_factor, warmup_epochs=opt.warmup_epochs,
+      schedule_epochs=opt.schedule_epochs)
   stages = [Stage(0, 0, config.num_epochs, loss, make_optimizer(opt, lr), lr,
                   ramps, config.label_state.mode, config.seed)]
   s2 = config.stage2
