@@ -88,8 +88,8 @@ class CheckTest(parameterized.TestCase):
     for loss in loss_registry.LOSSES:
       if loss_registry.LOSSES[loss].family == "sigmoid":
         continue
-      for noise in ("0", "0.4"):
-        config = _load_config(f"{dataset}.py", f"loss={loss},noise={noise}")
+      for rate in ("0", "0.4"):
+        config = _load_config(f"{dataset}.py", f"loss={loss},noise={rate}")
         settings.check_config(config, num_devices=1)
         _build_loss(config, num_classes=100 if dataset == "cifar100" else 10)
     with self.assertRaisesRegex(ValueError, r"config argument 'lr=1'"):
