@@ -17,6 +17,7 @@ functional use of NNX that flax recommends for ``jax.jit`` with shardings.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -77,29 +78,69 @@ class Cnn1d(nnx.Module):
   def __call__(self, x, *, train: bool = False):
     del train
     for conv in self.convs:
-      x = nnx.relu(_conv1d_as_matmul(conv, x))
+      x = nnx.relu(_conv_as_matmul(conv, x))
     return self.head(x.reshape(x.shape[0], -1))
 
 
-def _conv1d_as_matmul(conv: nnx.Conv, x: jax.Array) -> jax.Array:
-  """``conv(x)`` for a 1-D ``nnx.Conv`` with integer padding and stride.
+def _conv_as_matmul(conv: nnx.Conv, x: jax.Array) -> jax.Array:
+  """``conv(x)`` for an ``nnx.Conv`` with integer padding and stride.
 
-  The same sum as the convolution, taken as ``k`` strided slices and one
-  matmul: under ``vmap`` over seed replicas (``config.replicas``) a
-  convolution with batched kernels becomes a grouped convolution, which
-  XLA:CPU runs 3-4 times slower than the replicas' convolutions one by one,
-  while the matmul batches well.
+  The same sum as the convolution, taken as one strided slice per kernel
+  offset and one matmul: under ``vmap`` over seed replicas
+  (``config.replicas``) a convolution with batched kernels becomes a grouped
+  convolution, which XLA:CPU runs 3-4 times slower than the replicas'
+  convolutions one by one, while the matmul batches well. Any spatial rank
+  (signals ``[B, L, C]``, images ``[B, H, W, C]``).
   """
   kernel = conv.kernel[...]
-  size = kernel.shape[0]
-  (stride,) = conv.strides if isinstance(conv.strides, tuple) else (
-      conv.strides,)
-  padded = jnp.pad(x, ((0, 0), (conv.padding, conv.padding), (0, 0)))
-  length = (padded.shape[1] - size) // stride + 1
-  columns = jnp.stack([padded[:, i:i + stride * (length - 1) + 1:stride]
-                       for i in range(size)], axis=2)
-  return jnp.einsum("blkc,kco->blo", columns,
-                    kernel.astype(x.dtype)) + conv.bias[...].astype(x.dtype)
+  sizes = kernel.shape[:-2]
+  strides = conv.strides
+  if not isinstance(strides, tuple):
+    strides = (strides,) * len(sizes)
+  pad = conv.padding
+  padded = jnp.pad(x, ((0, 0),) + ((pad, pad),) * len(sizes) + ((0, 0),))
+  lengths = [(padded.shape[1 + d] - sizes[d]) // strides[d] + 1
+             for d in range(len(sizes))]
+  columns = []
+  for offset in itertools.product(*(range(k) for k in sizes)):
+    window = tuple(slice(o, o + s * (n - 1) + 1, s)
+                   for o, s, n in zip(offset, strides, lengths))
+    columns.append(padded[(slice(None), *window)])
+  columns = jnp.stack(columns, axis=-2)  # [B, *lengths, offsets, C_in]
+  kernel = kernel.reshape(-1, *kernel.shape[-2:]).astype(x.dtype)
+  return (jnp.einsum("...kc,kco->...o", columns, kernel)
+          + conv.bias[...].astype(x.dtype))
+
+
+class CnnSmall(nnx.Module):
+  """A strided 2-D CNN: two stride-2 3x3 convolutions, a dense layer, a head.
+
+  ``width`` and ``2 width`` channels, each convolution halving the image
+  (28x28 -> 14x14 -> 7x7), then ``dense`` units on the flattened features.
+  Strides instead of ``cnn``'s pooling: the first convolution runs on a
+  quarter of the positions, and no max-pool (slow to differentiate on a
+  CPU) is left. The convolutions are taken as matmuls (see
+  ``_conv_as_matmul``), so seed replicas batch. Images ``[H, W, C]`` only.
+  """
+
+  def __init__(self, input_shape, num_classes: int, *, width: int = 16,
+               dense: int = 128, rngs: nnx.Rngs):
+    *spatial, in_channels = input_shape
+    self.convs = nnx.List([
+        nnx.Conv(in_channels, width, (3, 3), strides=2, padding=1,
+                 rngs=rngs),
+        nnx.Conv(width, 2 * width, (3, 3), strides=2, padding=1, rngs=rngs)])
+    for _ in self.convs:
+      spatial = [(size + 2 - 3) // 2 + 1 for size in spatial]
+    self.dense = nnx.Linear(2 * width * int(np.prod(spatial)), dense,
+                            rngs=rngs)
+    self.head = nnx.Linear(dense, num_classes, rngs=rngs)
+
+  def __call__(self, x, *, train: bool = False):
+    del train
+    for conv in self.convs:
+      x = nnx.relu(_conv_as_matmul(conv, x))
+    return self.head(nnx.relu(self.dense(x.reshape(x.shape[0], -1))))
 
 
 class Cnn(nnx.Module):
@@ -244,6 +285,13 @@ def _resnet18(input_shape, num_classes, *, rngs, width: int = 64):
                 blocks_per_stage=(2, 2, 2, 2), preact=False, rngs=rngs)
 
 
+def _cnn_small(input_shape, num_classes, *, rngs, **options):
+  if len(input_shape) != 3:
+    raise ValueError(f"model 'cnn_small' takes images [H, W, C], got input "
+                     f"shape {tuple(input_shape)}")
+  return CnnSmall(input_shape, num_classes, rngs=rngs, **options)
+
+
 def _cnn1d(input_shape, num_classes, *, rngs, **options):
   if len(input_shape) != 2:
     raise ValueError(f"model 'cnn1d' takes signals [L, C], got input shape "
@@ -255,6 +303,7 @@ _BUILDERS: dict[str, Callable[..., nnx.Module]] = {
     "mlp": Mlp,
     "cnn1d": _cnn1d,
     "cnn": Cnn,
+    "cnn_small": _cnn_small,
     "preact_resnet32": _preact_resnet32,
     "resnet18": _resnet18,
 }
