@@ -32,7 +32,8 @@ class ModelsTest(parameterized.TestCase):
 
   @parameterized.parameters(
       ("mlp", (28, 28, 1)), ("mlp", (40, 1)), ("cnn1d", (40, 1)),
-      ("cnn", (28, 28, 1)), ("cnn", (40, 1)), ("preact_resnet32", (32, 32, 3)),
+      ("cnn", (28, 28, 1)), ("cnn", (40, 1)), ("cnn_small", (28, 28, 1)),
+      ("cnn_small", (32, 32, 3)), ("preact_resnet32", (32, 32, 3)),
       ("preact_resnet32", (40, 1)), ("resnet18", (32, 32, 3)),
       ("resnet50", (224, 224, 3)), ("resnet50", (64, 3)))
   def test_logits_shape(self, name, shape):
@@ -54,6 +55,19 @@ class ModelsTest(parameterized.TestCase):
     resnet50 = nnx.eval_shape(lambda: models.create(
         "resnet50", (224, 224, 3), 1000, seed=0))
     self.assertEqual(count(resnet50), 25557032)
+
+  def test_parameter_count_of_cnn_small(self):
+    # 3x3 convolutions 1 -> 16 -> 32 channels (160 + 4,640), 7x7x32 -> 128
+    # (200,832), 128 -> 10 (1,290): cnn's count at width 16, as both end on
+    # 7x7x32 features.
+    count = lambda m: models.num_params(nnx.state(m, nnx.Param))
+    self.assertEqual(count(_abstract("cnn_small", (28, 28, 1), width=16)),
+                     160 + 4640 + 200832 + 1290)
+    self.assertEqual(count(_abstract("cnn_small", (28, 28, 1), width=16)),
+                     count(_abstract("cnn", (28, 28, 1), width=16)))
+    self.assertEqual(count(_abstract("cnn_small", (28, 28, 1), width=8,
+                                     dense=64)),
+                     80 + 1168 + (7 * 7 * 16 * 64 + 64) + 650)
 
   def test_batch_norm_uses_batch_statistics_only_in_training(self):
     classifier = models.Classifier.split(
@@ -93,13 +107,16 @@ class ModelsTest(parameterized.TestCase):
       models.create("mlp", (40, 1), 10, seed=0, depth=3)
     with self.assertRaisesRegex(ValueError, r"cnn1d' takes signals"):
       models.create("cnn1d", (28, 28, 1), 10, seed=0)
+    with self.assertRaisesRegex(ValueError, r"cnn_small' takes images"):
+      models.create("cnn_small", (40, 1), 10, seed=0)
 
 
 class MixedPrecisionTest(absltest.TestCase):
 
   def test_bfloat16_computes_in_bfloat16_and_keeps_float32(self):
     import re  # pylint: disable=g-import-not-at-top
-    for name, shape in (("cnn1d", (40, 1)), ("preact_resnet32", (8, 8, 3))):
+    for name, shape in (("cnn1d", (40, 1)), ("cnn_small", (28, 28, 1)),
+                        ("preact_resnet32", (8, 8, 3))):
       model = models.create(name, shape, 10, seed=0)
       classifier = models.Classifier.split(model, dtype="bfloat16")
       x = jnp.ones((2, *shape))
@@ -116,6 +133,9 @@ class MixedPrecisionTest(absltest.TestCase):
       self.assertEqual(set(products), {"bf16"}, name)
       grads, logits = jax.grad(loss, has_aux=True)(classifier.params)
       self.assertEqual(logits.dtype, jnp.float32)
+      self.assertTrue(np.all(np.isfinite(logits)), name)
+      self.assertTrue(all(np.all(np.isfinite(g))
+                          for g in jax.tree.leaves(grads)), name)
       self.assertEqual({g.dtype for g in jax.tree.leaves(grads)},
                        {jnp.dtype(jnp.float32)})
       _, state = classifier.apply(classifier.params, classifier.model_state,
@@ -239,14 +259,16 @@ class InitFromTest(absltest.TestCase):
       self.assertNotIn("\n", str(raised.exception))
 
 
-class Conv1dTest(absltest.TestCase):
+class ConvAsMatmulTest(parameterized.TestCase):
 
-  def test_slices_and_matmul_equal_the_convolution(self):
-    model = models.create("cnn1d", (40, 1), 10, seed=0)
-    x = jnp.asarray(np.random.default_rng(0).normal(size=(16, 40, 1)),
+  @parameterized.parameters(("cnn1d", (40, 1)), ("cnn_small", (28, 28, 1)),
+                            ("cnn_small", (9, 9, 3)))
+  def test_slices_and_matmul_equal_the_convolution(self, name, shape):
+    model = models.create(name, shape, 10, seed=0)
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(16, *shape)),
                     jnp.float32)
     for conv in model.convs:
-      np.testing.assert_allclose(models._conv1d_as_matmul(conv, x),  # pylint: disable=protected-access
+      np.testing.assert_allclose(models._conv_as_matmul(conv, x),  # pylint: disable=protected-access
                                  conv(x), rtol=1e-5, atol=1e-5)
       x = nnx.relu(conv(x))
 
