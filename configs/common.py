@@ -119,7 +119,20 @@ def base_config() -> config_dict.ConfigDict:
       num_train=config_dict.placeholder(_INT),
       num_test=config_dict.placeholder(_INT),
       mosaic_seed=config_dict.placeholder(_INT),
-      download=config_dict.placeholder(_BOOL)))
+      download=config_dict.placeholder(_BOOL),
+      # The input pipeline: "device" puts the dataset on the devices (a
+      # batch is a gather inside the jitted step); "stream" reads ArrayRecord
+      # files with grain, decoding and augmenting on the host, for data that
+      # does not fit on the devices (docs/training.md, "Streaming input").
+      pipeline="device",
+      # grain worker processes that decode and augment (0: a thread).
+      stream_workers=2,
+      # Side of the crops of a tfds dataset whose images vary in size
+      # (ImageNet); None: 224.
+      image_size=config_dict.placeholder(_INT),
+      # Where the stream's converted ArrayRecord files go; None:
+      # $STEEP_CACHE_DIR/records or ~/.cache/steep/records.
+      cache_dir=config_dict.placeholder(_STR)))
 
   # train/data/noise.py: name one of none, symmetric, asymmetric, pair_flip,
   # multilabel, human (human_key: a Dataset.train_noisy_labels entry).

@@ -223,6 +223,37 @@ def split_indices(labels: np.ndarray, size: int, *, seed: int,
   return np.setdiff1d(np.arange(len(labels)), chosen), chosen
 
 
+def split_rows(labels: np.ndarray, *, val_size: int | float, seed: int,
+               train_size: int | None = None, multi_label: bool = False
+               ) -> tuple[np.ndarray, np.ndarray]:
+  """The source training set's rows kept for training and for validation.
+
+  What ``load`` splits, from the labels alone (a streamed dataset splits its
+  records by the same rows): ``val_size`` rows (a count or a fraction) for
+  validation (``split_indices``), then, with ``train_size``, a stratified
+  subsample of the rest.
+
+  Returns:
+    ``(train_rows, val_rows)``, each sorted.
+
+  Raises:
+    ValueError: a size out of range.
+  """
+  num_source = len(labels)
+  val_count = _count(val_size, num_source, "val_size")
+  rest, val = split_indices(labels, val_count, seed=seed,
+                            multi_label=multi_label)
+  if train_size is not None:
+    if not (isinstance(train_size, (int, np.integer))
+            and 0 < train_size <= len(rest)):
+      raise ValueError(f"train_size must lie in [1, {len(rest)}] (training "
+                       f"examples left after validation), got {train_size}")
+    _, kept = split_indices(labels[rest], train_size, seed=seed,
+                            multi_label=multi_label)
+    rest = rest[kept]
+  return rest, val
+
+
 def load(name: str, *, data_dir: str | None = None,
          val_size: int | float = 0.1, seed: int = 0,
          train_size: int | None = None, crop_padding: int | None = None,
@@ -254,19 +285,9 @@ def load(name: str, *, data_dir: str | None = None,
   """
   loader = _loader(name)
   source = loader(**_options(name, loader, data_dir, options))
-
-  num_source = len(source.train_y)
-  val_count = _count(val_size, num_source, "val_size")
-  rest, val = split_indices(source.train_y, val_count, seed=seed,
-                            multi_label=source.multi_label)
-  if train_size is not None:
-    if not (isinstance(train_size, (int, np.integer))
-            and 0 < train_size <= len(rest)):
-      raise ValueError(f"train_size must lie in [1, {len(rest)}] (training "
-                       f"examples left after validation), got {train_size}")
-    _, kept = split_indices(source.train_y[rest], train_size, seed=seed,
-                            multi_label=source.multi_label)
-    rest = rest[kept]
+  rest, val = split_rows(source.train_y, val_size=val_size, seed=seed,
+                         train_size=train_size,
+                         multi_label=source.multi_label)
   return Dataset(
       name=name,
       train_x=source.train_x[rest], train_y=source.train_y[rest],
