@@ -12,6 +12,7 @@ of the label state and of the host-side noise draw.
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 from collections.abc import Iterable, Mapping
@@ -40,17 +41,23 @@ def encode(example: Mapping[str, np.ndarray | bytes]) -> bytes:
   return b"".join([_HEADER.pack(len(header)), header, *payload])
 
 
+@functools.lru_cache(maxsize=64)
+def _fields(header: bytes) -> tuple:
+  # The records of a file share a few layouts: each is parsed once.
+  return tuple((name, dtype if dtype == BYTES else np.dtype(dtype), shape)
+               for name, dtype, shape in json.loads(header))
+
+
 def decode(record: bytes) -> dict[str, np.ndarray | bytes]:
   """The fields of a record of ``encode`` (arrays are read-only views)."""
   (length,) = _HEADER.unpack_from(record)
   offset = _HEADER.size + length
   out = {}
-  for name, dtype, shape in json.loads(record[_HEADER.size:offset]):
-    if dtype == BYTES:
+  for name, dtype, shape in _fields(bytes(record[_HEADER.size:offset])):
+    if isinstance(dtype, str):  # BYTES
       out[name] = bytes(record[offset:offset + shape[0]])
       offset += shape[0]
       continue
-    dtype = np.dtype(dtype)
     count = int(np.prod(shape, dtype=np.int64))
     out[name] = np.frombuffer(record, dtype, count, offset).reshape(shape)
     offset += count * dtype.itemsize
@@ -96,6 +103,12 @@ class RecordSource:
 
   def __getitem__(self, index: int) -> dict[str, np.ndarray | bytes]:
     return decode(self._source()[int(index)])
+
+  def read_many(self, indices) -> list[dict[str, np.ndarray | bytes]]:
+    """Records ``indices`` in one batched read (several times faster than
+    one by one)."""
+    return [decode(r) for r in self._source().__getitems__(
+        [int(i) for i in indices])]
 
   def __getstate__(self):
     return {"paths": self.paths, "_reader": None}

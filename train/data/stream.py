@@ -54,6 +54,11 @@ class TrainTransform:
                resize: int | None = None):
     self.crop_padding, self.flip, self.resize = crop_padding, flip, resize
 
+  @property
+  def random(self) -> bool:
+    """Whether it draws anything (else it gets no generator)."""
+    return bool(self.crop_padding or self.flip or self.resize)
+
   def __call__(self, image, rng: np.random.Generator) -> np.ndarray:
     if self.resize:
       return host_augment.to_float(host_augment.random_resized_crop(
@@ -77,10 +82,10 @@ class EvalTransform:
 
 
 class _TrainOrder:
-  """Item ``j`` of this process's stream: ``(epoch, example id)``.
+  """Item ``j``: ``(epoch, ids)``, this process's share of the ``j``-th
+  batch of the run, epoch after epoch (a grain data source).
 
-  Epoch after epoch, batch after batch, this process's ``local`` columns
-  of each batch of ``pipeline.epoch_indices``; a grain data source.
+  A batch's share is its ``local`` columns of ``pipeline.epoch_indices``.
   """
 
   def __init__(self, *, seed, num_examples, batch_size, num_epochs,
@@ -94,40 +99,54 @@ class _TrainOrder:
     self._columns = (None, None)
 
   def __len__(self) -> int:
-    return self.num_epochs * self.steps * self.local
+    return self.num_epochs * self.steps
 
   def columns(self, epoch: int) -> np.ndarray:
     """This process's ``[steps, local]`` ids of epoch ``epoch``."""
-    # One epoch's permutation is kept: items come in order, epoch by epoch.
+    # One epoch's permutation is kept: batches come in order.
     if self._columns[0] != epoch:
       order = pipeline.epoch_indices(self.seed, epoch, self.num_examples,
                                      self.batch_size)
       self._columns = (epoch, order[:, self.first:self.first + self.local])
     return self._columns[1]
 
-  def __getitem__(self, j: int) -> tuple[int, int]:
-    epoch, rest = divmod(int(j), self.steps * self.local)
-    step, slot = divmod(rest, self.local)
-    return epoch, int(self.columns(epoch)[step, slot])
+  def __getitem__(self, j: int) -> tuple[int, np.ndarray]:
+    epoch, step = divmod(int(j), self.steps)
+    return epoch, self.columns(epoch)[step]
+
+
+def _read(source, ids: np.ndarray) -> list:
+  """The examples ``ids`` of ``source``, in one batched read if it can."""
+  read_many = getattr(source, "read_many", None)
+  if read_many is not None:
+    return read_many(ids)
+  return [source[int(i)] for i in ids]
 
 
 class _LoadTrain:
+  """A batch share ``(epoch, ids)`` read, decoded and augmented."""
+
   def __init__(self, source, transform: TrainTransform, seed: int):
     self.source, self.transform, self.seed = source, transform, seed
 
-  def __call__(self, item: tuple[int, int]) -> dict[str, np.ndarray]:
-    epoch, example = item
-    rng = np.random.default_rng((self.seed, epoch, example))
-    image = self.transform(self.source[example]["image"], rng)
-    return {"image": image, "index": np.int32(example)}
+  def __call__(self, item: tuple[int, np.ndarray]) -> dict[str, np.ndarray]:
+    epoch, ids = item
+    images = []
+    for example, record in zip(ids, _read(self.source, ids)):
+      # Drawn only for an augmentation (seeding costs tens of us).
+      rng = np.random.default_rng((self.seed, epoch, int(example))) if (
+          self.transform.random) else None
+      images.append(self.transform(record["image"], rng))
+    return {"image": np.stack(images), "index": ids.astype(np.int32)}
 
 
 class _LoadEval:
   def __init__(self, source, transform: EvalTransform):
     self.source, self.transform = source, transform
 
-  def __call__(self, example: int) -> dict[str, np.ndarray]:
-    return {"image": self.transform(self.source[int(example)]["image"])}
+  def __call__(self, ids: np.ndarray) -> dict[str, np.ndarray]:
+    return {"image": np.stack([self.transform(record["image"])
+                               for record in _read(self.source, ids)])}
 
 
 def _iterate(dataset: grain.MapDataset, num_workers: int) -> Iterator:
@@ -191,8 +210,7 @@ class TrainStream:
                          else noisy_labels)
     self.clean_labels = clean_labels
     self._dataset = grain.MapDataset.source(self.order).map(
-        _LoadTrain(source, transform, seed)).batch(self.order.local,
-                                                   drop_remainder=True)
+        _LoadTrain(source, transform, seed))
     self._iterator, self._epoch, self._step = None, 0, 0
 
   # -- position ----------------------------------------------------------------
@@ -305,7 +323,9 @@ class EvalStream:
 
   ``order`` and ``mask`` (``pipeline.eval_indices``, ``[B', B]``) say which
   example each row of the batches is and whether it counts; ``batches()``
-  yields the global ``{'image'}`` batches in that order.
+  yields the global ``{'image'}`` batches in that order. The reader (and
+  its workers) lives from one evaluation to the next, reading the next
+  pass ahead, so that an evaluation starts no process.
   """
 
   def __init__(self, source, *, batch_size: int, mesh: jax.sharding.Mesh,
@@ -321,18 +341,25 @@ class EvalStream:
     self.local_ids = self.order[:, index * local:(index + 1) * local]
     self.batch_size, self.mesh, self.num_workers = (batch_size, mesh,
                                                     num_workers)
-    self._dataset = grain.MapDataset.source(
-        self.local_ids.reshape(-1)).map(_LoadEval(source, transform)).batch(
-            local, drop_remainder=True)
+    self._dataset = grain.MapDataset.source(list(self.local_ids)).map(
+        _LoadEval(source, transform)).repeat(None)
+    self._iterator, self._read_in_pass = None, 0
 
   def __len__(self) -> int:
     return len(self.order)
 
   def batches(self) -> Iterator[Batch]:
-    iterator = _iterate(self._dataset, self.num_workers)
-    try:
-      for local in iterator:
-        yield to_global(local, self.mesh, self.batch_size)
-    finally:
-      if hasattr(iterator, "close"):
-        iterator.close()
+    """One pass over the split, its batches global arrays."""
+    if self._iterator is None or self._read_in_pass:
+      # A pass left unfinished: start a reader at the split's beginning.
+      self.close()
+      self._iterator = _iterate(self._dataset, self.num_workers)
+    for _ in range(len(self.order)):
+      local = next(self._iterator)
+      self._read_in_pass = (self._read_in_pass + 1) % len(self.order)
+      yield to_global(local, self.mesh, self.batch_size)
+
+  def close(self) -> None:
+    iterator, self._iterator, self._read_in_pass = self._iterator, None, 0
+    if iterator is not None and hasattr(iterator, "close"):
+      iterator.close()

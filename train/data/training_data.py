@@ -191,7 +191,9 @@ class Streams:
   train_in_order: stream.EvalStream
 
   def close(self) -> None:
-    self.train.close()
+    """Stops the readers' worker processes."""
+    for reader in (self.train, *self.eval.values(), self.train_in_order):
+      reader.close()
 
 
 @dataclasses.dataclass(frozen=True)
