@@ -7,6 +7,12 @@ checks what needs the data (a batch no larger than the training set) and
 ``place``s it on the mesh once: the training inputs replicated, the
 noisy labels split by replica, the evaluation splits with their index
 batches, and the padded label rows the label metrics compare against.
+
+With ``config.dataset.pipeline = 'stream'`` the inputs stay on disk:
+``stream_sources.open_stream`` gives the splits as ArrayRecord sources and
+their labels, the noise is drawn from those labels exactly as above
+(``draw_noise``), and ``place_stream`` builds the ``stream`` readers
+instead of placing the inputs.
 """
 
 from __future__ import annotations
