@@ -27,6 +27,7 @@ padded to one shape (``pipeline.eval_indices``: the padding masked).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping
 
 import grain
@@ -99,7 +100,11 @@ class _TrainOrder:
     self._columns = (None, None)
 
   def __len__(self) -> int:
-    return self.num_epochs * self.steps
+    # Unbounded: batches past the run's epochs are only ever read ahead
+    # (``TrainStream`` stops at ``num_epochs``), and grain's worker
+    # processes that reach the end of their data leave their shared memory
+    # behind.
+    return sys.maxsize
 
   def columns(self, epoch: int) -> np.ndarray:
     """This process's ``[steps, local]`` ids of epoch ``epoch``."""
@@ -246,6 +251,9 @@ class TrainStream:
   # -- batches -------------------------------------------------------------------
   def host_batch(self) -> dict[str, np.ndarray]:
     """This process's share of the next batch, labels joined by id."""
+    if self._epoch >= self.order.num_epochs:
+      raise StopIteration(f"the stream's {self.order.num_epochs} epochs are "
+                          f"done")
     if self._iterator is None:
       self.start_at(self._epoch, self._step)
     local = next(self._iterator)

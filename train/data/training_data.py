@@ -291,10 +291,13 @@ def place_stream(config, run_data: RunData,
   eval_batch = sharding.eval_batch(config.eval_batch_size, mesh)
   evaluate = stream.EvalTransform(resize=size)
 
+  # Evaluation decodes without augmenting: worker processes (and their
+  # start-up) pay only where it resizes images.
+  eval_workers = d.stream_workers if streamed.resize else 0
+
   def in_order(source):
     return stream.EvalStream(source, batch_size=eval_batch, mesh=mesh,
-                             transform=evaluate,
-                             num_workers=d.stream_workers)
+                             transform=evaluate, num_workers=eval_workers)
 
   train = stream.TrainStream(
       streamed.sources["train"],
