@@ -6,13 +6,18 @@ a streamed run is the on-device run; with augmentation the draws differ
 (numpy on the host, not jax on the device) and so do the metrics.
 """
 
+import json
 import math
 import os
+import socket
+import subprocess
+import sys
 import tempfile
 
 import numpy as np
 from absl.testing import absltest
 
+from tests.tiny import ROOT
 from tests.tiny import tiny_config
 from train import contract
 from train import sharding
@@ -29,6 +34,29 @@ def _run(config):
   trainer.train_and_evaluate(config, workdir)
   return [{k: v for k, v in r.items() if k not in TIMINGS}
           for r in contract.read_records(workdir)], workdir
+
+
+# One epoch: the global batch of 64 is each process's 32 (a process that
+# read the other's share, or the whole batch, trains on other examples).
+_TWO_PROCESS_OVERRIDES = {"num_epochs": 1, "eval_batch_size": 100}
+_PROCESS_SCRIPT = """
+import json, sys
+import jax
+jax.config.update("jax_cpu_collectives_implementation", "gloo")
+jax.distributed.initialize(sys.argv[1], num_processes=2,
+                           process_id=int(sys.argv[2]))
+assert jax.device_count() == 2 and jax.local_device_count() == 1
+from tests.stream_training_test import _TWO_PROCESS_OVERRIDES
+from tests.tiny import tiny_config
+from train.loop import trainer
+config = tiny_config(**{"dataset.pipeline": "stream",
+                        "dataset.stream_workers": 0,
+                        "dataset.cache_dir": sys.argv[4],
+                        **_TWO_PROCESS_OVERRIDES})
+trainer.train_and_evaluate(config, sys.argv[3])
+from train import contract
+print("RECORDS" + json.dumps(contract.read_records(sys.argv[3])))
+"""
 
 
 class StreamTrainingTest(absltest.TestCase):
@@ -98,6 +126,42 @@ class StreamTrainingTest(absltest.TestCase):
     self.assertNotEqual(streamed[-1]["train_loss"], device[-1]["train_loss"])
     self.assertAlmostEqual(streamed[-1]["test_accuracy"],
                            device[-1]["test_accuracy"], delta=0.15)
+
+  def test_resuming_continues_the_stream(self):
+    overrides = {"dataset.crop_padding": 2, "dataset.flip": True}
+    whole, _ = _run(self.config("stream", **overrides))
+    workdir = tempfile.mkdtemp()
+    config = self.config("stream", **overrides)
+    trainer.train_and_evaluate(config, workdir, stop_after_epochs=1)
+    trainer.train_and_evaluate(config, workdir)
+    resumed = [{k: v for k, v in r.items() if k not in TIMINGS}
+               for r in contract.read_records(workdir)]
+    self.assertEqual(resumed, whole)
+
+  def test_two_processes_stream_their_shares(self):
+    workdir, cache = tempfile.mkdtemp(), tempfile.mkdtemp()
+    with socket.socket() as s:
+      s.bind(("127.0.0.1", 0))
+      address = f"127.0.0.1:{s.getsockname()[1]}"
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="")
+    # Both processes convert into one empty cache at once.
+    processes = [subprocess.Popen(
+        [sys.executable, "-c", _PROCESS_SCRIPT, address, str(i), workdir,
+         cache], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True) for i in range(2)]
+    outputs = [p.communicate(timeout=300) for p in processes]
+    for p, (_, err) in zip(processes, outputs):
+      self.assertEqual(p.returncode, 0, err[-3000:])
+    (two,) = [json.loads(next(l for l in out.splitlines()
+                              if l.startswith("RECORDS"))[7:])
+              for out, _ in outputs[:1]]
+    one, _ = _run(self.config("device", **_TWO_PROCESS_OVERRIDES))
+    self.assertLen(two, len(one))
+    for a, b in zip(one, two):
+      for key in a:
+        np.testing.assert_allclose(np.asarray(a[key], float),
+                                   np.asarray(b[key], float), rtol=1e-4,
+                                   atol=1e-5, err_msg=key)
 
   def test_bad_pipeline_keys(self):
     for key, value, message in (
