@@ -276,6 +276,9 @@ class TrainStream:
   def epoch(self, epoch: int) -> Iterator[Batch]:
     """The batches of ``epoch`` from the stream's position in it (its
     first batch unless the stream was restored into it)."""
+    if not 0 <= epoch < self.order.num_epochs:
+      raise ValueError(f"no epoch {epoch}: the stream has "
+                       f"{self.order.num_epochs}")
     if self._epoch != epoch:
       self.start_at(epoch, 0)
     while self._epoch == epoch:
