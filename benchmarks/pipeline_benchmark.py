@@ -1,6 +1,6 @@
 """Input pipeline throughput against the training step it feeds.
 
-    python benchmarks/pipeline_benchmark.py --datasets=mnist1d,fashion_mnist \
+    python -m benchmarks.pipeline_benchmark --datasets=mnist1d,fashion_mnist \
         --batch_size=128 --steps=50
 
 For each dataset it times, at the same batch size and on the same devices:
@@ -24,7 +24,6 @@ import time
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from absl import app
 from absl import flags

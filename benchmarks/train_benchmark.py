@@ -1,8 +1,8 @@
 r"""The training program's speed: the real loop, replicas, dtypes, steps.
 
-    python benchmarks/train_benchmark.py --measure=loop --loop_models=cnn1d,cnn
-    python benchmarks/train_benchmark.py --measure=replicas,dtype --loop_models=cnn1d
-    python benchmarks/train_benchmark.py --measure=steps --models=cnn1d,cnn --steps=30
+    python -m benchmarks.train_benchmark --measure=loop --loop_models=cnn1d,cnn
+    python -m benchmarks.train_benchmark --measure=replicas,dtype --loop_models=cnn1d
+    python -m benchmarks.train_benchmark --measure=steps --models=cnn1d,cnn --steps=30
 
 ``--measure`` picks among four measures, on the devices JAX sees:
 
@@ -24,6 +24,14 @@ r"""The training program's speed: the real loop, replicas, dtypes, steps.
    softmax written into its history), target JO <= 1.05x plain; and the
    between-epoch relabelling at ``N = --label_examples`` against the epoch
    it follows (target under 2 %).
+5. **label_state**: the between-epoch relabelling (update + label metrics,
+   K = 10) over ``N`` in ``--label_sizes`` and ``C`` in
+   ``--label_classes``, float32 and bfloat16 history, each against a
+   PreAct ResNet-32 epoch of ``N / batch`` steps measured here (the step of
+   the large settings' ResNet-50 is longer still, so the share is an upper
+   bound); sizes whose state exceeds ``--label_max_gib`` are skipped.
+
+    python -m benchmarks.train_benchmark --measure=label_state
 """
 
 from __future__ import annotations
@@ -72,7 +80,14 @@ _LABEL_EXAMPLES = flags.DEFINE_integer("label_examples", 60000,
 _MEASURE = flags.DEFINE_list(
     "measure", ["loop", "replicas", "dtype", "steps"],
     "loop: the real loop against the bare step; replicas: R = 1, 4, 8; "
-    "dtype: float32 against bfloat16; steps: step times, label update.")
+    "dtype: float32 against bfloat16; steps: step times, label update; "
+    "label_state: the label update over N and C (not run by default).")
+_LABEL_SIZES = flags.DEFINE_list("label_sizes", ["10000", "100000", "1000000"],
+                                 "N of the label_state measure.")
+_LABEL_CLASSES = flags.DEFINE_list("label_classes", ["14", "1000"],
+                                   "C of the label_state measure.")
+_LABEL_MAX_GIB = flags.DEFINE_float(
+    "label_max_gib", 6.0, "The label_state measure skips states larger.")
 _LOOP_MODELS = flags.DEFINE_list("loop_models", ["cnn1d", "cnn"],
                                  "Models of the real-loop measure.")
 _ROUNDS = flags.DEFINE_integer("rounds", 2,
@@ -199,12 +214,16 @@ def measure_model(name: str, batch: int, num_steps: int, repeats: int):
   return timings
 
 
-def measure_label_update(num_examples: int, history: int = 10) -> float:
+def measure_label_update(num_examples: int, history: int = 10,
+                         num_classes: int = NUM_CLASSES,
+                         history_dtype: str = "float32",
+                         repeats: int | None = None) -> float:
   """Seconds of one between-epoch relabelling at ``num_examples``."""
   mesh = sharding.make_mesh()
   rng = np.random.default_rng(0)
-  labels = rng.integers(0, NUM_CLASSES, num_examples).astype(np.int32)
-  ls = label_state.create(labels, NUM_CLASSES, history=history, mesh=mesh)
+  labels = rng.integers(0, num_classes, num_examples).astype(np.int32)
+  ls = label_state.create(labels, num_classes, history=history, mesh=mesh,
+                          history_dtype=history_dtype)
   rows = sharding.padded_rows(num_examples, mesh)
   clean = jax.device_put(np.pad(labels, (0, rows - num_examples)),
                          NamedSharding(mesh, P(sharding.DATA_AXIS)))
@@ -218,7 +237,34 @@ def measure_label_update(num_examples: int, history: int = 10) -> float:
     box["labels"] = update(box["labels"], i)
     return measure(box["labels"].labels, clean, clean)
 
-  return _median_seconds(run, 5, _REPEATS.value)
+  return _median_seconds(run, 5 if repeats is None else 1,
+                         _REPEATS.value if repeats is None else repeats)
+
+
+def measure_label_sizes(batch: int, history: int = 10) -> None:
+  """The label update over N and C against a PreAct ResNet-32 epoch."""
+  step_s = measure_model("preact_resnet32", batch, _STEPS.value,
+                         _REPEATS.value)["jo_label_state"]
+  print(f"label state, K = {history}, one device; PreAct ResNet-32 JO step "
+        f"{1e3 * step_s:.1f} ms at batch {batch}")
+  header = (f"{'N':>9}{'C':>6}{'history':>10}{'state MiB':>11}"
+            f"{'update ms':>11}{'epoch s':>9}{'share':>9}")
+  print(header)
+  print("-" * len(header))
+  for n in map(int, _LABEL_SIZES.value):
+    for c in map(int, _LABEL_CLASSES.value):
+      for dtype in label_state.HISTORY_DTYPES:
+        size = label_state.bytes_per_device(n, c, history=history,
+                                            data_devices=1,
+                                            history_dtype=dtype)
+        line = f"{n:>9}{c:>6}{dtype:>10}{size / 2**20:>11.0f}"
+        if size > _LABEL_MAX_GIB.value * 2**30:
+          print(f"{line}  skipped (over --label_max_gib)", flush=True)
+          continue
+        update_s = measure_label_update(n, history, c, dtype, repeats=3)
+        epoch_s = (n // batch) * step_s
+        print(f"{line}{1e3 * update_s:>11.1f}{epoch_s:>9.0f}"
+              f"{100 * update_s / (epoch_s + update_s):>8.2f}%", flush=True)
 
 
 # ---------------------------------------------------------------------------
@@ -343,10 +389,10 @@ def measure_loop(models_: list[str], every: int) -> None:
   evaluation when evaluating every ``every`` epochs. Examples/s are totals
   over those epochs, so evaluation and label updates count at their rate.
   """
-  print(f"\nreal loop: examples/s of whole epochs of train_and_evaluate "
-        f"(totals over the epochs after the first and before the last), "
-        f"each epoch followed by an epoch of the bare CE step; ratio: "
-        f"1 / mean(loop epoch / bare epoch beside it)")
+  print("\nreal loop: examples/s of whole epochs of train_and_evaluate "
+        "(totals over the epochs after the first and before the last), "
+        "each epoch followed by an epoch of the bare CE step; ratio: "
+        "1 / mean(loop epoch / bare epoch beside it)")
   header = (f"{'model':<8}{'loss':<5}{'eval every':>11}{'steps/call':>11}"
             f"{'bare step':>11}{'loop':>9}{'ratio':>8}")
   print(header)
@@ -410,6 +456,8 @@ def main(argv):
       measure_variants(model, {d: {"model.dtype": d}
                                for d in ("float32", "bfloat16")},
                        _EPOCHS.value, _ROUNDS.value, "mixed precision")
+  if "label_state" in _MEASURE.value:
+    measure_label_sizes(_BATCH.value)
   if "steps" not in _MEASURE.value:
     return
   batch, num_steps, repeats = _BATCH.value, _STEPS.value, _REPEATS.value

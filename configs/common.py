@@ -163,9 +163,11 @@ def base_config() -> config_dict.ConfigDict:
 
   # The label state (train/step/label_state.py): mode none | soft | hard; from
   # epoch `begin` on, training uses the mean of the last `history` epochs'
-  # training-pass probabilities.
+  # training-pass probabilities, stored as `history_dtype` (float32, or
+  # bfloat16: half the memory, each stored value within 2^-8 of its own;
+  # docs/scaling.md gives the bytes per device).
   c.label_state = config_dict.ConfigDict(dict(
-      mode="none", begin=0, history=10))
+      mode="none", begin=0, history=10, history_dtype="float32"))
 
   # Joint Optimization's second stage: a fresh network trained on the labels
   # the first stage left, for `epochs` more epochs (0: no second stage).

@@ -40,6 +40,8 @@ class CheckTest(parameterized.TestCase):
        r"config.label_state.mode = 'mean'"),
       ("history", {"label_state.mode": "soft", "label_state.history": 0},
        r"config.label_state.history = 0"),
+      ("history_dtype", {"label_state.history_dtype": "float16"},
+       r"config.label_state.history_dtype = 'float16': must be one of"),
       ("epochs", {"num_epochs": 0}, r"config.num_epochs = 0"),
   )
   def test_rejected(self, overrides, message):

@@ -54,16 +54,25 @@ class NumpyLabelState:
 
 def compare_with_reference(mode="soft", multi_label=False, num_examples=37,
                            num_classes=5, history=3, begin=2, epochs=6,
-                           batch_size=8):
-  """Runs both for ``epochs`` epochs of random batches; asserts equality."""
+                           batch_size=8, history_dtype="float32"):
+  """Runs both for ``epochs`` epochs of random batches; asserts equality.
+
+  With a bfloat16 ``history_dtype`` the reference stores each probability
+  rounded to bfloat16 too (so the comparison stays exact up to float32
+  sums), and the labels are compared with the unrounded reference at the
+  buffer's documented bound as well.
+  """
   mesh = sharding.make_mesh()
   rng = np.random.default_rng(0)
   if multi_label:
     noisy = (rng.random((num_examples, num_classes)) < 0.3).astype(np.float32)
   else:
     noisy = rng.integers(0, num_classes, num_examples).astype(np.int32)
-  state = label_state.create(noisy, num_classes, history=history, mesh=mesh)
+  state = label_state.create(noisy, num_classes, history=history, mesh=mesh,
+                             history_dtype=history_dtype)
   reference = NumpyLabelState(noisy, num_classes, history, multi_label)
+  unrounded = NumpyLabelState(noisy, num_classes, history, multi_label)
+  stored = lambda p: np.asarray(p.astype(history_dtype)).astype(np.float32)
   gather = jax.jit(lambda t, i: label_state.gather(t, i, mesh))
   record = jax.jit(lambda s, i, p: label_state.record(s, i, p, mesh),
                    donate_argnums=0)
@@ -84,16 +93,23 @@ def compare_with_reference(mode="soft", multi_label=False, num_examples=37,
           np.float32)
       state = record(state, indices, jax.device_put(
           probs, NamedSharding(mesh, P(AXIS, None))))
-      reference.record(batch, probs)
+      reference.record(batch, stored(probs))
+      unrounded.record(batch, probs)
     state = update(state, epoch)
     reference.update(epoch, begin, mode)
+    unrounded.update(epoch, begin, mode)
     rows = slice(0, num_examples)
     np.testing.assert_allclose(np.asarray(state.labels)[rows],
                                reference.labels, rtol=1e-6, atol=1e-7)
     np.testing.assert_array_equal(np.asarray(state.written)[:, rows],
                                   reference.written)
-    np.testing.assert_array_equal(np.asarray(state.history)[:, rows],
-                                  reference.history)
+    np.testing.assert_array_equal(
+        np.asarray(state.history).astype(np.float32)[:, rows],
+        reference.history)
+    if mode == "soft":
+      # A mean of values each within 2^-8 (relative) of the true ones.
+      np.testing.assert_allclose(np.asarray(state.labels)[rows],
+                                 unrounded.labels, rtol=2.0**-8, atol=1e-7)
     assert int(state.slot) == reference.slot
   assert state.labels.sharding.spec == jax.sharding.PartitionSpec(
       sharding.DATA_AXIS, None)
@@ -106,6 +122,34 @@ class LabelStateTest(parameterized.TestCase):
                             ("hard", True), ("soft", True))
   def test_matches_numpy_reference(self, mode, multi_label):
     compare_with_reference(mode, multi_label)
+
+  @parameterized.parameters(("soft", False), ("hard", True))
+  def test_bfloat16_history(self, mode, multi_label):
+    state, _ = compare_with_reference(mode, multi_label,
+                                      history_dtype="bfloat16")
+    self.assertEqual(state.history.dtype, jax.numpy.bfloat16)
+    self.assertEqual(state.labels.dtype, np.float32)
+
+  def test_bytes_per_device_counts_the_arrays(self):
+    mesh = sharding.make_mesh()
+    for dtype in label_state.HISTORY_DTYPES:
+      state = label_state.create(np.zeros(37, np.int32), 5, history=3,
+                                 mesh=mesh, history_dtype=dtype)
+      on_device = sum(
+          shard.data.nbytes for leaf in state
+          for shard in leaf.addressable_shards
+          if shard.device == jax.devices()[0])
+      self.assertEqual(label_state.bytes_per_device(
+          37, 5, history=3, data_devices=1, history_dtype=dtype), on_device)
+    # Clothing1M at K = 10 over 8 devices: 125,000 rows a device.
+    self.assertEqual(label_state.bytes_per_device(
+        1_000_000, 14, history=10, data_devices=8),
+                     125_000 * 14 * 4 * 11 + 125_000 * 10 + 4)
+
+  def test_bad_history_dtype(self):
+    with self.assertRaisesRegex(ValueError, "history_dtype"):
+      label_state.create(np.zeros(4, np.int32), 2, history=1,
+                         mesh=sharding.make_mesh(), history_dtype="float16")
 
   def test_history_longer_than_epochs_averages_written_slots_only(self):
     compare_with_reference("soft", history=10, begin=0, epochs=3)

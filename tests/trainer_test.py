@@ -113,8 +113,10 @@ class TrainerTest(parameterized.TestCase):
                      [False, True, True])
 
   def test_relabelling_changes_labels_from_begin_on(self):
+    # With the history stored in bfloat16 (float32: test_two_stages).
     config = tiny_config(**{"loss.name": "jo", "label_state.mode": "hard",
-                            "label_state.begin": 2, "num_epochs": 3})
+                            "label_state.begin": 2, "num_epochs": 3,
+                            "label_state.history_dtype": "bfloat16"})
     _, records, _ = _run(config)
     noise_free = 1 - records[0]["labels_changed"]
     self.assertEqual(records[0]["labels_changed"], 0.0)  # before `begin`

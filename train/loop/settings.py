@@ -38,6 +38,7 @@ class Settings:
   tensorboard: bool
   label_begin: int
   label_history: int  # epochs of predictions kept (0: labels never move)
+  label_history_dtype: str
 
   @classmethod
   def of(cls, config) -> "Settings":
@@ -45,7 +46,8 @@ class Settings:
     own = {f.name: config[f.name] for f in dataclasses.fields(cls)
            if f.name in config}
     return cls(**own, label_begin=ls.begin,
-               label_history=ls.history if ls.mode != "none" else 0)
+               label_history=ls.history if ls.mode != "none" else 0,
+               label_history_dtype=ls.history_dtype)
 
 
 # The loop's own keys that count something.

@@ -93,6 +93,9 @@ def check(config) -> None:
           and (ls.history >= 1 or ls.mode == "none")):
     raise ConfigError.of("label_state.history", ls.history,
                          "must be a positive integer when labels are updated")
+  if ls.history_dtype not in label_state.HISTORY_DTYPES:
+    raise ConfigError.of("label_state.history_dtype", ls.history_dtype,
+                         f"must be one of {list(label_state.HISTORY_DTYPES)}")
   s2 = config.stage2
   if not (isinstance(s2.epochs, int) and s2.epochs >= 0):
     raise ConfigError.of("stage2.epochs", s2.epochs,

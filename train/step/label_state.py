@@ -6,7 +6,8 @@ state it needs is explicit and sharded along the example axis ``'data'``:
 * ``labels [N', C]``: the current labels, one-hot (or multi-hot) noisy labels
   at first, soft or hard after relabelling begins;
 * ``history [K, N', C]``: a ring buffer of the training-pass probabilities of
-  the last ``K`` epochs (``K = 0`` when the labels never change);
+  the last ``K`` epochs (``K = 0`` when the labels never change), float32,
+  or bfloat16 to halve the largest array of a run (see ``bytes_per_device``);
 * ``written [K, N']``: which entries of the buffer hold a value (an example
   left out of an epoch's batches, or an epoch not yet run, counts for
   nothing in the mean);
@@ -36,6 +37,12 @@ from train import sharding
 
 AXIS = sharding.DATA_AXIS
 UPDATES = ("none", "soft", "hard")
+# The buffer's storage types. The mean of the last K epochs is exact only
+# with every one of the K epochs kept: a running sum still has to subtract
+# the epoch that leaves the window, so it needs that epoch too. What can
+# shrink is the bytes per value: bfloat16 keeps 8 significant bits, so each
+# stored probability (and so the mean) is off by at most 2^-8 of its value.
+HISTORY_DTYPES = ("float32", "bfloat16")
 
 
 class LabelState(NamedTuple):
@@ -55,8 +62,24 @@ def shardings(mesh: jax.sharding.Mesh, *, replicas: bool = False
   return LabelState(**sharding.label_state_shardings(mesh, replicas=replicas))
 
 
+def bytes_per_device(num_examples: int, num_classes: int, *, history: int,
+                     data_devices: int,
+                     history_dtype: str = "float32") -> int:
+  """Bytes of one replica's label state on each device of the ``'data'`` axis.
+
+  The rows (``N`` rounded up to a multiple of ``data_devices``) are split
+  evenly: ``labels`` (float32), ``history`` (``history_dtype``), ``written``
+  (one byte per entry) and the 4-byte ``slot``.
+  """
+  rows = -(-num_examples // data_devices)
+  value = np.dtype(jnp.dtype(history_dtype)).itemsize
+  return (rows * num_classes * 4 + history * rows * num_classes * value
+          + history * rows + 4)
+
+
 def create(noisy_labels: np.ndarray, num_classes: int, *, history: int,
-           mesh: jax.sharding.Mesh, replicas: bool = False) -> LabelState:
+           mesh: jax.sharding.Mesh, replicas: bool = False,
+           history_dtype: str = "float32") -> LabelState:
   """The initial state: the noisy labels one-hot, an empty buffer.
 
   Args:
@@ -67,9 +90,13 @@ def create(noisy_labels: np.ndarray, num_classes: int, *, history: int,
     mesh: the device mesh; the state is sharded along its ``'data'`` axis
       (and the replicas along ``'replica'``).
     replicas: whether ``noisy_labels`` has a leading replica axis.
+    history_dtype: the buffer's storage, one of ``HISTORY_DTYPES``.
   """
   if history < 0:
     raise ValueError(f"history must be >= 0, got {history}")
+  if history_dtype not in HISTORY_DTYPES:
+    raise ValueError(f"history_dtype must be one of {HISTORY_DTYPES}, got "
+                     f"{history_dtype!r}")
   lead = 1 if replicas else 0
   num_examples = noisy_labels.shape[lead]
   num_rows = sharding.padded_rows(num_examples, mesh)
@@ -85,7 +112,7 @@ def create(noisy_labels: np.ndarray, num_classes: int, *, history: int,
               else jax.nn.one_hot(rows, num_classes, dtype=jnp.float32))
     return LabelState(
         labels=labels,
-        history=jnp.zeros((history, num_rows, num_classes), jnp.float32),
+        history=jnp.zeros((history, num_rows, num_classes), history_dtype),
         written=jnp.zeros((history, num_rows), bool),
         slot=jnp.zeros((), jnp.int32))
 
@@ -142,7 +169,7 @@ def record(state: LabelState, indices: jax.Array, probs: jax.Array,
                 P(AXIS, None)),
       out_specs=(P(None, AXIS, None), P(None, AXIS)))(
           state.history, state.written, state.slot, indices,
-          probs.astype(jnp.float32))
+          probs.astype(state.history.dtype))
   return state._replace(history=history, written=written)
 
 
@@ -172,7 +199,9 @@ def update(state: LabelState, epoch: jax.Array, *, begin: int, mode: str,
     return state
   weight = state.written.astype(jnp.float32)[..., None]
   count = weight.sum(axis=0)
-  mean = (state.history * weight).sum(axis=0) / jnp.maximum(count, 1.0)
+  # Summed in float32 whatever the buffer stores.
+  mean = (state.history.astype(jnp.float32) * weight).sum(axis=0) / (
+      jnp.maximum(count, 1.0))
   if mode == "hard":
     if multi_label:
       mean = (mean > 0.5).astype(jnp.float32)
