@@ -128,8 +128,18 @@ def base_config() -> config_dict.ConfigDict:
       mosaic_seed=config_dict.placeholder(_INT),
       download=config_dict.placeholder(_BOOL),
       # The side of square images for datasets whose sizes vary (ImageNet,
-      # COCO, Clothing1M): resized and centre-cropped.
-      image_size=config_dict.placeholder(_INT)))
+      # COCO, Clothing1M): resized and centre-cropped; None: 224.
+      image_size=config_dict.placeholder(_INT),
+      # The input pipeline: "device" puts the dataset on the devices (a
+      # batch is a gather inside the jitted step); "stream" reads ArrayRecord
+      # files with grain, decoding and augmenting on the host, for data that
+      # does not fit on the devices (docs/training.md, "Streaming input").
+      pipeline="device",
+      # grain worker processes that decode and augment (0: a thread).
+      stream_workers=2,
+      # Where the stream's converted ArrayRecord files go; None:
+      # $STEEP_CACHE_DIR/records or ~/.cache/steep/records.
+      cache_dir=config_dict.placeholder(_STR)))
 
   # train/data/noise.py: name one of none, symmetric, asymmetric, pair_flip,
   # instance (instance-dependent, mean flip rate `rate`), multilabel, human (human_key: a Dataset.train_noisy_labels entry).

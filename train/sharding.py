@@ -13,6 +13,7 @@ array                  spec
 dataset inputs         replicated (the device pipeline gathers rows)
 per-replica arrays     ``('replica',)``: noisy labels, train state
 an epoch's order       ``([replica,] None, 'data')``: batches split
+a streamed batch       ``('data', ...)``; its labels ``([replica,] 'data')``
 evaluation order/mask  ``(None, 'data')``
 label state            ``labels ([replica,] 'data', None)``; ``history``
                        and ``written`` ``([replica,] None, 'data', ...)``
@@ -91,6 +92,21 @@ def order_sharding(mesh: jax.sharding.Mesh, *, replicas: bool = False
   """An epoch's ``[(R,) num_batches, B]`` indices: ``B`` along ``'data'``."""
   lead = (REPLICA_AXIS,) if replicas else ()
   return NamedSharding(mesh, P(*lead, None, DATA_AXIS))
+
+
+def batch_shardings(ndims: Mapping[str, int], mesh: jax.sharding.Mesh, *,
+                    replicas: bool = False) -> dict[str, NamedSharding]:
+  """A streamed batch (``{key: ndim}``): its batch axis along ``'data'``;
+  with ``replicas``, the per-replica arrays are ``[R, B, ...]``, their
+  replica axis along ``'replica'``."""
+  out = {}
+  for key, ndim in ndims.items():
+    if replicas and key in PER_REPLICA_DATA:
+      out[key] = NamedSharding(mesh, P(REPLICA_AXIS, DATA_AXIS,
+                                       *[None] * (ndim - 2)))
+    else:
+      out[key] = NamedSharding(mesh, P(DATA_AXIS, *[None] * (ndim - 1)))
+  return out
 
 
 def eval_sharding(mesh: jax.sharding.Mesh) -> NamedSharding:

@@ -256,6 +256,56 @@ def split_indices(labels: np.ndarray, size: int, *, seed: int,
   return np.setdiff1d(np.arange(len(labels)), chosen), chosen
 
 
+def split_rows(labels: np.ndarray, *, val_size: int | float, seed: int,
+               train_size: int | None = None, multi_label: bool = False,
+               own_val: bool = False, imbalance_ratio: float = 1.0,
+               num_classes: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+  """The source training set's rows kept for training and for validation.
+
+  What ``load`` splits, from the labels alone (a streamed dataset splits its
+  records by the same rows): ``val_size`` rows (a count or a fraction) for
+  validation (``split_indices``; none when the source has its own
+  validation split, ``own_val``), then, with ``train_size``, a stratified
+  subsample of the rest, then, with ``imbalance_ratio`` above 1, the
+  long-tailed cut of ``load``'s docstring.
+
+  Returns:
+    ``(train_rows, val_rows)``, each sorted.
+
+  Raises:
+    ValueError: a size or ratio out of range.
+  """
+  num_source = len(labels)
+  if own_val:
+    rest, val = np.arange(num_source), np.arange(0)
+  else:
+    val_count = _count(val_size, num_source, "val_size")
+    rest, val = split_indices(labels, val_count, seed=seed,
+                              multi_label=multi_label)
+  if train_size is not None:
+    if not (isinstance(train_size, (int, np.integer))
+            and 0 < train_size <= len(rest)):
+      raise ValueError(f"train_size must lie in [1, {len(rest)}] (training "
+                       f"examples left after validation), got {train_size}")
+    _, kept = split_indices(labels[rest], train_size, seed=seed,
+                            multi_label=multi_label)
+    rest = rest[kept]
+  if not (isinstance(imbalance_ratio, (int, float, np.integer, np.floating))
+          and imbalance_ratio >= 1):
+    raise ValueError(f"imbalance_ratio must be a number >= 1 (1: the "
+                     f"source's own class sizes), got {imbalance_ratio!r}")
+  if imbalance_ratio != 1:
+    if multi_label:
+      raise ValueError(f"imbalance_ratio {imbalance_ratio:g}: the dataset "
+                       f"is multi-label; a long tail needs single labels")
+    kept = sampling.long_tail_choice(
+        labels[rest], num_classes, imbalance_ratio,
+        np.random.default_rng((seed, LONG_TAIL_STREAM)))
+    rest = rest[kept]
+  return rest, val
+
+
 def load(name: str, *, data_dir: str | None = None,
          val_size: int | float = 0.1, seed: int = 0,
          train_size: int | None = None, crop_padding: int | None = None,
@@ -295,36 +345,12 @@ def load(name: str, *, data_dir: str | None = None,
   """
   loader = _loader(name)
   source = loader(**_options(name, loader, data_dir, options))
-
-  num_source = len(source.train_y)
   own_val = source.val_x is not None
-  if own_val:
-    rest, val = np.arange(num_source), np.arange(0)
-  else:
-    val_count = _count(val_size, num_source, "val_size")
-    rest, val = split_indices(source.train_y, val_count, seed=seed,
-                              multi_label=source.multi_label)
-  if train_size is not None:
-    if not (isinstance(train_size, (int, np.integer))
-            and 0 < train_size <= len(rest)):
-      raise ValueError(f"train_size must lie in [1, {len(rest)}] (training "
-                       f"examples left after validation), got {train_size}")
-    _, kept = split_indices(source.train_y[rest], train_size, seed=seed,
-                            multi_label=source.multi_label)
-    rest = rest[kept]
-  if not (isinstance(imbalance_ratio, (int, float, np.integer, np.floating))
-          and imbalance_ratio >= 1):
-    raise ValueError(f"imbalance_ratio must be a number >= 1 (1: the "
-                     f"source's own class sizes), got {imbalance_ratio!r}")
-  if imbalance_ratio != 1:
-    if source.multi_label:
-      raise ValueError(f"imbalance_ratio {imbalance_ratio:g}: dataset "
-                       f"{name!r} is multi-label; a long tail needs "
-                       f"single labels")
-    kept = sampling.long_tail_choice(
-        source.train_y[rest], len(source.class_names), imbalance_ratio,
-        np.random.default_rng((seed, LONG_TAIL_STREAM)))
-    rest = rest[kept]
+  rest, val = split_rows(source.train_y, val_size=val_size, seed=seed,
+                         train_size=train_size,
+                         multi_label=source.multi_label, own_val=own_val,
+                         imbalance_ratio=imbalance_ratio,
+                         num_classes=len(source.class_names))
   return Dataset(
       name=name,
       train_x=source.train_x[rest], train_y=source.train_y[rest],

@@ -155,10 +155,10 @@ def check_available(name: str, *, data_dir: str | None = None,
     RuntimeError: not prepared, and the modules or the network that
       preparing needs are missing.
   """
-  _check_preparable(_image_builder(name, data_dir), name, download)
+  _check_preparable(image_builder(name, data_dir), name, download)
 
 
-def _image_builder(name: str, data_dir: str | None):
+def image_builder(name: str, data_dir: str | None):
   """The builder of ``name``; raises if it is not image classification."""
   tfds = _tfds()
   builder = _builder(name, data_dir)
@@ -229,7 +229,7 @@ def load_tfds(name: str, *, data_dir: str | None = None,
       no TensorFlow), with the reason.
   """
   tfds = _tfds()
-  builder = _image_builder(name, data_dir)
+  builder = image_builder(name, data_dir)
   features = builder.info.features
   image = features["image"]
   label, multi_label = sources.label_feature(features)

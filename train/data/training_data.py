@@ -7,6 +7,12 @@ checks what needs the data (a batch no larger than the training set) and
 ``place``s it on the mesh once: the training inputs replicated, the
 noisy labels split by replica, the evaluation splits with their index
 batches, and the padded label rows the label metrics compare against.
+
+With ``config.dataset.pipeline = 'stream'`` the inputs stay on disk:
+``stream_sources.open_stream`` gives the splits as ArrayRecord sources and
+their labels, the noise is drawn from those labels exactly as above
+(``draw_noise``), and ``place_stream`` builds the ``stream`` readers
+instead of placing the inputs.
 """
 
 from __future__ import annotations
@@ -21,10 +27,14 @@ from train import sharding
 from train.data import datasets
 from train.data import noise
 from train.data import pipeline
+from train.data import stream
+from train.data import stream_sources
 from train.errors import ConfigError
 
 # The validation noise's seed is (noise seed, this).
 VALIDATION_NOISE_STREAM = 1
+# config.dataset.pipeline: the dataset on the devices, or streamed.
+PIPELINES = ("device", "stream")
 
 
 def check(config) -> None:
@@ -50,6 +60,17 @@ def check(config) -> None:
     raise ConfigError.of("dataset.imbalance_ratio", ratio,
                          "must be at least 1 (1: balanced; 10, 100: the "
                          "largest class 10 or 100 times the smallest)")
+  d = config.dataset
+  if d.pipeline not in PIPELINES:
+    raise ConfigError.of("dataset.pipeline", d.pipeline,
+                         f"must be one of {list(PIPELINES)}")
+  if not (isinstance(d.stream_workers, int) and d.stream_workers >= 0):
+    raise ConfigError.of("dataset.stream_workers", d.stream_workers,
+                         "must be a non-negative integer (0: no worker "
+                         "processes)")
+  if d.image_size is not None and d.image_size <= 0:
+    raise ConfigError.of("dataset.image_size", d.image_size,
+                         "must be a positive integer (or None: 224)")
 
 
 def find(config) -> None:
@@ -84,6 +105,22 @@ class RunData:
   val: list[noise.NoisyLabels]
 
 
+def dataset_options(config) -> dict:
+  """``datasets.load``'s arguments from ``config.dataset`` (and the seed)."""
+  d = config.dataset
+  options = {k: d[k] for k in ("num_samples", "num_train", "num_test",
+                               "mosaic_seed", "download", "image_size")
+             if d[k] is not None}
+  # ml_collections keeps val_size a float: 800.0 means 800 examples.
+  val_size = d.val_size
+  if val_size >= 1 and float(val_size).is_integer():
+    val_size = int(val_size)
+  return dict(data_dir=d.data_dir, val_size=val_size,
+              seed=config.seed if d.split_seed is None else d.split_seed,
+              train_size=d.train_size, crop_padding=d.crop_padding,
+              flip=d.flip, imbalance_ratio=d.imbalance_ratio, **options)
+
+
 def load(config) -> RunData:
   """The dataset and, per replica, its noisy training and validation labels.
 
@@ -94,22 +131,17 @@ def load(config) -> RunData:
   training draw); else they are the clean ones. The split itself is shared
   (seed ``dataset.split_seed``, default ``seed``).
   """
-  d = config.dataset
-  options = {k: d[k] for k in ("num_samples", "num_train", "num_test",
-                               "mosaic_seed", "download", "image_size")
-             if d[k] is not None}
-  # ml_collections keeps val_size a float: 800.0 means 800 examples.
-  val_size = d.val_size
-  if val_size >= 1 and float(val_size).is_integer():
-    val_size = int(val_size)
   try:
-    data = datasets.load(d.name, data_dir=d.data_dir, val_size=val_size,
-                         seed=config.seed if d.split_seed is None
-                         else d.split_seed, train_size=d.train_size,
-                         crop_padding=d.crop_padding, flip=d.flip,
-                         imbalance_ratio=d.imbalance_ratio, **options)
+    data = datasets.load(config.dataset.name, **dataset_options(config))
   except ValueError as e:
     raise ConfigError(f"config.dataset: {e}") from None
+  return draw_noise(config, data)
+
+
+def draw_noise(config, data: datasets.Dataset) -> RunData:
+  """``data`` with each replica's noisy labels (``load``), from its labels
+  alone: the streamed path draws the same noise from the same labels."""
+  d = config.dataset
   n = config.noise
   if n.name == "human" and n.human_key not in data.train_noisy_labels:
     raise ConfigError(
@@ -156,48 +188,64 @@ def load(config) -> RunData:
 
 
 @dataclasses.dataclass(frozen=True)
+class Streams:
+  """The streamed input of a run (``config.dataset.pipeline = 'stream'``).
+
+  Attributes:
+    train: the training batches, epoch after epoch.
+    eval: split name -> its evaluation batches, in order.
+    train_in_order: the training split in order, unaugmented (the training
+      probabilities of ``save_train_probabilities``).
+  """
+
+  train: stream.TrainStream
+  eval: dict[str, stream.EvalStream]
+  train_in_order: stream.EvalStream
+
+  def close(self) -> None:
+    """Stops the readers' worker processes."""
+    for reader in (self.train, *self.eval.values(), self.train_in_order):
+      reader.close()
+
+
+@dataclasses.dataclass(frozen=True)
 class Placed:
   """A run's data on the mesh (every label array with a replica axis).
 
   Attributes:
-    train: ``{'image', 'label', 'clean_label'}``, the step's data.
+    train: ``{'image', 'label', 'clean_label'}``, the step's data (empty
+      when streamed).
     eval_sets: split name -> ``(x, labels, order, mask)`` of
-      ``steps.make_evaluate``.
+      ``steps.make_evaluate``; streamed, ``(labels, order, mask)`` of
+      ``steps.make_stream_measure``.
     clean_rows, noisy_rows: the labels padded like the label state.
+    streams: the streamed input, or None on the devices.
   """
 
   train: dict[str, jax.Array]
   eval_sets: dict[str, tuple]
   clean_rows: jax.Array
   noisy_rows: jax.Array
+  streams: Streams | None = None
 
 
-def place(run_data: RunData, mesh: jax.sharding.Mesh, *,
-          eval_batch_size: int) -> Placed:
-  """Puts ``run_data`` on ``mesh`` (``sharding.put``: no all-gather)."""
-  data, noisy, val_noisy = run_data.dataset, run_data.train, run_data.val
-  replicas, stack = len(noisy), np.stack
-  train = {"image": data.train_x, "label": stack([n.labels for n in noisy]),
-           "clean_label": noisy[0].clean_labels}
-  train = sharding.put(train, sharding.data_shardings(train, mesh,
-                                                     replicas=True))
-  eval_sets = {}
+def _eval_labels(run_data: RunData) -> dict[str, tuple[int, dict]]:
+  """Split -> (examples, label sets by prefix, each ``[R, N]``)."""
+  data, val_noisy, stack = run_data.dataset, run_data.val, np.stack
   # Validation is measured against the labels a practitioner has (noisy
   # with noise.validation) and against the clean ones; test is clean.
-  for split, x, labels in (
-      ("val", data.val_x, {"": stack([v.labels for v in val_noisy]),
-                           "clean_": stack([v.clean_labels
-                                            for v in val_noisy])}),
-      ("test", data.test_x, {"": stack([data.test_y] * replicas)})):
-    if len(x):
-      order, mask = pipeline.eval_indices(
-          len(x), sharding.eval_batch(eval_batch_size, mesh))
-      batches = sharding.eval_sharding(mesh)
-      eval_sets[split] = (
-          sharding.put(x, sharding.replicated(mesh)),
-          sharding.put(labels, sharding.by_replica(mesh)),
-          sharding.put(order, batches), sharding.put(mask, batches))
-  rows = sharding.padded_rows(data.num_train, mesh)
+  return {
+      "val": (len(data.val_x), {
+          "": stack([v.labels for v in val_noisy]),
+          "clean_": stack([v.clean_labels for v in val_noisy])}),
+      "test": (len(data.test_x),
+               {"": stack([data.test_y] * len(run_data.train))})}
+
+
+def _label_rows(run_data: RunData, mesh) -> tuple[jax.Array, jax.Array]:
+  """The clean and noisy training labels padded like the label state."""
+  noisy = run_data.train
+  rows = sharding.padded_rows(run_data.dataset.num_train, mesh)
 
   def padded(labels):
     pad = [(0, 0), (0, rows - labels.shape[1])] + [(0, 0)] * (
@@ -206,23 +254,103 @@ def place(run_data: RunData, mesh: jax.sharding.Mesh, *,
                         sharding.rows_sharding(mesh, labels.ndim,
                                                replicas=True))
 
-  return Placed(train=train, eval_sets=eval_sets,
-                clean_rows=padded(stack([n.clean_labels for n in noisy])),
-                noisy_rows=padded(stack([n.labels for n in noisy])))
+  return (padded(np.stack([n.clean_labels for n in noisy])),
+          padded(np.stack([n.labels for n in noisy])))
+
+
+def place(run_data: RunData, mesh: jax.sharding.Mesh, *,
+          eval_batch_size: int) -> Placed:
+  """Puts ``run_data`` on ``mesh`` (``sharding.put``: no all-gather)."""
+  data, noisy = run_data.dataset, run_data.train
+  train = {"image": data.train_x,
+           "label": np.stack([n.labels for n in noisy]),
+           "clean_label": noisy[0].clean_labels}
+  train = sharding.put(train, sharding.data_shardings(train, mesh,
+                                                     replicas=True))
+  inputs = {"val": data.val_x, "test": data.test_x}
+  eval_sets = {}
+  for split, (count, labels) in _eval_labels(run_data).items():
+    if count:
+      order, mask = pipeline.eval_indices(
+          count, sharding.eval_batch(eval_batch_size, mesh))
+      batches = sharding.eval_sharding(mesh)
+      eval_sets[split] = (
+          sharding.put(inputs[split], sharding.replicated(mesh)),
+          sharding.put(labels, sharding.by_replica(mesh)),
+          sharding.put(order, batches), sharding.put(mask, batches))
+  clean_rows, noisy_rows = _label_rows(run_data, mesh)
+  return Placed(train=train, eval_sets=eval_sets, clean_rows=clean_rows,
+                noisy_rows=noisy_rows)
+
+
+def place_stream(config, run_data: RunData,
+                 streamed: stream_sources.StreamDataset,
+                 mesh: jax.sharding.Mesh) -> Placed:
+  """The streams of ``streamed`` and the labels on ``mesh``.
+
+  The training order is replica 0's (``seed``): replicas share the
+  streamed batches (each keeps its own noise draw and initialisation).
+  """
+  data, noisy = run_data.dataset, run_data.train
+  d = config.dataset
+  size = data.input_shape[0] if streamed.resize else None
+  eval_batch = sharding.eval_batch(config.eval_batch_size, mesh)
+  evaluate = stream.EvalTransform(resize=size)
+
+  # Evaluation decodes without augmenting: worker processes (and their
+  # start-up) pay only where it resizes images.
+  eval_workers = d.stream_workers if streamed.resize else 0
+
+  def in_order(source):
+    return stream.EvalStream(source, batch_size=eval_batch, mesh=mesh,
+                             transform=evaluate, num_workers=eval_workers)
+
+  train = stream.TrainStream(
+      streamed.sources["train"],
+      noisy_labels=np.stack([n.labels for n in noisy]),
+      clean_labels=noisy[0].clean_labels, seed=config.seed,
+      batch_size=config.batch_size,
+      num_epochs=config.num_epochs + config.stage2.epochs, mesh=mesh,
+      transform=stream.TrainTransform(crop_padding=data.crop_padding,
+                                      flip=data.flip, resize=size),
+      num_workers=d.stream_workers)
+  eval_streams, eval_sets = {}, {}
+  for split, (count, labels) in _eval_labels(run_data).items():
+    if count:
+      eval_streams[split] = in_order(streamed.sources[split])
+      batches = sharding.eval_sharding(mesh)
+      eval_sets[split] = (
+          sharding.put(labels, sharding.by_replica(mesh)),
+          sharding.put(eval_streams[split].order, batches),
+          sharding.put(eval_streams[split].mask, batches))
+  clean_rows, noisy_rows = _label_rows(run_data, mesh)
+  return Placed(train={}, eval_sets=eval_sets, clean_rows=clean_rows,
+                noisy_rows=noisy_rows, streams=Streams(
+                    train=train, eval=eval_streams,
+                    train_in_order=in_order(streamed.sources["train"])))
 
 
 def build(config, mesh: jax.sharding.Mesh) -> tuple[RunData, Placed]:
   """The run's data, found, loaded, noised and on ``mesh`` (``check`` has
-  passed).
+  passed); streamed with ``config.dataset.pipeline = 'stream'``.
 
   Raises:
     ConfigError: the data cannot be had, or does not fit the config.
   """
-  find(config)
-  run_data = load(config)
+  streamed = None
+  if config.dataset.pipeline == "stream":
+    # The stream reads a cached conversion or tfds' own ArrayRecord files,
+    # and says itself, in one line, what is missing.
+    streamed = stream_sources.open_stream(config)
+    run_data = draw_noise(config, streamed.dataset)
+  else:
+    find(config)
+    run_data = load(config)
   if config.batch_size > run_data.dataset.num_train:
     raise ConfigError.of("batch_size", config.batch_size,
                          f"larger than the {run_data.dataset.num_train} "
                          f"training examples")
+  if streamed is not None:
+    return run_data, place_stream(config, run_data, streamed, mesh)
   return run_data, place(run_data, mesh,
                          eval_batch_size=config.eval_batch_size)

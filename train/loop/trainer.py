@@ -20,6 +20,7 @@ is resumed from it.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -81,6 +82,8 @@ class _Run:
     self.shot_groups = (metrics.shot_groups(self.data.train_class_counts)
                         if self.data.imbalance_ratio != 1 else None)
     self._predict = {}  # (classifier, logits) -> jitted predict
+    # The streamed input (config.dataset.pipeline = 'stream'), else None.
+    self.streams = placed.streams
 
   # -- state -----------------------------------------------------------------
   def fresh_state(self, stage: stages.Stage
@@ -130,8 +133,12 @@ class _Run:
                                    (state, label_state))
     else:
       self.step_data, step_arrays = self.train_data, (state, label_state)
-    self.train_step = steps.make_train_step(cfg, *step_arrays,
-                                            self.step_data)
+    if self.streams is None:
+      self.train_step = steps.make_train_step(cfg, *step_arrays,
+                                              self.step_data)
+    else:
+      self.train_step = steps.make_stream_step(
+          cfg, *step_arrays, self.streams.train.batch_spec())
     self.update_labels = None if stage.label_update == "none" else (
         steps.make_label_update(self.mesh, begin=self.settings.label_begin,
                                 mode=stage.label_update,
@@ -142,14 +149,8 @@ class _Run:
     # Labels that no update moves keep their metrics: measured once a stage.
     self.label_metrics = self.measure_labels(
         label_state.labels, self.clean_rows, self.noisy_rows)
-    evaluate = steps.make_evaluate(classifier, self.mesh,
-                                   multi_label=multi_label, replicas=True)
-    # Compiled now, one executable per split, so that the first epoch that
-    # evaluates does not also compile (and the epoch times stay comparable).
-    self.evaluate = {
-        split: evaluate.lower(state["params"], state["model_state"],
-                              *arrays).compile()
-        for split, arrays in self.eval_sets.items()}
+    self.evaluate = (self._device_evaluation if self.streams is None else
+                     self._stream_evaluation)(classifier, state)
     # The step's sums: one set, or one per replica split along 'replica'.
     lead = () if single else (self.replicas,)
     self.zero_sums = jax.jit(
@@ -181,32 +182,80 @@ class _Run:
         first(per_replica), mesh))(per_replica))
     return leave, enter, data
 
+  def _device_evaluation(self, classifier, state):
+    """Split -> ``evaluate(params, model_state)`` over the on-device data."""
+    evaluate = steps.make_evaluate(classifier, self.mesh,
+                                   multi_label=self.data.multi_label,
+                                   replicas=True)
+    # Compiled now, one executable per split, so that the first epoch that
+    # evaluates does not also compile (and the epoch times stay comparable).
+    compiled = {split: evaluate.lower(state["params"], state["model_state"],
+                                      *arrays).compile()
+                for split, arrays in self.eval_sets.items()}
+    def bound(executable, arrays):
+      return lambda params, model_state: executable(params, model_state,
+                                                    *arrays)
+
+    return {split: bound(compiled[split], arrays)
+            for split, arrays in self.eval_sets.items()}
+
+  def _stream_evaluation(self, classifier, state):
+    """Split -> ``evaluate(params, model_state)`` over its streamed
+    batches: the logits of each batch, then the split's metrics at once."""
+    del state
+    logits_of = steps.make_stream_logits(classifier, self.mesh,
+                                         replicas=True)
+    measure = steps.make_stream_measure(
+        self.mesh, multi_label=self.data.multi_label, replicas=True)
+
+    def evaluate(split, params, model_state):
+      logits = [logits_of(params, model_state, batch["image"])
+                for batch in self.streams.eval[split].batches()]
+      return measure(jnp.concatenate(logits, axis=1), *self.eval_sets[split])
+
+    return {split: functools.partial(evaluate, split)
+            for split in self.eval_sets}
+
+  def _epoch_inputs(self, epoch: int, single: bool):
+    """What each call of ``train_step`` gets after the states and sums, and
+    how many steps it runs: slices of the epoch's on-device order, or the
+    streamed batches one by one."""
+    settings = self.settings
+    if self.streams is not None:
+      for batch in self.streams.train.epoch(epoch):
+        yield 1, (batch,)
+      return
+    order = np.stack([pipeline.epoch_indices(
+        settings.seed + r, epoch, self.data.num_train, settings.batch_size)
+                      for r in range(self.replicas)])
+    if single:
+      order = sharding.put(order[0], sharding.order_sharding(self.mesh))
+    else:
+      order = sharding.put(order, sharding.order_sharding(self.mesh,
+                                                         replicas=True))
+    done = 0
+    while done < self.steps_per_epoch:
+      count = min(settings.steps_per_dispatch, self.steps_per_epoch - done)
+      yield count, (self.step_data, order, epoch, done, count)
+      done += count
+
   # -- one epoch --------------------------------------------------------------
   def run_epoch(self, epoch: int, stage: stages.Stage, state, label_state,
                 progress: reporting.Progress):
     settings = self.settings
     start = time.perf_counter()
-    order = np.stack([pipeline.epoch_indices(
-        settings.seed + r, epoch, self.data.num_train, settings.batch_size)
-                      for r in range(self.replicas)])
     single = self.replicas == 1
     if single:
-      order = sharding.put(order[0], sharding.order_sharding(self.mesh))
       state, label_state = self._leave_replicas((state, label_state))
-    else:
-      order = sharding.put(order, sharding.order_sharding(self.mesh,
-                                                         replicas=True))
     sums = self.zero_sums()
     # The host dispatches and never waits, but every `log_every_steps` (and
     # at the epoch's end) for the sums: the loss for the progress line and
     # the count of non-finite losses.
-    per_call, every = settings.steps_per_dispatch, settings.log_every_steps
+    every = settings.log_every_steps
     done = reported = 0
-    while done < self.steps_per_epoch:
-      count = min(per_call, self.steps_per_epoch - done)
-      state, label_state, sums = self.train_step(
-          state, label_state, sums, self.step_data, order, epoch, done,
-          count)
+    for count, inputs in self._epoch_inputs(epoch, single):
+      state, label_state, sums = self.train_step(state, label_state, sums,
+                                                 *inputs)
       done += count
       if done == self.steps_per_epoch or (every and
                                           done - reported >= every):
@@ -227,9 +276,8 @@ class _Run:
     # Every `eval_every_epochs` epochs and at the end of every stage.
     due = ((epoch + 1) % settings.eval_every_epochs == 0
            or epoch == stage.last_epoch)
-    evaluated = {split: self.evaluate[split](state["params"],
-                                            state["model_state"], *arrays)
-                 for split, arrays in self.eval_sets.items() if due}
+    evaluated = {split: evaluate(state["params"], state["model_state"])
+                 for split, evaluate in self.evaluate.items() if due}
     # One transfer for everything the record needs.
     labels, evaluated, step = jax.device_get(
         (self.label_metrics, evaluated, state["step"][0]))
@@ -261,32 +309,47 @@ class _Run:
     record["epoch_seconds"] = time.perf_counter() - start
     return state, label_state, record
 
-  def outputs(self, classifier, state, x, num: int, *,
+  def outputs(self, classifier, state, split: str, *,
               logits: bool = False) -> np.ndarray:
-    """Host ``[R, num, C]`` softmax (or logits) of the inputs ``x``."""
-    order, mask = pipeline.eval_indices(
-        num, sharding.eval_batch(self.settings.eval_batch_size, self.mesh))
-    key = (id(classifier), logits)
+    """Host ``[R, N, C]`` softmax (or logits) of ``split`` ('train': the
+    training set unaugmented; 'test'), every example once, in order."""
+    key = (id(classifier), logits, self.streams is None)
     if key not in self._predict:  # compiled once a stage
-      self._predict = {key: steps.make_predict(
-          classifier, self.mesh, replicas=True, logits=logits),
+      self._predict = {key: (
+          steps.make_predict(classifier, self.mesh, replicas=True,
+                             logits=logits) if self.streams is None else
+          steps.make_stream_logits(classifier, self.mesh, replicas=True)),
                        **{k: v for k, v in self._predict.items()
                           if k[0] == id(classifier)}}
-    out = self._predict[key](state["params"], state["model_state"], x,
-                             sharding.put(order,
-                                          sharding.eval_sharding(self.mesh)))
+    predict = self._predict[key]
+    params, model_state = state["params"], state["model_state"]
+    if self.streams is None:
+      x, num = ((self.train_data["image"], self.data.num_train)
+                if split == "train" else
+                (self.eval_sets[split][0], len(self.data.test_x)))
+      order, mask = pipeline.eval_indices(
+          num, sharding.eval_batch(self.settings.eval_batch_size, self.mesh))
+      out = predict(params, model_state, x,
+                    sharding.put(order, sharding.eval_sharding(self.mesh)))
+    else:
+      reader = (self.streams.train_in_order if split == "train"
+                else self.streams.eval[split])
+      mask = reader.mask
+      out = jnp.concatenate([predict(params, model_state, batch["image"])
+                             for batch in reader.batches()], axis=1)
+      if not logits:
+        out = jax.nn.softmax(out, axis=-1)
     out = np.asarray(multihost_utils.process_allgather(out, tiled=True))
-    # eval_indices keeps the examples in order, padding last.
+    # In order, padding last.
     return out[:, mask.reshape(-1)]
 
   def train_outputs(self, classifier, state) -> np.ndarray:
-    return self.outputs(classifier, state, self.train_data["image"],
-                        self.data.num_train)
+    return self.outputs(classifier, state, "train")
 
   def test_outputs(self, classifier, state) -> np.ndarray:
     """Softmax (multi-label: logits, what the ranking is made of)."""
-    return self.outputs(classifier, state, self.eval_sets["test"][0],
-                        len(self.data.test_x), logits=self.data.multi_label)
+    return self.outputs(classifier, state, "test",
+                        logits=self.data.multi_label)
 
   def save_train_probabilities(self, classifier, state) -> None:
     """``contract.PROBABILITIES_FILE``: softmax of the training set, and
@@ -458,6 +521,8 @@ def _train(run: _Run, store: checkpoints.Checkpoints, *, resume_epoch: int,
     store.wait()
     store.close()
     writer.close()
+    if run.streams is not None:
+      run.streams.close()
 
   if settings.save_train_probabilities and last == run.total_epochs:
     run.save_train_probabilities(classifier, state)

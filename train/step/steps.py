@@ -120,24 +120,10 @@ def probabilities(logits: jax.Array, family: str) -> jax.Array:
       logits)
 
 
-def make_train_step(cfg: StepConfig, state: TrainState,
-                    label_state: label_state_lib.LabelState,
-                    data: Mapping[str, jax.Array]):
-  """``steps(state, label_state, sums, data, order, epoch, first[, count])``.
-
-  Jitted: runs batches ``first, ..., first + count - 1`` of the epoch
-  (``order`` is the epoch's ``[num_batches, B]`` indices, split along ``B``)
-  and returns ``(state, label_state, sums)``; ``count`` is static, and more
-  than one step per call (unrolled: ``count`` times the compile time) saves
-  the host's dispatch for models whose step is shorter than it. Nothing per step comes back to the
-  host: the losses are summed in ``sums`` (with the count of non-finite
-  ones), which the caller fetches when it wants. The arguments' values are
-  only used for their shardings' structure.
-
-  With ``cfg.integer_labels`` the loss gets the batch's integer labels (the
-  losses' fast paths; a sigmoid loss their one-hot) instead of rows gathered
-  from the label state: right whenever the label state never relabels.
-  """
+def _train_on_batch(cfg: StepConfig):
+  """``on_batch(state, label_state, sums, replica_hparams, batch)``: one
+  training step on a batch (``image``, ``label``, ``clean_label`` and the
+  examples' ``index``), the body both input pipelines share."""
   mesh = cfg.mesh
 
   def targets_of(label_state, batch, indices):
@@ -148,12 +134,8 @@ def make_train_step(cfg: StepConfig, state: TrainState,
                             dtype=jnp.float32)
     return batch["label"]
 
-  def step(state, label_state, sums, replica_hparams, data, order, epoch, i):
-    indices = order[i]
-    key = jax.random.fold_in(jax.random.fold_in(
-        jax.random.wrap_key_data(state["rng"]), epoch), i)
-    batch = pipeline.train_batch(data, indices, key,
-                                 crop_padding=cfg.crop_padding, flip=cfg.flip)
+  def on_batch(state, label_state, sums, replica_hparams, batch):
+    indices = batch["index"]
     targets = targets_of(label_state, batch, indices)
     hparams = {**replica_hparams,
                **{k: v(state["step"]) for k, v in cfg.hparam_schedules.items()}}
@@ -186,6 +168,45 @@ def make_train_step(cfg: StepConfig, state: TrainState,
              "rng": state["rng"]}
     return state, label_state, sums
 
+  return on_batch
+
+
+def _step_shardings(cfg: StepConfig, state, mesh):
+  """The train state's, label state's and sums' shardings."""
+  return (sharding.replicate(state, mesh, replicas=cfg.replicas),
+          label_state_lib.shardings(mesh, replicas=cfg.replicas),
+          sharding.replicate(metrics.zeros_like_sums(cfg.grad_bins), mesh,
+                             replicas=cfg.replicas))
+
+
+def make_train_step(cfg: StepConfig, state: TrainState,
+                    label_state: label_state_lib.LabelState,
+                    data: Mapping[str, jax.Array]):
+  """``steps(state, label_state, sums, data, order, epoch, first[, count])``.
+
+  Jitted: runs batches ``first, ..., first + count - 1`` of the epoch
+  (``order`` is the epoch's ``[num_batches, B]`` indices, split along ``B``)
+  and returns ``(state, label_state, sums)``; ``count`` is static, and more
+  than one step per call (unrolled: ``count`` times the compile time) saves
+  the host's dispatch for models whose step is shorter than it. Nothing per step comes back to the
+  host: the losses are summed in ``sums`` (with the count of non-finite
+  ones), which the caller fetches when it wants. The arguments' values are
+  only used for their shardings' structure.
+
+  With ``cfg.integer_labels`` the loss gets the batch's integer labels (the
+  losses' fast paths; a sigmoid loss their one-hot) instead of rows gathered
+  from the label state: right whenever the label state never relabels.
+  """
+  on_batch = _train_on_batch(cfg)
+
+  def step(state, label_state, sums, replica_hparams, data, order, epoch, i):
+    indices = order[i]
+    key = jax.random.fold_in(jax.random.fold_in(
+        jax.random.wrap_key_data(state["rng"]), epoch), i)
+    batch = pipeline.train_batch(data, indices, key,
+                                 crop_padding=cfg.crop_padding, flip=cfg.flip)
+    return on_batch(state, label_state, sums, replica_hparams, batch)
+
   step = over_replicas(step, (0, 0, 0, 0, data_axes(data), 0, None, None),
                        cfg.replicas)
 
@@ -198,10 +219,8 @@ def make_train_step(cfg: StepConfig, state: TrainState,
                    first + j)
     return carry
 
-  state_sh = sharding.replicate(state, mesh, replicas=cfg.replicas)
-  label_sh = label_state_lib.shardings(mesh, replicas=cfg.replicas)
-  sums_sh = sharding.replicate(metrics.zeros_like_sums(cfg.grad_bins),
-                               mesh, replicas=cfg.replicas)
+  mesh = cfg.mesh
+  state_sh, label_sh, sums_sh = _step_shardings(cfg, state, mesh)
   data_sh = sharding.data_shardings(data, mesh, replicas=cfg.replicas)
   order_sh = sharding.order_sharding(mesh, replicas=cfg.replicas)
   scalar = sharding.replicated(mesh)
@@ -211,6 +230,32 @@ def make_train_step(cfg: StepConfig, state: TrainState,
                                order_sh, scalar, scalar),
                  out_shardings=(state_sh, label_sh, sums_sh),
                  static_argnums=(7,), donate_argnums=(0, 1, 2))
+
+
+def make_stream_step(cfg: StepConfig, state: TrainState,
+                     label_state: label_state_lib.LabelState,
+                     batch: Mapping[str, Any]):
+  """``step(state, label_state, sums, batch)``: one step on a streamed batch.
+
+  Jitted. ``batch`` is what ``stream.TrainStream`` yields (``image``
+  decoded and augmented on the host, ``label``, ``clean_label``,
+  ``index``), its batch axis split along ``'data'``; ``batch``'s values
+  (arrays or ``ShapeDtypeStruct``) are used for their shardings. The step's
+  body is ``make_train_step``'s.
+  """
+  on_batch = over_replicas(_train_on_batch(cfg),
+                           (0, 0, 0, 0, data_axes(batch)), cfg.replicas)
+
+  def step(state, label_state, sums, batch):
+    return on_batch(state, label_state, sums, dict(cfg.replica_hparams),
+                    batch)
+
+  state_sh, label_sh, sums_sh = _step_shardings(cfg, state, cfg.mesh)
+  batch_sh = {k: v.sharding for k, v in batch.items()}
+  del label_state
+  return jax.jit(step, in_shardings=(state_sh, label_sh, sums_sh, batch_sh),
+                 out_shardings=(state_sh, label_sh, sums_sh),
+                 donate_argnums=(0, 1, 2))
 
 
 def split_logits(classifier: models.Classifier, params, model_state, x,
@@ -242,6 +287,26 @@ def make_predict(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,
   return jax.jit(predict, in_shardings=(None, None, None, split))
 
 
+def split_metrics(logits: jax.Array, labels: Mapping[str, jax.Array],
+                  order: jax.Array, mask: jax.Array, multi_label: bool
+                  ) -> dict[str, jax.Array]:
+  """A split's metrics from its logits ``[B' * B, C]`` in ``order``'s rows.
+
+  ``labels`` maps a prefix to a label set: ``''`` gets every metric of
+  ``metrics.evaluation_metrics``, any other prefix (``'clean_'``) only
+  those of ``metrics.agreement_metrics``; ``mask`` drops the padding.
+  """
+  weights = mask.reshape(-1).astype(jnp.float32)
+  out = {}
+  for prefix, y in labels.items():
+    y = jnp.take(y, order.reshape(-1), axis=0)
+    measure = (metrics.evaluation_metrics if not prefix
+               else metrics.agreement_metrics)
+    out.update({prefix + k: v for k, v in
+                measure(logits, y, weights, multi_label).items()})
+  return out
+
+
 def make_evaluate(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,
                   multi_label: bool, replicas: bool = False):
   """``evaluate(params, model_state, x, labels, order, mask) -> metrics``.
@@ -256,19 +321,37 @@ def make_evaluate(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,
 
   def evaluate(params, model_state, x, labels, order, mask):
     logits = split_logits(classifier, params, model_state, x, order)
-    weights = mask.reshape(-1).astype(jnp.float32)
-    out = {}
-    for prefix, y in labels.items():
-      y = jnp.take(y, order.reshape(-1), axis=0)
-      measure = (metrics.evaluation_metrics if not prefix
-                 else metrics.agreement_metrics)
-      out.update({prefix + k: v for k, v in
-                  measure(logits, y, weights, multi_label).items()})
-    return out
+    return split_metrics(logits, labels, order, mask, multi_label)
 
   evaluate = over_replicas(evaluate, (0, 0, None, 0, None, None), replicas)
   split = sharding.eval_sharding(mesh)
   return jax.jit(evaluate, in_shardings=(None, None, None, None, split, split))
+
+
+def make_stream_logits(classifier: models.Classifier,
+                       mesh: jax.sharding.Mesh, *, replicas: bool = False):
+  """``logits(params, model_state, images) -> float32 [B, C]`` of a
+  streamed evaluation batch (split along ``'data'``); jitted. With
+  ``replicas`` the parameters and the result have a leading replica axis."""
+  def logits_of(params, model_state, images):
+    logits, _ = classifier.apply(params, model_state, images, train=False)
+    return logits.astype(jnp.float32)
+
+  logits_of = over_replicas(logits_of, (0, 0, None), replicas)
+  del mesh  # the batch comes split along 'data'; the logits follow it
+  return jax.jit(logits_of)
+
+
+def make_stream_measure(mesh: jax.sharding.Mesh, *, multi_label: bool,
+                        replicas: bool = False):
+  """``measure(logits, labels, order, mask) -> metrics``: ``split_metrics``
+  of a streamed split's stacked batch logits (``[(R,) B' * B, C]``);
+  jitted."""
+  measure = over_replicas(
+      functools.partial(split_metrics, multi_label=multi_label),
+      (0, 0, None, None), replicas)
+  split = sharding.eval_sharding(mesh)
+  return jax.jit(measure, in_shardings=(None, None, split, split))
 
 
 def make_label_update(mesh: jax.sharding.Mesh, *, begin: int, mode: str,

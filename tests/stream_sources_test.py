@@ -1,0 +1,126 @@
+"""Tests of train/data/stream_sources.py: the converted cache and tfds'
+ArrayRecord data sources (tfds' mock: random examples, no network, no
+TensorFlow), and the one-line errors."""
+
+import contextlib
+import tempfile
+from unittest import mock
+
+import numpy as np
+import tensorflow_datasets as tfds
+from absl.testing import absltest
+
+from tests.tiny import tiny_config
+from train.data import datasets
+from train.data import local_data
+from train.data import stream
+from train.data import stream_sources
+from train.data import training_data
+from train.errors import ConfigError
+
+
+@contextlib.contextmanager
+def _mock_prepared(num_examples):
+  """tfds' mock data as a prepared dataset (``is_prepared`` stays false
+  under the mock otherwise), the label cache in a folder of its own."""
+  with tempfile.TemporaryDirectory() as cache, \
+      tfds.testing.mock_data(num_examples=num_examples), \
+      mock.patch.object(tfds.core.DatasetBuilder, "is_prepared",
+                        return_value=True), \
+      mock.patch.dict("os.environ", {local_data.CACHE_ENV: cache}):
+    yield
+
+
+def _tfds_config(name="cifar10", **overrides):
+  return tiny_config(**{"dataset.name": "tfds:" + name,
+                        "dataset.train_size": None, "dataset.val_size": 10,
+                        "dataset.pipeline": "stream",
+                        "dataset.stream_workers": 0, **overrides})
+
+
+class ConvertedTest(absltest.TestCase):
+
+  def test_same_labels_and_sizes_as_the_device_data(self):
+    with tempfile.TemporaryDirectory() as tmp:
+      config = tiny_config(**{"dataset.cache_dir": tmp,
+                              "dataset.crop_padding": 3})
+      streamed = stream_sources.open_stream(config)
+    data = training_data.load(config).dataset
+    got = streamed.dataset
+    for key in ("train_y", "val_y", "test_y"):
+      np.testing.assert_array_equal(getattr(got, key), getattr(data, key))
+    self.assertEqual(got.input_shape, data.input_shape)
+    self.assertEqual((got.num_train, len(got.val_x), len(got.test_x)),
+                     (data.num_train, len(data.val_x), len(data.test_x)))
+    self.assertEqual(got.crop_padding, 3)  # the config's override
+    # Shape-only inputs: no memory behind them.
+    self.assertEqual(got.train_x.strides, (0, 0, 0))
+    self.assertEqual(sorted(streamed.sources), ["test", "train", "val"])
+
+
+class TfdsTest(absltest.TestCase):
+
+  def test_mock_data_source_splits_like_datasets_load(self):
+    with _mock_prepared(num_examples=40):
+      streamed = stream_sources.open_stream(_tfds_config())
+      loaded = datasets.load("tfds:cifar10", val_size=10, seed=0)
+      data = streamed.dataset
+      self.assertEqual((data.num_train, len(data.val_x), len(data.test_x)),
+                       (30, 10, 40))
+      self.assertEqual(data.input_shape, (32, 32, 3))
+      self.assertEqual((data.crop_padding, data.flip), (4, True))
+      np.testing.assert_array_equal(data.train_source_index,
+                                    loaded.train_source_index)
+      np.testing.assert_array_equal(data.train_y, loaded.train_y)
+      np.testing.assert_array_equal(data.val_y, loaded.val_y)
+      # Example i of the streamed training split is the loaded one's row i.
+      transform = stream.EvalTransform()
+      for split, x in (("train", loaded.train_x), ("val", loaded.val_x)):
+        for i in (0, 7):
+          np.testing.assert_array_equal(
+              transform(streamed.sources[split][i]["image"]), x[i])
+
+  def test_variable_sized_images_are_cropped_to_image_size(self):
+    with _mock_prepared(num_examples=12):
+      streamed = stream_sources.open_stream(_tfds_config(
+          "imagenette", **{"dataset.val_size": 2,
+                           "dataset.image_size": 24}))
+    self.assertTrue(streamed.resize)
+    self.assertEqual(streamed.dataset.input_shape, (24, 24, 3))
+    record = streamed.sources["train"][0]["image"]
+    crop = stream.TrainTransform(resize=24, flip=True)(
+        record, np.random.default_rng(0))
+    self.assertEqual((crop.shape, crop.dtype), ((24, 24, 3), np.float32))
+    self.assertEqual(stream.EvalTransform(resize=24)(record).shape,
+                     (24, 24, 3))
+
+  def test_not_prepared_names_the_build_command(self):
+    with tempfile.TemporaryDirectory() as empty:
+      with self.assertRaisesRegex(
+          ConfigError, r"^config.dataset: tfds dataset 'mnist' is not "
+          r"prepared .*`tfds build mnist --file_format=array_record "
+          rf"--data_dir={empty}`"):
+        stream_sources.open_stream(_tfds_config(
+            "mnist", **{"dataset.data_dir": empty}))
+
+  def test_tfrecord_files_name_the_build_command(self):
+    with _mock_prepared(num_examples=4), mock.patch.object(
+        tfds, "data_source", side_effect=NotImplementedError("tfrecord")):
+      with self.assertRaisesRegex(
+          ConfigError, r"prepared as TFRecord.*`tfds build cifar10 "
+          r"--file_format=array_record`"):
+        stream_sources.open_stream(_tfds_config())
+
+  def test_missing_split_is_named(self):
+    prepared = {"train": None, "validation": None}
+    with _mock_prepared(num_examples=4), mock.patch.object(
+        tfds.core.DatasetInfo, "splits", new_callable=mock.PropertyMock,
+        return_value=prepared):
+      with self.assertRaisesRegex(
+          ConfigError, r"no split 'test' \(its splits: \['train', "
+          r"'validation'\]\)"):
+        stream_sources.open_stream(_tfds_config("imagenette"))
+
+
+if __name__ == "__main__":
+  absltest.main()

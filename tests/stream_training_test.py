@@ -1,0 +1,178 @@
+"""Training with ``config.dataset.pipeline = 'stream'`` end to end (train/
+data/training_data.py's streamed build, the trainer's streamed epochs).
+
+The stream reads the on-device pipeline's order, so without augmentation
+a streamed run is the on-device run; with augmentation the draws differ
+(numpy on the host, not jax on the device) and so do the metrics.
+"""
+
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from absl.testing import absltest
+
+from tests.tiny import ROOT
+from tests.tiny import tiny_config
+from train import contract
+from train import sharding
+from train.data import training_data
+from train.errors import ConfigError
+from train.loop import settings as settings_lib
+from train.loop import trainer
+
+TIMINGS = ("epoch_seconds", "label_update_seconds")
+
+
+def _run(config):
+  workdir = tempfile.mkdtemp()
+  trainer.train_and_evaluate(config, workdir)
+  return [{k: v for k, v in r.items() if k not in TIMINGS}
+          for r in contract.read_records(workdir)], workdir
+
+
+# One epoch: the global batch of 64 is each process's 32 (a process that
+# read the other's share, or the whole batch, trains on other examples).
+_TWO_PROCESS_OVERRIDES = {"num_epochs": 1, "eval_batch_size": 100}
+_PROCESS_SCRIPT = """
+import json, sys
+import jax
+jax.config.update("jax_cpu_collectives_implementation", "gloo")
+jax.distributed.initialize(sys.argv[1], num_processes=2,
+                           process_id=int(sys.argv[2]))
+assert jax.device_count() == 2 and jax.local_device_count() == 1
+from tests.stream_training_test import _TWO_PROCESS_OVERRIDES
+from tests.tiny import tiny_config
+from train.loop import trainer
+config = tiny_config(**{"dataset.pipeline": "stream",
+                        "dataset.stream_workers": 0,
+                        "dataset.cache_dir": sys.argv[4],
+                        **_TWO_PROCESS_OVERRIDES})
+trainer.train_and_evaluate(config, sys.argv[3])
+from train import contract
+print("RECORDS" + json.dumps(contract.read_records(sys.argv[3])))
+"""
+
+
+class StreamTrainingTest(absltest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.cache = tempfile.mkdtemp()
+
+  def config(self, pipeline, **overrides):
+    return tiny_config(**{"dataset.pipeline": pipeline,
+                          "dataset.stream_workers": 0,
+                          "dataset.cache_dir": self.cache, **overrides})
+
+  def test_same_split_noise_and_label_state_as_on_the_devices(self):
+    mesh = sharding.make_mesh()
+    config = self.config("device", replicas=2)
+    device, placed_device = training_data.build(config, mesh)
+    config.dataset.pipeline = "stream"
+    streamed, placed = training_data.build(config, mesh)
+    self.assertIsNotNone(placed.streams)
+    self.assertIsNone(placed_device.streams)
+    for a, b in zip(device.train + device.val, streamed.train + streamed.val):
+      np.testing.assert_array_equal(a.labels, b.labels)
+      np.testing.assert_array_equal(a.clean_labels, b.clean_labels)
+    np.testing.assert_array_equal(device.dataset.test_y,
+                                  streamed.dataset.test_y)
+    self.assertEqual(placed.noisy_rows.shape, placed_device.noisy_rows.shape)
+    np.testing.assert_array_equal(placed.noisy_rows, placed_device.noisy_rows)
+    placed.streams.close()
+
+  def test_without_augmentation_a_streamed_run_is_the_device_run(self):
+    # Two replicas (replica 0's order is streamed to both), relabelling,
+    # the training probabilities at the end.
+    overrides = {"loss.name": "jo", "label_state.mode": "soft",
+                 "label_state.begin": 1, "replicas": 2,
+                 "noise.shared_across_replicas": True,
+                 "save_train_probabilities": True}
+    device, device_dir = _run(self.config("device", **overrides))
+    streamed, workdir = _run(self.config("stream", **overrides))
+    self.assertLen(streamed, len(device))
+    for a, b in zip(device, streamed):
+      self.assertEqual(a.keys(), b.keys())
+      for key in a:
+        expected = np.asarray(a[key], float)
+        got = np.asarray(b[key], float)
+        if key != "replicas" and expected.ndim:
+          expected, got = expected[0], got[0]  # replica 0
+        np.testing.assert_allclose(expected, got, rtol=1e-4, atol=1e-5,
+                                   err_msg=key)
+    probs, device_probs = (
+        np.load(os.path.join(d, contract.PROBABILITIES_FILE))
+        for d in (workdir, device_dir))
+    self.assertEqual(probs.shape, (2, 256, 10))
+    np.testing.assert_allclose(probs[0], device_probs[0], atol=1e-5)
+
+  def test_with_augmentation_it_learns(self):
+    overrides = {"noise.name": "none", "noise.rate": 0.0, "num_epochs": 3,
+                 "dataset.train_size": 768, "model.width": 128,
+                 "dataset.crop_padding": 2, "dataset.flip": True}
+    streamed, _ = _run(self.config("stream", **overrides))
+    device, _ = _run(self.config("device", **overrides))
+    self.assertTrue(all(math.isfinite(r["train_loss"]) for r in streamed))
+    self.assertLess(streamed[-1]["train_loss"], streamed[0]["train_loss"])
+    self.assertGreater(streamed[-1]["test_accuracy"], 0.25)  # chance: 0.10
+    # Other augmentation draws: close, not equal.
+    self.assertNotEqual(streamed[-1]["train_loss"], device[-1]["train_loss"])
+    self.assertAlmostEqual(streamed[-1]["test_accuracy"],
+                           device[-1]["test_accuracy"], delta=0.15)
+
+  def test_resuming_continues_the_stream(self):
+    overrides = {"dataset.crop_padding": 2, "dataset.flip": True}
+    whole, _ = _run(self.config("stream", **overrides))
+    workdir = tempfile.mkdtemp()
+    config = self.config("stream", **overrides)
+    trainer.train_and_evaluate(config, workdir, stop_after_epochs=1)
+    trainer.train_and_evaluate(config, workdir)
+    resumed = [{k: v for k, v in r.items() if k not in TIMINGS}
+               for r in contract.read_records(workdir)]
+    self.assertEqual(resumed, whole)
+
+  def test_two_processes_stream_their_shares(self):
+    workdir, cache = tempfile.mkdtemp(), tempfile.mkdtemp()
+    with socket.socket() as s:
+      s.bind(("127.0.0.1", 0))
+      address = f"127.0.0.1:{s.getsockname()[1]}"
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="")
+    # Both processes convert into one empty cache at once.
+    processes = [subprocess.Popen(
+        [sys.executable, "-c", _PROCESS_SCRIPT, address, str(i), workdir,
+         cache], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True) for i in range(2)]
+    outputs = [p.communicate(timeout=300) for p in processes]
+    for p, (_, err) in zip(processes, outputs):
+      self.assertEqual(p.returncode, 0, err[-3000:])
+    (two,) = [json.loads(next(l for l in out.splitlines()
+                              if l.startswith("RECORDS"))[7:])
+              for out, _ in outputs[:1]]
+    one, _ = _run(self.config("device", **_TWO_PROCESS_OVERRIDES))
+    self.assertLen(two, len(one))
+    for a, b in zip(one, two):
+      for key in a:
+        np.testing.assert_allclose(np.asarray(a[key], float),
+                                   np.asarray(b[key], float), rtol=1e-4,
+                                   atol=1e-5, err_msg=key)
+
+  def test_bad_pipeline_keys(self):
+    for key, value, message in (
+        ("dataset.pipeline", "disk", r"must be one of \['device', "
+         r"'stream'\]"),
+        ("dataset.stream_workers", -1, "non-negative"),
+        ("dataset.image_size", 0, "positive")):
+      with self.assertRaisesRegex(ConfigError, message):
+        settings_lib.check_config(self.config("stream", **{key: value}),
+                                  num_devices=1)
+
+
+if __name__ == "__main__":
+  absltest.main()

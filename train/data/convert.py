@@ -1,0 +1,182 @@
+r"""Writes a dataset of a config as ArrayRecord files, one per split.
+
+    python -m train.data.convert --config=configs/mnist1d.py --out=/tmp/mnist1d
+    python -m train.data.convert --config=configs/digits.py \
+        --config.dataset.val_size=200          # into the cache (see below)
+
+The dataset is loaded and split exactly as training loads it (name, its
+options, ``val_size``, ``train_size``, the split seed), then written as
+``train.array_record``, ``val.array_record`` and ``test.array_record``:
+the record at position ``i`` of a split is example ``i`` of that split, the
+row of the label state and of the noise draw. Beside them:
+
+* ``dataset.json``: class names, whether multi-label, input shape, split
+  sizes, default augmentation, the key of the dataset config;
+* ``labels.npz``: every split's labels (and human label sets), so that the
+  noise is drawn on the host without reading the records.
+
+Records decode with numpy alone (``records.decode``); inputs are stored as
+the float32 arrays training sees, so a streamed run reads the same values
+as an on-device one.
+
+With ``config.dataset.pipeline = 'stream'`` training converts on first use
+into a cache (``cached``): ``$STEEP_CACHE_DIR/records`` or
+``~/.cache/steep/records`` (or ``config.dataset.cache_dir``), one folder per
+dataset config, named by a hash of every key that decides the records, so
+that a changed config never reads a stale conversion.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+
+from train.data import datasets
+from train.data import local_data
+from train.data import records
+
+SPLITS = ("train", "val", "test")
+INFO_FILE = "dataset.json"
+LABELS_FILE = "labels.npz"
+# Bumped whenever the files' layout changes: old caches are then not read.
+FORMAT_VERSION = 1
+# config.dataset keys that decide the records' content; augmentation
+# (crop_padding, flip) is applied when reading, so it is not among them.
+_KEYED = ("name", "data_dir", "val_size", "train_size", "num_samples",
+          "num_train", "num_test", "mosaic_seed")
+
+
+def split_path(directory: str, split: str) -> str:
+  return os.path.join(directory, split + records.FILE_SUFFIX)
+
+
+def cache_key(config) -> str:
+  """A hash of everything that decides the converted records."""
+  d = config.dataset
+  keyed = {k: d[k] for k in _KEYED}
+  keyed["split_seed"] = config.seed if d.split_seed is None else d.split_seed
+  keyed["format"] = FORMAT_VERSION
+  text = json.dumps(keyed, sort_keys=True, default=str)
+  return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def cache_dir(config) -> str:
+  """The folder of this dataset config's records in the cache."""
+  root = config.dataset.cache_dir or os.path.join(
+      local_data.default_cache_dir(), "records")
+  name = config.dataset.name.replace("/", "_").replace(":", "_")
+  return os.path.join(root, f"{name}-{cache_key(config)}")
+
+
+def write_dataset(data: datasets.Dataset, out_dir: str, *,
+                  key: str = "", overwrite: bool = True) -> None:
+  """Writes ``data``'s splits, ``dataset.json`` and ``labels.npz`` into
+  ``out_dir``, atomically: into a temporary folder renamed at the end, so a
+  reader never sees a half-written conversion. Without ``overwrite`` a
+  complete conversion already there (another process's) is kept."""
+  parent = os.path.dirname(os.path.abspath(out_dir))
+  os.makedirs(parent, exist_ok=True)
+  partial = tempfile.mkdtemp(prefix=".convert-", dir=parent)
+  try:
+    splits = {"train": (data.train_x, data.train_y),
+              "val": (data.val_x, data.val_y),
+              "test": (data.test_x, data.test_y)}
+    for split, (x, y) in splits.items():
+      records.write(split_path(partial, split),
+                    ({"image": x[i], "label": y[i]} for i in range(len(x))))
+    labels = {f"{split}_y": y for split, (_, y) in splits.items()}
+    for name, values in data.train_noisy_labels.items():
+      labels[f"train_noisy/{name}"] = values
+      labels[f"val_noisy/{name}"] = data.val_noisy_labels[name]
+    np.savez(os.path.join(partial, LABELS_FILE), **labels)
+    info = {"name": data.name, "class_names": list(data.class_names),
+            "multi_label": data.multi_label,
+            "input_shape": list(data.input_shape),
+            "input_dtype": str(data.train_x.dtype),
+            "crop_padding": data.crop_padding, "flip": data.flip,
+            "sizes": {s: len(x) for s, (x, _) in splits.items()},
+            "key": key, "format": FORMAT_VERSION}
+    with open(os.path.join(partial, INFO_FILE), "w") as f:
+      json.dump(info, f, indent=1)
+    if is_complete(out_dir) and not overwrite:
+      return
+    if os.path.isdir(out_dir):
+      shutil.rmtree(out_dir)
+    os.replace(partial, out_dir)
+  finally:
+    if os.path.isdir(partial):
+      shutil.rmtree(partial, ignore_errors=True)
+
+
+def convert(config, out_dir: str, *, overwrite: bool = True) -> str:
+  """Loads ``config``'s dataset as training would and writes it to
+  ``out_dir``; returns ``out_dir``.
+
+  Raises:
+    ValueError, FileNotFoundError, RuntimeError: as ``datasets.load``.
+  """
+  from train.data import training_data  # pylint: disable=g-import-not-at-top
+  options = training_data.dataset_options(config)
+  # The records hold the source's data; augmentation is the reader's.
+  options.update(crop_padding=None, flip=None)
+  data = datasets.load(config.dataset.name, **options)
+  write_dataset(data, out_dir, key=cache_key(config), overwrite=overwrite)
+  return out_dir
+
+
+def is_complete(directory: str) -> bool:
+  return os.path.isfile(os.path.join(directory, INFO_FILE))
+
+
+def cached(config) -> str:
+  """The folder of ``config``'s records, converted first if not cached."""
+  directory = cache_dir(config)
+  if not is_complete(directory):
+    convert(config, directory, overwrite=False)
+  return directory
+
+
+def read_info(directory: str) -> tuple[dict, dict[str, np.ndarray]]:
+  """``dataset.json`` and ``labels.npz`` of a conversion."""
+  with open(os.path.join(directory, INFO_FILE)) as f:
+    info = json.load(f)
+  with np.load(os.path.join(directory, LABELS_FILE)) as labels:
+    return info, dict(labels)
+
+
+def main(argv) -> None:
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from train import contract  # pylint: disable=g-import-not-at-top
+  del argv
+  config = flags.FLAGS.config
+  out = flags.FLAGS.out or cache_dir(config)
+  if config.dataset.name.startswith(datasets.TFDS_PREFIX):
+    print(f"error: {config.dataset.name} is read from tfds' own ArrayRecord "
+          f"files (tfds build NAME --file_format=array_record): nothing to "
+          f"convert", file=sys.stderr)
+    sys.exit(contract.USAGE_ERROR)
+  try:
+    convert(config, out)
+  except (ValueError, FileNotFoundError, RuntimeError) as e:
+    print(f"error: config.dataset: {e}", file=sys.stderr)
+    sys.exit(contract.USAGE_ERROR)
+  info, _ = read_info(out)
+  print(f"{info['name']}: " + ", ".join(
+      f"{split} {n}" for split, n in info["sizes"].items())
+        + f" records in {out}")
+
+
+if __name__ == "__main__":
+  from absl import app  # pylint: disable=g-import-not-at-top
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from ml_collections import config_flags  # pylint: disable=g-import-not-at-top
+  config_flags.DEFINE_config_file("config", None, "a config of configs/")
+  flags.DEFINE_string("out", None, "output folder (default: the cache)")
+  flags.mark_flags_as_required(["config"])
+  app.run(main)
