@@ -1,0 +1,73 @@
+"""Stopping on SIGTERM / SIGINT: a checkpoint inside the epoch, one line,
+and a resumed run that ends with the numbers of an uninterrupted one."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl.testing import absltest
+
+from tests.tiny import tiny_config
+from tests.trainer_test import without_timings
+from train import contract
+from train.loop import checkpoints
+from train.loop import preemption
+from train.loop import trainer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _config(**overrides):
+  """JO relabelling from epoch 2, 2 + 2 epochs (stage 2), 4 steps an epoch;
+  no epoch-end checkpoint but the last (as with the default's 10 s)."""
+  return tiny_config(**{"loss.name": "jo", "label_state.mode": "soft",
+                        "label_state.begin": 1, "num_epochs": 2,
+                        "stage2.epochs": 2, "checkpoint_min_seconds": 1e6,
+                        **overrides})
+
+
+class _StopAt:
+  """A stop request granted at the ``n``-th time it is asked."""
+
+  def __init__(self, n):
+    self.n, self.calls = n, 0
+
+  def __call__(self):
+    self.calls += 1
+    return self.calls == self.n
+
+
+def _without_seconds(summary):
+  return {k: v for k, v in summary.items() if k != "seconds"}
+
+
+class StopInsideEpochTest(absltest.TestCase):
+
+  def test_stopped_and_resumed_runs_equal_an_uninterrupted_one(self):
+    config = _config()
+    whole_dir = tempfile.mkdtemp()
+    whole = trainer.train_and_evaluate(config, whole_dir)
+    workdir = tempfile.mkdtemp()
+    # Asked after each of an epoch's first 3 steps and at its end: 4 times
+    # an epoch. 6: epoch 2 after step 2; then 4: epoch 3 (the first of
+    # stage 2, past a checkpoint inside stage 1) after step 2.
+    for n, stopped_at in ((6, (2, 2)), (4, (3, 2))):
+      with self.assertRaises(preemption.Stopped) as stopped:
+        trainer.train_and_evaluate(config, workdir, stop=_StopAt(n))
+      self.assertEqual((stopped.exception.epoch, stopped.exception.step),
+                       stopped_at)
+    store = checkpoints.Checkpoints(os.path.join(workdir, "checkpoints"))
+    self.assertEqual(store.numbers()[-1], 2 * 4 + 2)
+    store.close()
+    summary = trainer.train_and_evaluate(config, workdir)
+    self.assertEqual(without_timings(contract.read_records(workdir)),
+                     without_timings(contract.read_records(whole_dir)))
+    self.assertEqual(_without_seconds(summary), _without_seconds(whole))
+
+
+if __name__ == "__main__":
+  absltest.main()
