@@ -37,6 +37,7 @@ import re
 import signal
 import sys
 import textwrap
+import traceback
 from typing import NoReturn
 
 from absl import app
@@ -230,6 +231,8 @@ def _initialize_distributed(jax, peer_timeout: float) -> None:
           f"{given['num_processes']}) for --num_processes="
           f"{given['num_processes']}")
   from train.loop import peers  # pylint: disable=g-import-not-at-top
+  # SIGTERM is train.loop.preemption's: the processes agree where to stop.
+  jax.config.update("jax_enable_preemption_service", False)
   try:
     jax.distributed.initialize(
         **given,
@@ -272,11 +275,11 @@ def _run(jax, config, workdir, stop, *, quiet: bool) -> None:
   from train.loop import peers  # pylint: disable=g-import-not-at-top
   from train.loop import preemption  # pylint: disable=g-import-not-at-top
   from train.loop import trainer  # pylint: disable=g-import-not-at-top
-  _initialize_distributed(jax, config.peer_timeout_seconds)
-  watch = peers.PeerWatch(config.peer_timeout_seconds).start()
   if quiet:
     # Orbax and JAX log every checkpoint and backend probe at INFO.
     logging.set_verbosity(logging.WARNING)
+  _initialize_distributed(jax, config.peer_timeout_seconds)
+  watch = peers.PeerWatch(config.peer_timeout_seconds).start()
   try:
     # Checks the config and finds the data before it makes the workdir.
     trainer.train_and_evaluate(config, workdir, stop=stop)
@@ -291,7 +294,26 @@ def _run(jax, config, workdir, stop, *, quiet: bool) -> None:
   except FloatingPointError as e:
     watch.finish()
     _fail(str(e), status=DIVERGED)
+  except jax.errors.JaxRuntimeError:
+    # A collective with a process that died fails at once (gloo: the
+    # connection closed): the watch says which one, in one line.
+    watch.await_loss()
+    _crash(jax)
+  except Exception:  # pylint: disable=broad-except
+    _crash(jax)
   watch.finish()
+
+
+def _crash(jax) -> NoReturn:
+  """The traceback and status 1; without JAX's shutdown in a multi-process
+  run, which would wait for the peers (minutes) and abort: they find this
+  one gone and end in one line."""
+  if not jax.distributed.is_initialized():
+    raise  # pylint: disable=misplaced-bare-raise
+  traceback.print_exc()
+  sys.stderr.flush()
+  sys.stdout.flush()
+  os._exit(1)  # pylint: disable=protected-access
 
 
 if __name__ == "__main__":

@@ -46,7 +46,10 @@ class PeerWatch:
     self._lost = lost or _end_run
     self._clock = clock
     self._client = distributed.global_state.client
-    self._me, self._count = jax.process_index(), jax.process_count()
+    # Asked only of a multi-process run: a single process has no peers
+    # (and JAX's backend starts once asked).
+    self._me, self._count = ((jax.process_index(), jax.process_count())
+                             if self._client is not None else (0, 1))
     self._stop = threading.Event()
     self._thread = threading.Thread(target=self._run, name="peer-watch",
                                     daemon=True)
@@ -68,6 +71,12 @@ class PeerWatch:
                                  allow_overwrite=True)
     except Exception:  # pylint: disable=broad-except
       pass  # the coordinator is gone: nobody is left to tell
+
+  def await_loss(self) -> None:
+    """Gives the watch time to find a lost peer (and end the run) after a
+    collective failed; returns if none is found."""
+    if self._thread.is_alive():
+      time.sleep(self.timeout + 2 * self.interval)
 
   def _run(self) -> None:
     peers = [p for p in range(self._count) if p != self._me]

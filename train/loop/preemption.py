@@ -7,12 +7,17 @@ raises ``Stopped``. ``python -m train`` then prints one line and exits with
 0 (SIGTERM) or 130 (SIGINT); running the same command again resumes at the
 next batch and ends with the numbers of an uninterrupted run.
 
-Every process of a multi-process run must stop at the same step (the
-checkpoint is written by all of them together). There JAX's preemption
-service owns SIGTERM: any process's notice reaches every process, and
-``multihost_utils.reached_preemption_sync_point`` is true on all of them at
-the same call (one past the furthest any of them had reached). A SIGINT is
-turned into a SIGTERM of its own process, so it takes the same road.
+Every process of a multi-process run must stop at the same step: the
+checkpoint is written by all of them together. The processes agree every
+``AGREE_EVERY`` calls: each writes whether it was signalled into the
+coordination service's key-value store, they meet at a barrier there, and
+each reads all the answers, so that all decide alike. The barrier waits
+for hosts, not for devices: the steps already dispatched run on. (JAX's
+own ``reached_preemption_sync_point`` was not used: orbax calls it too,
+with its checkpoint numbers and from its saving thread, which can move the
+step it agrees on behind the one a process has reached, and a fast step
+can pass the agreed one before the agreement arrives; ``python -m train``
+turns JAX's preemption service off, so that SIGTERM comes here.)
 """
 
 from __future__ import annotations
@@ -20,7 +25,11 @@ from __future__ import annotations
 import signal
 
 import jax
-from jax.experimental import multihost_utils
+from jax._src import distributed  # the client: no public accessor
+
+# Calls of the step between two agreements of a multi-process run.
+AGREE_EVERY = 8
+_BARRIER_MS = 3600 * 1000  # a lost peer is ``peers.PeerWatch``'s to end
 
 
 class Stopped(Exception):
@@ -39,13 +48,13 @@ class StopRequest:
   (``KeyboardInterrupt``), without a checkpoint.
   """
 
-  def __init__(self):
+  def __init__(self, agree_every: int = AGREE_EVERY):
     self.signal: int | None = None
+    self.agree_every = agree_every
     self._calls = 0
 
   def install(self) -> "StopRequest":
-    """Catches both signals from now on; across processes JAX's preemption
-    service takes SIGTERM over once ``jax.distributed`` starts."""
+    """Catches both signals from now on."""
     signal.signal(signal.SIGTERM, self._caught)
     signal.signal(signal.SIGINT, self._caught)
     return self
@@ -55,16 +64,19 @@ class StopRequest:
     if signum == signal.SIGINT and self.signal == signal.SIGINT:
       raise KeyboardInterrupt
     self.signal = self.signal or signum
-    if signum == signal.SIGINT and jax.distributed.is_initialized():
-      signal.raise_signal(signal.SIGTERM)  # to the preemption service
 
   def __call__(self) -> bool:
     """Whether to stop after the step just dispatched; every process of a
     run calls it at the same points."""
-    if not jax.distributed.is_initialized():
+    client = distributed.global_state.client
+    if client is None or jax.process_count() == 1:
       return self.signal is not None
-    if self._calls == 0 and self.signal is not None:
-      # Caught before the service started: passed on to it.
-      signal.raise_signal(signal.SIGTERM)
     self._calls += 1
-    return multihost_utils.reached_preemption_sync_point(self._calls)
+    if self._calls % self.agree_every:
+      return False
+    key = f"steep/stop/{self._calls}"
+    client.key_value_set(f"{key}/{jax.process_index()}",
+                         "1" if self.signal is not None else "0")
+    client.wait_at_barrier(key, _BARRIER_MS)
+    return any(client.key_value_try_get(f"{key}/{p}") == "1"
+               for p in range(jax.process_count()))

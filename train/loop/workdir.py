@@ -100,5 +100,7 @@ def check_resume(workdir: str, config: config_dict.ConfigDict, *,
           f"checkpoint cannot be resumed: {'; '.join(differences)}. Use a "
           f"new workdir, or delete this one to start over.")
   if write:
-    with open(path, "w") as f:
+    # Replaced whole: the other processes of a run read it meanwhile.
+    with open(path + ".tmp", "w") as f:
       json.dump(current, f, indent=2, sort_keys=True)
+    os.replace(path + ".tmp", path)
