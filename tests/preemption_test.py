@@ -1,8 +1,8 @@
 """Stopping on SIGTERM / SIGINT: a checkpoint inside the epoch, one line,
 and a resumed run that ends with the numbers of an uninterrupted one."""
 
+import glob
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -67,6 +67,72 @@ class StopInsideEpochTest(absltest.TestCase):
     self.assertEqual(without_timings(contract.read_records(workdir)),
                      without_timings(contract.read_records(whole_dir)))
     self.assertEqual(_without_seconds(summary), _without_seconds(whole))
+
+
+_CONFIG = """
+from tests.preemption_test import _config
+def get_config():
+  return _config(num_epochs=60, **{"stage2.epochs": 0})
+"""
+
+
+class SignalTest(absltest.TestCase):
+  """``python -m train`` stopped by SIGTERM, then SIGINT, then resumed
+  past a damaged checkpoint."""
+
+  def _run(self, workdir, signum=None, records=0):
+    """Starts the program; sends ``signum`` once the workdir holds
+    ``records`` more records. ``(status, stdout, stderr)``."""
+    before = len(contract.read_records(workdir))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "train",
+         f"--config={os.path.join(workdir, 'config.py')}",
+         f"--workdir={workdir}"], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    try:
+      if signum is not None:
+        deadline = time.time() + 120
+        while (len(contract.read_records(workdir)) < before + records
+               and process.poll() is None and time.time() < deadline):
+          time.sleep(0.01)
+        process.send_signal(signum)
+      out, err = process.communicate(timeout=180)
+    finally:
+      if process.poll() is None:
+        process.kill()
+        process.wait()
+    return process.returncode, out, err
+
+  def test_sigterm_then_sigint_then_a_damaged_checkpoint(self):
+    workdir = tempfile.mkdtemp()
+    with open(os.path.join(workdir, "config.py"), "w") as f:
+      f.write(_CONFIG)
+    line = (r"^stopped at epoch (\d+), step (\d+); rerun the same command "
+            r"to resume$")
+    for signum, status in ((signal.SIGTERM, 0),
+                           (signal.SIGINT, contract.INTERRUPTED)):
+      code, out, err = self._run(workdir, signum, records=1)
+      self.assertEqual(code, status, err[-3000:])
+      self.assertEqual(err, "")
+      self.assertRegex(out.strip().splitlines()[-1], line)
+      self.assertIsNone(contract.read_run(workdir))
+    # The latest checkpoint (the SIGINT's) loses half a file: the run
+    # resumes from the SIGTERM's, says so in one line, and finishes.
+    numbers = sorted(int(n) for n in os.listdir(
+        os.path.join(workdir, contract.CHECKPOINT_DIR)) if n.isdigit())
+    self.assertLen(numbers, 2)
+    data = max(glob.glob(os.path.join(
+        workdir, contract.CHECKPOINT_DIR, str(numbers[-1]), "arrays", "d",
+        "*")), key=os.path.getsize)
+    with open(data, "r+b") as f:
+      f.truncate(os.path.getsize(data) // 2)
+    code, out, err = self._run(workdir)
+    self.assertEqual(code, 0, err[-3000:])
+    self.assertRegex(err, rf"^warning: checkpoint {numbers[-1]} in .*; "
+                     r"trying the checkpoint before it\n$")
+    self.assertLen(contract.read_records(workdir), 60)
+    self.assertIsNotNone(contract.read_run(workdir))
 
 
 if __name__ == "__main__":

@@ -159,6 +159,7 @@ class Checkpoints:
             arrays=ocp.args.StandardRestore(abstract)))["arrays"]
     except Exception as e:  # pylint: disable=broad-except
       # The shapes fit: what fails now is the files.
+      _drop_late_read_errors()
       raise UnreadableCheckpointError(f"{where}: {_first_line(e)}") from None
     return (restored["state"],
             label_state._replace(**restored["label_state"]), meta)
@@ -224,6 +225,25 @@ class Checkpoints:
 
   def close(self) -> None:
     self._manager.close()
+
+
+def _drop_late_read_errors() -> None:
+  """Keeps the reads of a failed restore quiet as they end.
+
+  The other arrays' reads finish after orbax has closed their event loop,
+  and each prints ``RuntimeError: Event loop is closed`` with a traceback
+  (through ``sys.excepthook``): noise once the failure is reported.
+  """
+  previous = sys.excepthook
+  if getattr(previous, "drops_late_read_errors", False):
+    return
+
+  def hook(kind, value, tb):
+    if not (kind is RuntimeError and str(value) == "Event loop is closed"):
+      previous(kind, value, tb)
+
+  hook.drops_late_read_errors = True
+  sys.excepthook = hook
 
 
 def position_of(meta: dict[str, Any]) -> dict[str, Any]:
