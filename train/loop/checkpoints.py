@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -154,12 +155,11 @@ class Checkpoints:
                   f"{where} (saved with {meta.get('saved_with')})",
                   self.describe(label_state))
     try:
-      with _quiet_orbax():
+      with _quiet_orbax(), _stderr_muted_on_failure():
         restored = self._manager.restore(number, args=ocp.args.Composite(
             arrays=ocp.args.StandardRestore(abstract)))["arrays"]
     except Exception as e:  # pylint: disable=broad-except
       # The shapes fit: what fails now is the files.
-      _drop_late_read_errors()
       raise UnreadableCheckpointError(f"{where}: {_first_line(e)}") from None
     return (restored["state"],
             label_state._replace(**restored["label_state"]), meta)
@@ -227,23 +227,28 @@ class Checkpoints:
     self._manager.close()
 
 
-def _drop_late_read_errors() -> None:
-  """Keeps the reads of a failed restore quiet as they end.
+@contextlib.contextmanager
+def _stderr_muted_on_failure(grace: float = 1.0):
+  """Mutes file descriptor 2 while reading arrays, and for ``grace``
+  seconds after a read failed.
 
-  The other arrays' reads finish after orbax has closed their event loop,
-  and each prints ``RuntimeError: Event loop is closed`` with a traceback
-  (through ``sys.excepthook``): noise once the failure is reported.
+  When one read fails the others end after orbax has closed their event
+  loop, and each prints ``RuntimeError: Event loop is closed`` with a
+  traceback from a tensorstore thread: noise once the failure is reported.
   """
-  previous = sys.excepthook
-  if getattr(previous, "drops_late_read_errors", False):
-    return
-
-  def hook(kind, value, tb):
-    if not (kind is RuntimeError and str(value) == "Event loop is closed"):
-      previous(kind, value, tb)
-
-  hook.drops_late_read_errors = True
-  sys.excepthook = hook
+  sys.stderr.flush()
+  saved = os.dup(2)
+  devnull = os.open(os.devnull, os.O_WRONLY)
+  os.dup2(devnull, 2)
+  try:
+    yield
+  except Exception:
+    time.sleep(grace)
+    raise
+  finally:
+    os.dup2(saved, 2)
+    os.close(saved)
+    os.close(devnull)
 
 
 def position_of(meta: dict[str, Any]) -> dict[str, Any]:
