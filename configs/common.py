@@ -205,6 +205,9 @@ def base_config() -> config_dict.ConfigDict:
   c.checkpoint_every_epochs = 1
   c.checkpoint_min_seconds = 10.0
   c.keep_checkpoints = 2
+  # Multi-process runs: a process that stops responding for this long ends
+  # the others with one line (exit status 4); rerun on every host to resume.
+  c.peer_timeout_seconds = 60.0
   c.grad_bins = 10
   c.tensorboard = True
   # Writes workdir/probabilities_train.npy at the end: the softmax of every

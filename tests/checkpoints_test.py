@@ -1,7 +1,9 @@
 """Kill-and-resume equals an uninterrupted run; mismatched checkpoints fail."""
 
 import gc
+import glob
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,9 +18,11 @@ from tests.tiny import tiny_config
 from tests.trainer_test import without_timings
 from train import contract
 from train import errors
+from unittest import mock
 from train import sharding
 from train.loop import checkpoints
 from train.loop import trainer
+from train.loop import workdir as workdir_lib
 from train.step import label_state
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -110,17 +114,41 @@ class MismatchTest(absltest.TestCase):
     trainer.train_and_evaluate(tiny_config(num_epochs=2), workdir)
     self.assertLen(contract.read_records(workdir), 2)
 
+  def test_num_epochs_of_a_schedule_is_not_changed(self):
+    # The cosine decay ends at num_epochs, stage 2 starts there: refused
+    # (with a constant rate, above, more epochs extend the run).
+    for key, value, why in (
+        ("optimizer.schedule", "cosine", r"the cosine learning rate decays"),
+        ("stage2.epochs", 1, r"stage 2 starts at num_epochs")):
+      workdir = tempfile.mkdtemp()
+      workdir_lib.check_resume(
+          workdir, tiny_config(**{"num_epochs": 1, key: value}),
+          resuming=False)
+      with self.assertRaisesRegex(
+          errors.ConfigError, rf"num_epochs: 1 in the workdir, 2 now \({why}"):
+        workdir_lib.check_resume(
+            workdir, tiny_config(**{"num_epochs": 2, key: value}),
+            resuming=True)
+      with self.assertRaisesRegex(
+          errors.ConfigError,
+          r"optimizer.learning_rate: 0.1 in the workdir, 0.05 now"):
+        workdir_lib.check_resume(
+            workdir, tiny_config(**{"num_epochs": 1, key: value,
+                                    "optimizer.learning_rate": 0.05}),
+            resuming=True)
+
+
   def test_checkpoint_of_other_shapes_is_rejected(self):
     mesh = sharding.make_mesh()
     store = checkpoints.Checkpoints(tempfile.mkdtemp())
     state = {"w": jax.numpy.ones((3, 2))}
     labels = label_state.create(np.zeros(8, np.int32), 4, history=2,
                                 mesh=mesh)
-    store.save(1, state, labels, {})
+    store.save(1, state, labels, {"position": {"epoch": 1, "step": 0}})
     store.wait()
     restored, restored_labels, meta = store.restore(1, state, labels)
     np.testing.assert_array_equal(restored["w"], state["w"])
-    self.assertEqual(meta["epoch"], 1)
+    self.assertEqual(checkpoints.position_of(meta), {"epoch": 1, "step": 0})
     np.testing.assert_array_equal(restored_labels.labels, labels.labels)
     other = label_state.create(np.zeros(8, np.int32), 5, history=2,
                                mesh=mesh)
@@ -149,6 +177,66 @@ class MismatchTest(absltest.TestCase):
       sys.unraisablehook = hook
     self.assertEqual(unraisable, [])
     store.close()
+
+
+class DamagedCheckpointTest(absltest.TestCase):
+  """A truncated or garbled file of the latest checkpoint: the one before
+  it resumes, after a one-line warning; with none readable, one line."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.workdir = tempfile.mkdtemp()
+    # Checkpoints 4 and 8 (steps done): epochs 1 and 2.
+    trainer.train_and_evaluate(tiny_config(), cls.workdir)
+    cls.records = without_timings(contract.read_records(cls.workdir))
+
+  def _resume_with(self, damage):
+    """Damages a copy of the workdir; the warnings of resuming it."""
+    workdir = os.path.join(tempfile.mkdtemp(), "run")
+    shutil.copytree(self.workdir, workdir)
+    os.remove(os.path.join(workdir, contract.RUN_FILE))
+    damage(os.path.join(workdir, contract.CHECKPOINT_DIR))
+    with mock.patch.object(checkpoints, "_warn") as warn:
+      trainer.train_and_evaluate(tiny_config(), workdir)
+    self.assertEqual(without_timings(contract.read_records(workdir)),
+                     self.records)
+    return [c.args[0] for c in warn.call_args_list]
+
+  def test_a_damaged_file_falls_back_to_the_checkpoint_before(self):
+    def truncate(path):
+      with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) // 2)
+
+    def garble(path):
+      with open(path, "r+b") as f:
+        data = bytearray(f.read())
+        f.seek(0)
+        f.write(bytes(b ^ 0x5A for b in data))
+
+    def largest(pattern):
+      return lambda d: max(glob.glob(os.path.join(d, pattern)),
+                           key=os.path.getsize)
+
+    for change, where in ((truncate, largest("8/arrays/d/*")),
+                          (garble, largest("8/arrays/_METADATA")),
+                          (truncate, largest("8/meta/*"))):
+      warnings = self._resume_with(lambda d: change(where(d)))
+      self.assertLen(warnings, 1)
+      self.assertRegex(warnings[0], r"^warning: checkpoint 8 in .*: .*; "
+                       r"trying the checkpoint before it$")
+      self.assertNotIn("\n", warnings[0])
+
+  def test_none_readable_is_one_line(self):
+    def garble_both(directory):
+      for path in glob.glob(os.path.join(directory, "*/meta/*")):
+        with open(path, "w") as f:
+          f.write("{")
+
+    with self.assertRaisesRegex(
+        errors.ConfigError, r"^no readable checkpoint in .*checkpoints "
+        r"\(checkpoints \[4, 8\] are damaged\): delete the folder"):
+      self._resume_with(garble_both)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
-"""Two processes (jax.distributed on localhost, CPU collectives) = one."""
+"""Two processes (jax.distributed on localhost, CPU collectives) = one;
+stopped by SIGTERM, they stop together; a killed one ends the other."""
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 from absl.testing import absltest
@@ -69,6 +72,117 @@ class TwoProcessesTest(absltest.TestCase):
     # One writer: every epoch once in metrics.jsonl.
     records = contract.read_records(workdir)
     self.assertEqual([r["epoch"] for r in records], [1, 2])
+
+
+_PREEMPT_CONFIG = """
+from tests.multiprocess_test import preempt_config
+def get_config():
+  return preempt_config()
+"""
+
+
+def preempt_config():
+  """10 steps an epoch (global batch 32), no checkpoint but at a stop and
+  the end, a peer lost after 5 s."""
+  return tiny_config(**{"loss.name": "jo", "label_state.mode": "soft",
+                        "label_state.begin": 1, "model.name": "cnn1d",
+                        "num_epochs": 8, "dataset.train_size": 320,
+                        "batch_size": 32, "checkpoint_min_seconds": 1e6,
+                        "peer_timeout_seconds": 5.0})
+
+
+class _Cluster:
+  """``python -m train`` on two processes of one workdir."""
+
+  def __init__(self, workdir):
+    self.workdir = workdir
+    self.config = os.path.join(workdir, "config.py")
+    with open(self.config, "w") as f:
+      f.write(_PREEMPT_CONFIG)
+
+  def start(self):
+    address = f"127.0.0.1:{_free_port()}"
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="",
+               JAX_CPU_COLLECTIVES_IMPLEMENTATION="gloo")
+    self.processes = [subprocess.Popen(
+        [sys.executable, "-m", "train", f"--config={self.config}",
+         f"--workdir={self.workdir}", f"--coordinator_address={address}",
+         "--num_processes=2", f"--process_id={i}"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True) for i in range(2)]
+    return self
+
+  def wait_for_records(self, count, timeout=120):
+    deadline = time.time() + timeout
+    while len(contract.read_records(self.workdir)) < count:
+      if time.time() > deadline or any(
+          p.poll() is not None for p in self.processes):
+        self.kill()
+        raise AssertionError(f"no {count} records in {timeout} s")
+      time.sleep(0.05)
+
+  def finish(self, timeout=120):
+    """``[(returncode, stdout, stderr)]`` once both have ended."""
+    try:
+      outputs = [p.communicate(timeout=timeout) for p in self.processes]
+    finally:
+      self.kill()
+    return [(p.returncode, *o) for p, o in zip(self.processes, outputs)]
+
+  def kill(self):
+    for p in self.processes:
+      if p.poll() is None:
+        p.kill()
+        p.wait()
+
+
+class PreemptedTwoProcessesTest(absltest.TestCase):
+
+  def test_sigterm_stops_both_a_lost_peer_ends_the_other_resume_equals(
+      self):
+    workdir = tempfile.mkdtemp()
+    cluster = _Cluster(workdir)
+    # SIGTERM to process 1 alone: both stop at the same step, status 0.
+    cluster.start().wait_for_records(1)
+    cluster.processes[1].send_signal(signal.SIGTERM)
+    ended = cluster.finish()
+    lines = []
+    for code, out, err in ended:
+      self.assertEqual(code, 0, err[-3000:])
+      self.assertNotIn("Traceback", err)
+      lines.append(out.strip().splitlines()[-1])
+    self.assertEqual(lines[0], lines[1])
+    self.assertRegex(lines[0], r"^stopped at epoch \d+, step \d+; rerun the "
+                     r"same command to resume$")
+    self.assertIsNone(contract.read_run(workdir))
+    stopped = len(contract.read_records(workdir))
+
+    # Resumed, then process 1 killed: process 0 says so in one line within
+    # the 5 s peer timeout (and JAX's own, longer one) and ends with 4.
+    cluster.start().wait_for_records(stopped + 1)
+    cluster.processes[1].kill()
+    killed = time.time()
+    code, _, err = cluster.finish()[0]
+    self.assertEqual(code, contract.PEER_LOST, err[-3000:])
+    self.assertLess(time.time() - killed, 5 + 10)
+    self.assertEqual(err.strip(), contract.PEER_LOST_LINE.format(process=1))
+
+    # Resumed again from the stop's checkpoint, to the end: the numbers of
+    # one uninterrupted process.
+    for code, _, err in cluster.start().finish(timeout=300):
+      self.assertEqual(code, 0, err[-3000:])
+    self.assertIsNotNone(contract.read_run(workdir))
+    records = contract.read_records(workdir)
+    whole = tempfile.mkdtemp()
+    trainer.train_and_evaluate(preempt_config(), whole)
+    expected = contract.read_records(whole)
+    self.assertEqual([r["epoch"] for r in records], list(range(1, 9)))
+    for got, want in zip(records, expected):
+      for key, value in want.items():
+        if not key.endswith("seconds"):
+          np.testing.assert_allclose(
+              np.asarray(got[key], float), np.asarray(value, float),
+              rtol=1e-4, atol=1e-5, err_msg=f"epoch {want['epoch']} {key}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,13 @@ with exit status 2 and one line, ``error: ...``, saying what is wrong and how
 to fix it, before the workdir is made. A loss that diverges ends with status
 3 (``DIVERGED``, so that a study runner can tell it from a crash, which
 ends with 1) and one line.
+
+SIGTERM (a preemption notice) or SIGINT (Ctrl-C) stops the run after the
+step under way, with a checkpoint of that position and one line, ``stopped
+at epoch E, step S; rerun the same command to resume``; the status is 0
+after SIGTERM, 130 after SIGINT. In a multi-process run every process stops
+at the same step; a process that stops responding ends the others within
+``config.peer_timeout_seconds`` with status 4 and one line.
 """
 
 import difflib
@@ -27,8 +34,10 @@ import functools
 import importlib.util
 import os
 import re
+import signal
 import sys
 import textwrap
+import traceback
 from typing import NoReturn
 
 from absl import app
@@ -205,7 +214,7 @@ def _parse_flags(argv: list[str]) -> list[str]:
 _CLUSTER_FLAGS = ("coordinator_address", "num_processes", "process_id")
 
 
-def _initialize_distributed(jax) -> None:
+def _initialize_distributed(jax, peer_timeout: float) -> None:
   """``jax.distributed.initialize`` as the flags say, its errors in one
   line."""
   given = {name: flags.FLAGS[name].value for name in _CLUSTER_FLAGS
@@ -221,8 +230,13 @@ def _initialize_distributed(jax) -> None:
     _fail(f"--process_id={given['process_id']}: must lie in [0, "
           f"{given['num_processes']}) for --num_processes="
           f"{given['num_processes']}")
+  from train.loop import peers  # pylint: disable=g-import-not-at-top
+  # SIGTERM is train.loop.preemption's: the processes agree where to stop.
+  jax.config.update("jax_enable_preemption_service", False)
   try:
-    jax.distributed.initialize(**given)
+    jax.distributed.initialize(
+        **given,
+        heartbeat_timeout_seconds=peers.jax_heartbeat_timeout(peer_timeout))
   except (ValueError, RuntimeError) as e:
     if given:
       _fail(f"jax.distributed.initialize({given}) failed: {e}")
@@ -244,20 +258,62 @@ def main(argv):
   quiet = not flags.FLAGS["verbosity"].present
   # Imported here, so that a command-line error comes without loading JAX.
   import jax  # pylint: disable=g-import-not-at-top
-  from train import errors  # pylint: disable=g-import-not-at-top
-  from train.loop import trainer  # pylint: disable=g-import-not-at-top
-  _initialize_distributed(jax)
+  from train.loop import preemption  # pylint: disable=g-import-not-at-top
+  # Caught from here on; answered once training runs.
+  stop = preemption.StopRequest().install()
   config, workdir = flags.FLAGS.config, flags.FLAGS.workdir
+  try:
+    _run(jax, config, workdir, stop, quiet=quiet)
+  except KeyboardInterrupt:
+    _fail("interrupted again before the checkpoint was written; rerun the "
+          "same command to resume from the last one",
+          status=contract.INTERRUPTED)
+
+
+def _run(jax, config, workdir, stop, *, quiet: bool) -> None:
+  from train import errors  # pylint: disable=g-import-not-at-top
+  from train.loop import peers  # pylint: disable=g-import-not-at-top
+  from train.loop import preemption  # pylint: disable=g-import-not-at-top
+  from train.loop import trainer  # pylint: disable=g-import-not-at-top
   if quiet:
     # Orbax and JAX log every checkpoint and backend probe at INFO.
     logging.set_verbosity(logging.WARNING)
+  _initialize_distributed(jax, config.peer_timeout_seconds)
+  watch = peers.PeerWatch(config.peer_timeout_seconds).start()
   try:
     # Checks the config and finds the data before it makes the workdir.
-    trainer.train_and_evaluate(config, workdir)
+    trainer.train_and_evaluate(config, workdir, stop=stop)
+  except preemption.Stopped as e:
+    print(contract.STOPPED_LINE.format(epoch=e.epoch, step=e.step),
+          flush=True)
+    watch.finish()
+    sys.exit(contract.INTERRUPTED if stop.signal == signal.SIGINT else 0)
   except errors.ConfigError as e:
+    watch.finish()
     _fail(str(e))
   except FloatingPointError as e:
+    watch.finish()
     _fail(str(e), status=DIVERGED)
+  except jax.errors.JaxRuntimeError:
+    # A collective with a process that died fails at once (gloo: the
+    # connection closed): the watch says which one, in one line.
+    watch.await_loss()
+    _crash(jax)
+  except Exception:  # pylint: disable=broad-except
+    _crash(jax)
+  watch.finish()
+
+
+def _crash(jax) -> NoReturn:
+  """The traceback and status 1; without JAX's shutdown in a multi-process
+  run, which would wait for the peers (minutes) and abort: they find this
+  one gone and end in one line."""
+  if not jax.distributed.is_initialized():
+    raise  # pylint: disable=misplaced-bare-raise
+  traceback.print_exc()
+  sys.stderr.flush()
+  sys.stdout.flush()
+  os._exit(1)  # pylint: disable=protected-access
 
 
 if __name__ == "__main__":

@@ -23,6 +23,22 @@ USAGE_ERROR = 2
 # The training loss became NaN or infinite: a result (the method diverged at
 # this point of a grid), not a crash, which ends with status 1.
 DIVERGED = 3
+# Another process of a multi-process run stopped responding (killed, its
+# host lost) for ``config.peer_timeout_seconds``: the run ends in one line,
+# ``PEER_LOST_LINE``; its last checkpoint is intact, and the same command
+# rerun on every host resumes it.
+PEER_LOST = 4
+# Stopped by SIGINT (Ctrl-C): 128 + 2, as a shell reports it. A run stopped
+# by SIGTERM (a preemption notice) ends with 0 and no RUN_FILE. Both first
+# finish the step under way, write a checkpoint of that exact position and
+# print ``STOPPED_LINE``; the same command resumes at the next batch.
+INTERRUPTED = 130
+
+# ----- Lines a launcher may look for ---------------------------------------
+STOPPED_LINE = ("stopped at epoch {epoch}, step {step}; rerun the same "
+                "command to resume")
+PEER_LOST_LINE = ("process {process} stopped responding; rerun the same "
+                  "command on every host to resume")
 
 # ----- Files in the workdir ----------------------------------------------
 # One JSON object per epoch (``train.report.reporting``).

@@ -1,27 +1,39 @@
 """Checkpoints with orbax: everything a run needs to go on exactly.
 
-A checkpoint is numbered by the epochs completed and holds two items:
+A checkpoint is numbered by the training steps completed (over all epochs)
+and holds two items:
 
 * ``arrays``: the train state (step, parameters, batch-norm statistics,
   optimiser state, the RNG key's data) and the label state, saved from and
   restored to their shardings (the label state stays split along
   ``'data'``: each device writes and reads its own rows);
-* ``meta``: JSON: the epoch, the best metrics so far, and what the arrays
-  were saved for (device count, label-state rows), to explain a mismatch.
+* ``meta``: JSON: the ``position`` (``{'epoch': epochs completed, 'step':
+  steps of the next epoch done}``; a checkpoint written at a stop request
+  lies inside an epoch, with that epoch's partial metric sums beside it),
+  the best metrics so far, and what the arrays were saved for (device
+  count, label-state rows), to explain a mismatch. An input pipeline that
+  keeps an iterator can store its state in the position too.
 
 Saving is asynchronous (training goes on while orbax writes); a checkpoint
 is only listed once complete, so a run killed while saving resumes from the
-previous one. The training order and every random draw are functions of
-``(seed, epoch, step)``, so resuming at an epoch boundary reproduces the run.
+previous one. One damaged after it was written (a file truncated or
+garbled) is passed over with a one-line warning for the one before it. The
+training order and every random draw are functions of ``(seed, epoch,
+step)``, so resuming at any position reproduces the run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
+from absl import logging
 
 from train.step import label_state as label_state_lib
 
@@ -34,6 +46,26 @@ def _nonempty(label_state: label_state_lib.LabelState) -> dict[str, Any]:
 
 class CheckpointMismatchError(ValueError):
   """The workdir's checkpoint does not fit this run's state."""
+
+
+class UnreadableCheckpointError(ValueError):
+  """A checkpoint's files are damaged (truncated, garbled, missing)."""
+
+
+@contextlib.contextmanager
+def _quiet_orbax():
+  # Orbax logs a damaged file at ERROR before it raises (or reads on
+  # without it): the caller reports what matters in one line.
+  level = logging.get_verbosity()
+  logging.set_verbosity(logging.FATAL)
+  try:
+    yield
+  finally:
+    logging.set_verbosity(level)
+
+
+def _warn(line: str) -> None:
+  print(line, file=sys.stderr, flush=True)
 
 
 def _check_shapes(saved, abstract, where: str, this_run: str) -> None:
@@ -78,54 +110,109 @@ class Checkpoints:
         item_handlers={"arrays": ocp.StandardCheckpointHandler(),
                        "meta": ocp.JsonCheckpointHandler()})
 
-  def latest_epoch(self) -> int | None:
-    """Epochs completed by the latest complete checkpoint, or ``None``."""
-    return self._manager.latest_step()
+  def numbers(self) -> list[int]:
+    """The complete checkpoints' numbers (steps completed), oldest first."""
+    with _quiet_orbax():
+      return sorted(self._manager.all_steps())
 
-  def save(self, epoch: int, state: dict[str, Any],
+  def save(self, number: int, state: dict[str, Any],
            label_state: label_state_lib.LabelState,
            meta: dict[str, Any]) -> None:
-    """Saves after ``epoch`` epochs (asynchronously)."""
+    """Saves as checkpoint ``number`` (asynchronously)."""
     arrays = {"state": state, "label_state": _nonempty(label_state)}
-    self._manager.save(epoch, args=ocp.args.Composite(
+    self._manager.save(number, args=ocp.args.Composite(
         arrays=ocp.args.StandardSave(arrays),
-        meta=ocp.args.JsonSave({**meta, "epoch": epoch})))
+        meta=ocp.args.JsonSave(meta)))
 
-  def restore(self, epoch: int, state: dict[str, Any],
+  def restore(self, number: int, state: dict[str, Any],
               label_state: label_state_lib.LabelState
               ) -> tuple[dict[str, Any], label_state_lib.LabelState,
                          dict[str, Any]]:
-    """Restores checkpoint ``epoch`` into the shapes and shardings given.
+    """Restores checkpoint ``number`` into the shapes and shardings given.
 
     Args:
-      epoch: a saved epoch.
+      number: a saved checkpoint.
       state, label_state: templates (arrays or ``ShapeDtypeStruct`` with
         shardings): what this run would train.
 
     Raises:
       CheckpointMismatchError: the saved arrays do not fit the templates.
+      UnreadableCheckpointError: a file of the checkpoint is damaged.
     """
-    meta = self._manager.restore(epoch, args=ocp.args.Composite(
-        meta=ocp.args.JsonRestore()))["meta"]
+    where = f"checkpoint {number} in {self.directory}"
     target = {"state": state, "label_state": _nonempty(label_state)}
     abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
+    try:
+      with _quiet_orbax():
+        meta = self._manager.restore(number, args=ocp.args.Composite(
+            meta=ocp.args.JsonRestore()))["meta"]
+        saved = self._manager.item_metadata(number)["arrays"]
+    except Exception as e:  # pylint: disable=broad-except
+      raise UnreadableCheckpointError(f"{where}: {_first_line(e)}") from None
     # Checked against the saved arrays' metadata before a byte is read: a
     # restore that fails part-way leaves orbax's reads to die unawaited.
-    saved = self._manager.item_metadata(epoch)["arrays"]
-    where = (f"the checkpoint in {self.directory} (epoch {epoch}, saved with "
-             f"{meta.get('saved_with')})")
-    _check_shapes(getattr(saved, "tree", saved), abstract, where,
+    _check_shapes(getattr(saved, "tree", saved), abstract,
+                  f"{where} (saved with {meta.get('saved_with')})",
                   self.describe(label_state))
     try:
-      restored = self._manager.restore(epoch, args=ocp.args.Composite(
-          arrays=ocp.args.StandardRestore(abstract)))["arrays"]
-    except (ValueError, KeyError, TypeError) as e:
-      raise CheckpointMismatchError(
-          f"{where} does not fit this run ({self.describe(label_state)}): "
-          f"{e}. Use a new workdir, or delete this one to start over."
-      ) from None
+      with _quiet_orbax(), _stderr_muted_on_failure():
+        restored = self._manager.restore(number, args=ocp.args.Composite(
+            arrays=ocp.args.StandardRestore(abstract)))["arrays"]
+    except Exception as e:  # pylint: disable=broad-except
+      # The shapes fit: what fails now is the files.
+      raise UnreadableCheckpointError(f"{where}: {_first_line(e)}") from None
     return (restored["state"],
             label_state._replace(**restored["label_state"]), meta)
+
+  def restore_latest(self, templates: Callable[[dict[str, Any]], tuple[
+      dict[str, Any], label_state_lib.LabelState]], *,
+                     warn: Callable[[str], None] | None = None
+                     ) -> tuple[int, dict[str, Any],
+                                label_state_lib.LabelState,
+                                dict[str, Any]] | None:
+    """The newest checkpoint that reads: ``(number, state, label_state,
+    meta)``, or ``None`` without any.
+
+    Args:
+      templates: ``(state, label_state)`` to restore into, given the
+        checkpoint's meta (its position decides the stage's network).
+      warn: gets one line per damaged checkpoint, which is passed over and
+        deleted once an older one has been read (the run's next saves take
+        its numbers).
+
+    Raises:
+      CheckpointMismatchError: the newest readable one does not fit.
+      UnreadableCheckpointError: there are checkpoints, none readable.
+    """
+    warn = warn or _warn
+    damaged = []
+    for number in reversed(self.numbers()):
+      try:
+        with _quiet_orbax():
+          meta = self._manager.restore(number, args=ocp.args.Composite(
+              meta=ocp.args.JsonRestore()))["meta"]
+        position_of(meta)
+        restored = self.restore(number, *templates(meta))
+      except (UnreadableCheckpointError, KeyError, TypeError,
+              ValueError) as e:
+        if isinstance(e, CheckpointMismatchError):
+          raise
+        damaged.append(number)
+        reason = (str(e) if isinstance(e, UnreadableCheckpointError)
+                  else f"checkpoint {number} in {self.directory}: "
+                  f"{_first_line(e)}")
+        warn(f"warning: {reason}; trying the checkpoint before it")
+        continue
+      for bad in damaged:
+        with _quiet_orbax():
+          self._manager.delete(bad)
+      return (number, *restored)
+    if damaged:
+      raise UnreadableCheckpointError(
+          f"no readable checkpoint in {self.directory} (checkpoints "
+          f"{sorted(damaged)} are damaged): delete the folder to start "
+          f"over")
+    return None
 
   @staticmethod
   def describe(label_state: label_state_lib.LabelState) -> str:
@@ -138,3 +225,43 @@ class Checkpoints:
 
   def close(self) -> None:
     self._manager.close()
+
+
+@contextlib.contextmanager
+def _stderr_muted_on_failure(grace: float = 1.0):
+  """Mutes file descriptor 2 while reading arrays, and for ``grace``
+  seconds after a read failed.
+
+  When one read fails the others end after orbax has closed their event
+  loop, and each prints ``RuntimeError: Event loop is closed`` with a
+  traceback from a tensorstore thread: noise once the failure is reported.
+  """
+  sys.stderr.flush()
+  saved = os.dup(2)
+  devnull = os.open(os.devnull, os.O_WRONLY)
+  os.dup2(devnull, 2)
+  try:
+    yield
+  except Exception:
+    time.sleep(grace)
+    raise
+  finally:
+    os.dup2(saved, 2)
+    os.close(saved)
+    os.close(devnull)
+
+
+def position_of(meta: dict[str, Any]) -> dict[str, Any]:
+  """A checkpoint's position: ``{'epoch': epochs completed, 'step': steps
+  of the next epoch done, ...}``."""
+  # Checkpoints written before positions held the epochs completed alone.
+  position = meta.get("position") or {"epoch": meta["epoch"], "step": 0}
+  if not (isinstance(position.get("epoch"), int)
+          and isinstance(position.get("step"), int)):
+    raise ValueError(f"position {position!r} is not one")
+  return position
+
+
+def _first_line(error: Exception) -> str:
+  text = str(error).strip().splitlines()
+  return f"{type(error).__name__}: {text[0] if text else ''}"[:300]

@@ -72,6 +72,11 @@ def check(config, *, num_devices: int) -> None:
           and config.log_every_steps >= 0):
     raise ConfigError.of("log_every_steps", config.log_every_steps,
                          "must be a non-negative integer (0: once per epoch)")
+  timeout = config.peer_timeout_seconds
+  if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+          and timeout > 0):
+    raise ConfigError.of("peer_timeout_seconds", timeout,
+                         "must be a positive number of seconds")
   # Evaluation pads its last batch (and a batch to a multiple of the
   # devices) and masks the padding, so only the training batch is bound to
   # the device count.

@@ -15,12 +15,15 @@ It trains one or two stages (Joint Optimization's stage 2: a fresh network
 on the labels stage 1 left). Each epoch runs the jitted step over the
 epoch's batches, relabels between epochs, evaluates validation and test,
 writes a record (``report``) and a checkpoint. A workdir with a checkpoint
-is resumed from it.
+is resumed from it. A ``stop`` request (``loop.preemption``: SIGTERM,
+SIGINT) is answered after the step under way with a checkpoint of that
+exact position, inside the epoch, and ``preemption.Stopped``.
 """
 
 from __future__ import annotations
 
 import functools
+import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -39,6 +42,7 @@ from train import sharding
 from train.data import pipeline
 from train.data import training_data
 from train.loop import checkpoints
+from train.loop import preemption
 from train.loop import predictions
 from train.loop import settings as settings_lib
 from train.loop import workdir as workdir_lib
@@ -49,6 +53,13 @@ from train.step import metrics
 from train.step import steps
 
 ConfigError = errors.ConfigError
+
+
+@dataclasses.dataclass(frozen=True)
+class _Paused:
+  """An epoch stopped after ``step`` of its steps, with its metric sums."""
+  step: int
+  sums: dict[str, Any]
 
 
 # ---------------------------------------------------------------------------
@@ -216,12 +227,15 @@ class _Run:
     return {split: functools.partial(evaluate, split)
             for split in self.eval_sets}
 
-  def _epoch_inputs(self, epoch: int, single: bool):
+  def _epoch_inputs(self, epoch: int, single: bool, first: int = 0):
     """What each call of ``train_step`` gets after the states and sums, and
-    how many steps it runs: slices of the epoch's on-device order, or the
-    streamed batches one by one."""
+    how many steps it runs, from step ``first`` of the epoch on: slices of
+    the epoch's on-device order, or the streamed batches one by one."""
     settings = self.settings
     if self.streams is not None:
+      # Batch k of epoch e is a function of (seed, e, k) alone: the
+      # checkpoint's position is the stream's whole state.
+      self.streams.train.restore({"epoch": epoch, "step": first})
       for batch in self.streams.train.epoch(epoch):
         yield 1, (batch,)
       return
@@ -233,7 +247,7 @@ class _Run:
     else:
       order = sharding.put(order, sharding.order_sharding(self.mesh,
                                                          replicas=True))
-    done = 0
+    done = first
     while done < self.steps_per_epoch:
       count = min(settings.steps_per_dispatch, self.steps_per_epoch - done)
       yield count, (self.step_data, order, epoch, done, count)
@@ -241,19 +255,30 @@ class _Run:
 
   # -- one epoch --------------------------------------------------------------
   def run_epoch(self, epoch: int, stage: stages.Stage, state, label_state,
-                progress: reporting.Progress):
+                progress: reporting.Progress, *,
+                stop: Callable[[], bool] | None = None,
+                paused: _Paused | None = None):
+    """The epoch's steps, relabelling, evaluation; ``(state, label_state,
+    record)``, or ``(state, label_state, _Paused)`` when ``stop()`` (asked
+    after each call of the step) says so. ``paused``: resume an epoch
+    stopped so, at its next step."""
     settings = self.settings
     start = time.perf_counter()
     single = self.replicas == 1
     if single:
       state, label_state = self._leave_replicas((state, label_state))
     sums = self.zero_sums()
+    if paused is not None:
+      sums = jax.tree.map(
+          lambda zero, saved: sharding.put(
+              np.asarray(saved, zero.dtype).reshape(zero.shape),
+              zero.sharding), sums, paused.sums)
     # The host dispatches and never waits, but every `log_every_steps` (and
     # at the epoch's end) for the sums: the loss for the progress line and
     # the count of non-finite losses.
     every = settings.log_every_steps
-    done = reported = 0
-    for count, inputs in self._epoch_inputs(epoch, single):
+    done = reported = 0 if paused is None else paused.step
+    for count, inputs in self._epoch_inputs(epoch, single, first=done):
       state, label_state, sums = self.train_step(state, label_state, sums,
                                                  *inputs)
       done += count
@@ -264,6 +289,12 @@ class _Run:
           fetched = jax.tree.map(lambda x: np.asarray(x)[None], fetched)
         self._check_finite(fetched, epoch, done, reported, progress)
         reported = done
+      if done < self.steps_per_epoch and stop is not None and stop():
+        sums = jax.tree.map(lambda x: np.asarray(x).tolist(),
+                            jax.device_get(sums))
+        if single:
+          state, label_state = self._enter_replicas((state, label_state))
+        return state, label_state, _Paused(done, sums)
     if single:
       state, label_state = self._enter_replicas((state, label_state))
     update_start = time.perf_counter()
@@ -391,7 +422,8 @@ class _Run:
 
 
 def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
-                       *, stop_after_epochs: int | None = None
+                       *, stop_after_epochs: int | None = None,
+                       stop: Callable[[], bool] | None = None
                        ) -> dict[str, Any]:
   """Trains as ``config`` says, writing metrics and checkpoints to workdir.
 
@@ -401,6 +433,9 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
       workdir with a checkpoint of the same config is resumed.
     stop_after_epochs: stop (as if killed) once this many epochs are done;
       for tests of resuming.
+    stop: asked after every call of the step (and at each epoch's end)
+      whether to stop there (``preemption.StopRequest``); every process of
+      a run must answer alike at the same call.
 
   Returns:
     The run's summary (best and last metrics, ``contract.summarise``).
@@ -408,6 +443,8 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   Raises:
     ConfigError: a bad config, workdir or checkpoint, before training.
     FloatingPointError: the loss became NaN or infinite.
+    preemption.Stopped: ``stop()`` said so; a checkpoint of the position
+      reached is written.
   """
   # ----- Config, data, stages, model --------------------------------------
   # Everything the config alone can reject fails in a second, before any
@@ -445,31 +482,51 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   store = checkpoints.Checkpoints(os.path.join(workdir,
                                                contract.CHECKPOINT_DIR),
                                   keep=settings.keep_checkpoints)
-  resume_epoch = store.latest_epoch() or 0
-  workdir_lib.check_resume(workdir, config, resuming=bool(resume_epoch),
+  workdir_lib.check_resume(workdir, config, resuming=bool(store.numbers()),
                            write=jax.process_index() == 0)
   # From here on the loop reads its settings, never the config.
-  return _train(run, store, resume_epoch=resume_epoch, header=header,
-                title=title,
-                stop_after_epochs=stop_after_epochs)
+  return _train(run, store, header=header, title=title,
+                stop_after_epochs=stop_after_epochs, stop=stop)
 
 
-def _train(run: _Run, store: checkpoints.Checkpoints, *, resume_epoch: int,
-           header: str, title: str, stop_after_epochs: int | None
-           ) -> dict[str, Any]:
-  """The epochs of ``run`` from ``resume_epoch`` on; its summary."""
+def _resume(run: _Run, store: checkpoints.Checkpoints):
+  """``(classifier, state, label_state, epochs done, paused)`` from the
+  newest readable checkpoint, or fresh ones at epoch 0."""
+  classifiers = {}
+
+  def templates(meta):
+    position = checkpoints.position_of(meta)
+    # The network of the epoch under way, or of the last one completed.
+    epoch = position["epoch"] if position["step"] else max(
+        position["epoch"] - 1, 0)
+    classifier, state = run.fresh_state(stages.stage_of(run.stages, epoch))
+    classifiers["last"] = classifier
+    return state, run.fresh_label_state()
+
+  try:
+    restored = store.restore_latest(templates)
+  except (checkpoints.CheckpointMismatchError,
+          checkpoints.UnreadableCheckpointError) as e:
+    raise ConfigError(str(e)) from None
+  if restored is None:
+    state, label_state = templates({"position": {"epoch": 0, "step": 0}})
+    return classifiers["last"], state, label_state, 0, None
+  _, state, label_state, meta = restored
+  position = checkpoints.position_of(meta)
+  paused = (_Paused(position["step"], meta["epoch_sums"])
+            if position["step"] else None)
+  return classifiers["last"], state, label_state, position["epoch"], paused
+
+
+def _train(run: _Run, store: checkpoints.Checkpoints, *, header: str,
+           title: str, stop_after_epochs: int | None,
+           stop: Callable[[], bool] | None) -> dict[str, Any]:
+  """The epochs of ``run`` from its checkpoint on; its summary."""
   settings, workdir = run.settings, run.workdir
   main_process = jax.process_index() == 0
 
   # ----- State -----------------------------------------------------------------
-  stage = stages.stage_of(run.stages, max(resume_epoch - 1, 0))
-  classifier, state = run.fresh_state(stage)
-  label_state = run.fresh_label_state()
-  if resume_epoch:
-    try:
-      state, label_state, _ = store.restore(resume_epoch, state, label_state)
-    except checkpoints.CheckpointMismatchError as e:
-      raise ConfigError(str(e)) from None
+  classifier, state, label_state, resume_epoch, paused = _resume(run, store)
   writer = reporting.MetricWriter(
       workdir, resume_epoch=resume_epoch,
       tensorboard=settings.tensorboard and main_process,
@@ -477,14 +534,26 @@ def _train(run: _Run, store: checkpoints.Checkpoints, *, resume_epoch: int,
   progress = reporting.Progress(
       run.total_epochs, run.steps_per_epoch, first_epoch=resume_epoch,
       enabled=settings.progress and main_process)
-  records = contract.read_records(workdir)
+  records = contract.read_records(workdir)[:resume_epoch]
   # Every process replays the same epochs (its outputs are all-gathered).
-  best = run.best_predictions([r for r in records
-                               if r["epoch"] <= resume_epoch])
+  best = run.best_predictions(records)
+  if paused:
+    progress.done += paused.step
+    where = f"resuming at epoch {resume_epoch + 1}, step {paused.step}"
+  else:
+    where = (f"resuming after epoch {resume_epoch}" if resume_epoch
+             else "new run")
   if main_process:
-    print(f"{header}; {jax.device_count()} device(s); "
-          f"{'resuming after epoch ' + str(resume_epoch) if resume_epoch else 'new run'}"
-          f" in {workdir}", flush=True)
+    print(f"{header}; {jax.device_count()} device(s); {where} in {workdir}",
+          flush=True)
+
+  def save(epoch: int, step: int, **position) -> None:
+    """A checkpoint after ``step`` steps of epoch ``epoch`` (0-based)."""
+    store.save(epoch * run.steps_per_epoch + step, state, label_state, {
+        **position,
+        "position": {"epoch": epoch, "step": step},
+        "summary": contract.summarise(records),
+        "saved_with": checkpoints.Checkpoints.describe(label_state)})
 
   # ----- Epochs ------------------------------------------------------------------
   last = run.total_epochs if stop_after_epochs is None else min(
@@ -493,12 +562,17 @@ def _train(run: _Run, store: checkpoints.Checkpoints, *, resume_epoch: int,
   try:
     for epoch in range(resume_epoch, last):
       stage = stages.stage_of(run.stages, epoch)
-      if epoch == stage.first_epoch and epoch > 0:
+      if epoch == stage.first_epoch and epoch > 0 and not paused:
         classifier, state = run.fresh_state(stage)
       if epoch == stage.first_epoch or epoch == resume_epoch:
         run.compile_stage(stage, classifier, state, label_state)
-      state, label_state, record = run.run_epoch(epoch, stage, state,
-                                                 label_state, progress)
+      state, label_state, record = run.run_epoch(
+          epoch, stage, state, label_state, progress, stop=stop,
+          paused=paused)
+      paused = None
+      if isinstance(record, _Paused):
+        save(epoch, record.step, epoch_sums=record.sums)
+        raise preemption.Stopped(epoch + 1, record.step)
       records.append(record)
       writer.write(record)
       if best is not None:
@@ -512,11 +586,12 @@ def _train(run: _Run, store: checkpoints.Checkpoints, *, resume_epoch: int,
       due = (done % settings.checkpoint_every_epochs == 0 and
              time.perf_counter() - last_save
              >= settings.checkpoint_min_seconds)
-      if due or done == last:
+      stopping = done < last and stop is not None and stop()
+      if due or done == last or stopping:
         last_save = time.perf_counter()
-        store.save(done, state, label_state, {
-            "summary": contract.summarise(records),
-            "saved_with": checkpoints.Checkpoints.describe(label_state)})
+        save(done, 0)
+      if stopping:
+        raise preemption.Stopped(done, run.steps_per_epoch)
   finally:
     store.wait()
     store.close()

@@ -19,9 +19,26 @@ from train.errors import ConfigError
 
 CONFIG_FILE = contract.CONFIG_FILE
 # Keys a resumed run may change: they do not alter the epochs already run.
+# (``num_epochs`` only where it shapes no schedule: see below.)
 RESUMABLE_CHANGES = ("num_epochs", "checkpoint_every_epochs",
                      "checkpoint_min_seconds", "log_every_steps",
-                     "keep_checkpoints", "tensorboard", "progress")
+                     "keep_checkpoints", "tensorboard", "progress",
+                     "peer_timeout_seconds")
+
+
+def _epochs_shape_schedules(config: Mapping) -> str | None:
+  """Why ``num_epochs`` shapes the run's schedules, or None if it does not.
+
+  Every other key of the optimiser, the stages and the loss's schedule
+  already refuses a change; ``num_epochs`` may grow or shrink a run whose
+  learning rate does not depend on it (constant or piecewise, no second
+  stage), which then goes on as if it had been started so.
+  """
+  if config["optimizer"]["schedule"] == "cosine":
+    return "the cosine learning rate decays to 0 at num_epochs"
+  if config["stage2"]["epochs"]:
+    return "stage 2 starts at num_epochs"
+  return None
 
 
 def check_workdir(workdir: str) -> None:
@@ -72,11 +89,18 @@ def check_resume(workdir: str, config: config_dict.ConfigDict, *,
     with open(path) as f:
       saved = json.load(f)
     differences = _differences(saved, current)
+    why = _epochs_shape_schedules(current)
+    if saved.get("num_epochs") != current["num_epochs"] and why:
+      differences.append(
+          f"num_epochs: {saved.get('num_epochs')!r} in the workdir, "
+          f"{current['num_epochs']!r} now ({why})")
     if differences:
       raise ConfigError(
           f"--workdir={workdir!r} holds a run of another config, so its "
           f"checkpoint cannot be resumed: {'; '.join(differences)}. Use a "
           f"new workdir, or delete this one to start over.")
   if write:
-    with open(path, "w") as f:
+    # Replaced whole: the other processes of a run read it meanwhile.
+    with open(path + ".tmp", "w") as f:
       json.dump(current, f, indent=2, sort_keys=True)
+    os.replace(path + ".tmp", path)
