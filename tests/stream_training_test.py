@@ -23,6 +23,8 @@ from train import contract
 from train import sharding
 from train.data import training_data
 from train.errors import ConfigError
+from tests.preemption_test import _StopAt
+from train.loop import preemption
 from train.loop import settings as settings_lib
 from train.loop import trainer
 
@@ -128,11 +130,17 @@ class StreamTrainingTest(absltest.TestCase):
                            device[-1]["test_accuracy"], delta=0.15)
 
   def test_resuming_continues_the_stream(self):
-    overrides = {"dataset.crop_padding": 2, "dataset.flip": True}
+    # Stopped inside epoch 2 (after its step 2 of 4, the only checkpoint
+    # before the end): the stream resumes at the checkpoint's position.
+    overrides = {"dataset.crop_padding": 2, "dataset.flip": True,
+                 "checkpoint_min_seconds": 1e6}
     whole, _ = _run(self.config("stream", **overrides))
     workdir = tempfile.mkdtemp()
     config = self.config("stream", **overrides)
-    trainer.train_and_evaluate(config, workdir, stop_after_epochs=1)
+    with self.assertRaises(preemption.Stopped) as stopped:
+      trainer.train_and_evaluate(config, workdir, stop=_StopAt(6))
+    self.assertEqual((stopped.exception.epoch, stopped.exception.step),
+                     (2, 2))
     trainer.train_and_evaluate(config, workdir)
     resumed = [{k: v for k, v in r.items() if k not in TIMINGS}
                for r in contract.read_records(workdir)]
