@@ -79,10 +79,13 @@ class ResumeTest(absltest.TestCase):
       f.write("from tests.tiny import tiny_config\n"
               "from tests.checkpoints_test import _jo_config\n"
               "def get_config():\n  return _jo_config()\n")
+    # It reads the session's compilation cache (tests/conftest.py) but
+    # never writes it: a kill mid-write would leave a partial entry.
+    env = dict(os.environ, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="1e9")
     process = subprocess.Popen(
         [sys.executable, "-m", "train", f"--config={config}",
-         f"--workdir={workdir}"], cwd=ROOT, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
+         f"--workdir={workdir}"], cwd=ROOT, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     metrics_file = os.path.join(workdir, contract.METRICS_FILE)
     deadline = time.time() + 120
     try:

@@ -11,6 +11,7 @@ from absl.testing import parameterized
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tests import tiny
 from train import sharding
 from train.data import pipeline
 from train.step import label_state
@@ -189,7 +190,7 @@ class ShardedLabelStateTest(absltest.TestCase):
 
   def test_eight_devices_match_numpy_reference(self):
     env = dict(os.environ,
-               XLA_FLAGS="--xla_force_host_platform_device_count=8",
+               XLA_FLAGS=tiny.xla_flags(8),
                JAX_PLATFORMS="cpu")
     script = ("import jax; assert jax.device_count() == 8\n"
               "from tests import label_state_test as t\n"

@@ -14,6 +14,7 @@ import numpy as np
 from absl.testing import absltest
 
 from tests.tiny import tiny_config
+from tests.tiny import xla_flags
 from train import contract
 from train.loop import trainer
 
@@ -50,7 +51,7 @@ class TwoProcessesTest(absltest.TestCase):
   def test_summary_equals_one_process_and_only_process_0_writes(self):
     workdir = tempfile.mkdtemp()
     address = f"127.0.0.1:{_free_port()}"
-    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="")
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=xla_flags())
     processes = [subprocess.Popen(
         [sys.executable, "-c", _PROCESS_SCRIPT, address, str(i), workdir],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

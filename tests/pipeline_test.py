@@ -13,6 +13,7 @@ import numpy as np
 from absl.testing import absltest
 from absl.testing import parameterized
 
+from tests import tiny
 from train.data import pipeline
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -130,7 +131,7 @@ class ShardedTest(absltest.TestCase):
 
   def test_sharded_batch_equals_single_device_batch(self):
     env = dict(os.environ,
-               XLA_FLAGS="--xla_force_host_platform_device_count=8",
+               XLA_FLAGS=tiny.xla_flags(8),
                JAX_PLATFORMS="cpu")
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (ROOT, env.get("PYTHONPATH")) if p)

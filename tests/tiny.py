@@ -1,7 +1,9 @@
 """A tiny training config for tests: seconds, not minutes, on one CPU core.
 
 And ``run_on_eight_devices``: a script in a subprocess that sees 8 fake CPU
-devices (XLA reads the flag at start-up).
+devices (XLA reads the flag at start-up); ``xla_flags``: the session's XLA
+flags (tests/conftest.py sets them) for such a process, with its own device
+count.
 """
 
 import json
@@ -14,10 +16,23 @@ from configs import common
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def xla_flags(devices: int | None = None) -> str:
+  """This process's ``XLA_FLAGS``, with ``devices`` fake CPU devices.
+
+  ``None`` leaves the device count out (one device per process). The other
+  flags (the compiler's, tests/conftest.py) are kept, so a test's processes
+  compile as the test itself does.
+  """
+  flags = [f for f in os.environ.get("XLA_FLAGS", "").split()
+           if not f.startswith("--xla_force_host_platform_device_count")]
+  if devices is not None:
+    flags.append(f"--xla_force_host_platform_device_count={devices}")
+  return " ".join(flags)
+
+
 def run_on_eight_devices(test, script: str) -> str:
   """Runs ``script`` with 8 fake CPU devices; fails ``test`` if it fails."""
-  env = dict(os.environ, JAX_PLATFORMS="cpu",
-             XLA_FLAGS="--xla_force_host_platform_device_count=8")
+  env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=xla_flags(8))
   result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
                           capture_output=True, text=True, check=False)
   test.assertEqual(result.returncode, 0, result.stderr[-3000:])
