@@ -103,8 +103,11 @@ class _Cluster:
 
   def start(self):
     address = f"127.0.0.1:{_free_port()}"
+    # Reads the session's compilation cache (tests/conftest.py) but never
+    # writes it: a process is killed here, maybe mid-write.
     env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="",
-               JAX_CPU_COLLECTIVES_IMPLEMENTATION="gloo")
+               JAX_CPU_COLLECTIVES_IMPLEMENTATION="gloo",
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="1e9")
     self.processes = [subprocess.Popen(
         [sys.executable, "-m", "train", f"--config={self.config}",
          f"--workdir={self.workdir}", f"--coordinator_address={address}",
