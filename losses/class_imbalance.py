@@ -87,8 +87,11 @@ def _logit_adjusted(logits, labels, *, log_prior, tau):
   """Cross entropy of ``z + tau log pi``: value and ``q sum(t) - t``.
 
   ``q = softmax(z + tau log pi)``; the shift is a constant for the gradient.
+  The logits are shifted by their max before the prior is added: at a large
+  offset (1e8 in float32, whose spacing there is 8) ``z + tau log pi`` would
+  round the adjustment away.
   """
-  adjusted = logits + tau * log_prior
+  adjusted = _numerics.shifted(logits) + tau * log_prior
   if _inputs.is_integer(labels):
     s = _numerics.shifted(adjusted)
     exps = jnp.exp(s)
