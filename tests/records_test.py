@@ -86,7 +86,9 @@ class ConvertTest(absltest.TestCase):
         **{"dataset.crop_padding": 3})), key)
     for change in ({"dataset.val_size": 100}, {"dataset.train_size": 128},
                    {"seed": 1}, {"dataset.num_samples": 2000},
-                   {"dataset.name": "digits"}):
+                   {"dataset.name": "digits"},
+                   {"dataset.imbalance_ratio": 10.0},
+                   {"dataset.image_size": 32}):
       self.assertNotEqual(convert.cache_key(tiny_config(**change)), key,
                           change)
     # A split seed of its own decides the split, not the run's seed.

@@ -49,7 +49,8 @@ FORMAT_VERSION = 1
 # config.dataset keys that decide the records' content; augmentation
 # (crop_padding, flip) is applied when reading, so it is not among them.
 _KEYED = ("name", "data_dir", "val_size", "train_size", "num_samples",
-          "num_train", "num_test", "mosaic_seed")
+          "num_train", "num_test", "mosaic_seed", "imbalance_ratio",
+          "image_size")
 
 
 def split_path(directory: str, split: str) -> str:
