@@ -90,16 +90,21 @@ def check(config, *, num_devices: int) -> None:
         f"(nearest: {nearest})")
 
 
-def check_config(config, *, num_devices: int) -> None:
+def check_config(config, *, num_devices: int) -> Settings:
   """Every check the config alone decides, without the data, in a second:
   the loop's own keys, then each builder's section (data, model,
   objective), each checked beside the code that reads it. (The loss is
   checked against the data when it is built.)
 
+  Returns:
+    The loop's ``Settings``.
+
   Raises:
     ConfigError: naming the first bad key.
   """
   check(config, num_devices=num_devices)
+  settings = Settings.of(config)
   training_data.check(config)
   models.check(config.model)
   stages.check(config)
+  return settings

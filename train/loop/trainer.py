@@ -450,8 +450,8 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   # Everything the config alone can reject fails in a second, before any
   # data is read (each section's check lives beside its builder); what the
   # data can reject fails in the builders; all before the workdir is made.
-  settings_lib.check_config(config, num_devices=jax.device_count())
-  settings = settings_lib.Settings.of(config)
+  settings = settings_lib.check_config(config,
+                                       num_devices=jax.device_count())
   mesh = sharding.make_mesh(replicas=settings.replicas)
   run_data, placed = training_data.build(config, mesh)
   data = run_data.dataset
