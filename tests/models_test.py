@@ -240,7 +240,10 @@ class InitFromTest(absltest.TestCase):
     config = tiny_config(**{"num_epochs": 1, "model.width": 8})
     workdir = os.path.join(self.folder, "run")
     trainer.train_and_evaluate(config, workdir)
-    epoch_dir = os.path.join(workdir, contract.CHECKPOINT_DIR, "1")
+    # Checkpoints are numbered by the steps done: the run's only one.
+    checkpoint_dir = os.path.join(workdir, contract.CHECKPOINT_DIR)
+    epoch_dir = os.path.join(checkpoint_dir, max(
+        (d for d in os.listdir(checkpoint_dir) if d.isdigit()), key=int))
     config.model.init_from = epoch_dir
     loaded = models.factory(config.model, (40, 1), 10, first_seed=0)(0)
     fresh = models.factory(tiny_config(**{"model.width": 8}).model, (40, 1),

@@ -3,7 +3,7 @@
 ``config.model.init_from`` names a folder that ``save`` wrote (an orbax
 checkpoint of ``{'params', 'model_state'}``, each a plain nested dict of
 arrays keyed as the NNX model names its variables), or one epoch of a Steep
-run's checkpoints (``WORKDIR/checkpoints/EPOCH``: its replica 0). ``load``
+run's checkpoints (``WORKDIR/checkpoints/STEP``: its replica 0). ``load``
 starts a freshly built classifier from it: every array is taken over, except
 the classifier head when its shape differs (another class count: Clothing1M's
 14 classes from an ImageNet network's 1,000), which keeps its fresh
@@ -61,7 +61,7 @@ def _read(path: str) -> dict[str, dict[tuple[str, ...], Any]]:
   if not isinstance(tree, dict) or "params" not in tree:
     raise ConfigError(f"config.model.init_from = {path!r}: holds no "
                       f"'params' (a folder written by train.pretrained.save, "
-                      f"or WORKDIR/checkpoints/EPOCH of a run)")
+                      f"or WORKDIR/checkpoints/STEP of a run)")
   out = {}
   for part in ("params", "model_state"):
     flat = _flat(tree.get(part) or {})

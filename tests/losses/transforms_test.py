@@ -50,8 +50,10 @@ def _functions(family, loss, ref, kwargs):
   """``(f, f_ref, z)``: the loss and its formula, summed, as functions of z."""
   if family == "softmax":
     z, labels, t = _softmax_inputs()
-    if "alpha" in kwargs and np.ndim(kwargs["alpha"]) == 1:
-      kwargs = dict(kwargs, alpha=np.asarray(kwargs["alpha"])[:4])
+    # Per-class vectors cut to the 4 classes of these inputs.
+    for key in ("alpha", "prior", "class_weights", "class_counts"):
+      if key in kwargs and np.ndim(kwargs[key]) == 1:
+        kwargs = dict(kwargs, **{key: np.asarray(kwargs[key])[:4]})
     if "transition_matrix" in kwargs:
       kwargs = dict(kwargs, transition_matrix=0.7 * np.eye(4) + 0.075)
   else:
