@@ -32,6 +32,22 @@ r"""The training program's speed: the real loop, replicas, dtypes, steps.
    bound); sizes whose state exceeds ``--label_max_gib`` are skipped.
 
     python -m benchmarks.train_benchmark --measure=label_state
+
+6. **stream**: the loop above with ``config.dataset.pipeline = 'stream'``
+   (grain over ArrayRecord, pad-4 crop + flip on the host) for PreAct
+   ResNet-32 on ``--stream_examples`` generated CIFAR-sized records (uint8
+   32x32x3, 3 KB each), JO relabelling from epoch 1, against the bare CE
+   step on the same images held on the devices. Target: loop / bare >= 0.95.
+7. **stream_rss**: the host's resident memory over one streamed epoch of
+   a tiny MLP (JO, so the label state is there) on generated CIFAR-sized
+   records, at each N of ``--rss_sizes``: the rise of RSS over the run
+   (peak, sampled every 50 ms, less the RSS before it) against the label
+   state's bytes (``label_state.bytes_per_device`` x devices: on a CPU the
+   devices' memory is the host's). The records stay on disk: what grows
+   with N beyond the label state should be the labels' few bytes a row.
+   ``--rss_dir`` holds the records (3 GB at N = 1 M), deleted after.
+
+    python -m benchmarks.train_benchmark --measure=stream,stream_rss
 """
 
 from __future__ import annotations
@@ -39,8 +55,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import os
+import shutil
 import statistics
 import tempfile
+import threading
 import time
 
 import jax
@@ -58,6 +77,7 @@ from configs import fashion_mnist as fashion_mnist_config
 from configs import mnist1d as mnist1d_config
 from train import models
 from train import sharding
+from train.data import convert
 from train.data import datasets
 from train.data import pipeline
 from train.data import training_data
@@ -98,6 +118,13 @@ _EPOCHS = flags.DEFINE_integer("epochs", 8, "Epochs per run of the replicas "
 _EVAL_EVERY = flags.DEFINE_integer(
     "eval_every", 8, "The loop measure's sparser evaluation: every N epochs "
     "(its denser one is every epoch).")
+_STREAM_EXAMPLES = flags.DEFINE_integer(
+    "stream_examples", 2560, "Generated training records of the stream loop.")
+_RSS_SIZES = flags.DEFINE_list("rss_sizes", ["10000", "1000000"],
+                               "Generated training records of stream_rss.")
+_RSS_DIR = flags.DEFINE_string("rss_dir", None,
+                               "Folder of stream_rss's records (default: "
+                               "a temporary folder).")
 _CNN_TRAIN = flags.DEFINE_integer("cnn_train_size", 5120,
                                   "Fashion-MNIST training examples of the "
                                   "2-D CNN's loop measure.")
@@ -350,9 +377,10 @@ def epoch_seconds(config, between=None) -> list[float]:
   return seconds
 
 
-def bare_epoch(config):
-  """``(run, steps)``: ``run()`` times one epoch of the bare CE step."""
-  data = training_data.load(config).dataset
+def bare_epoch(config, data=None):
+  """``(run, steps)``: ``run()`` times one epoch of the bare CE step (on
+  ``data``, default the config's dataset, held on the devices)."""
+  data = data or training_data.load(config).dataset
   mesh = sharding.make_mesh()
   train = sharding.put_replicated({"image": data.train_x,
                                    "label": data.train_y,
@@ -425,6 +453,135 @@ def measure_loop(models_: list[str], every: int) -> None:
             f"{bare_rate:>11.0f}{loop_rate:>9.0f}{ratio:>8.3f}", flush=True)
 
 
+class _Cycled:
+  """``n`` rows cycling through ``pool``'s: a generated split written record
+  by record, never whole in memory."""
+
+  def __init__(self, pool: np.ndarray, n: int):
+    self.pool, self.n, self.dtype = pool, n, pool.dtype
+    self.shape = (n, *pool.shape[1:])
+
+  def __len__(self) -> int:
+    return self.n
+
+  def __getitem__(self, i: int) -> np.ndarray:
+    return self.pool[i % len(self.pool)]
+
+
+def generated_cifar(n: int, pool: int = 1024) -> datasets.Dataset:
+  """CIFAR-sized uint8 images (``pool`` random ones, cycled), 10 classes;
+  validation and test of ``n / 11`` and ``2 n / 11`` rows (at most 5,000)."""
+  rng = np.random.default_rng(0)
+  images = rng.integers(0, 256, (pool, 32, 32, 3), np.uint8)
+  sizes = [n, min(n // 11, 5000), min(2 * n // 11, 5000)]
+  labels = [rng.integers(0, 10, m).astype(np.int32) for m in sizes]
+  xs = [_Cycled(images, m) for m in sizes]
+  return datasets.Dataset(
+      name="generated", train_x=xs[0], train_y=labels[0], val_x=xs[1],
+      val_y=labels[1], test_x=xs[2], test_y=labels[2],
+      class_names=tuple(str(c) for c in range(10)), num_classes=10,
+      crop_padding=4, flip=True)
+
+
+def streamed_config(model: str, n: int, cache: str, epochs: int,
+                    **overrides):
+  """A streamed JO run on ``generated_cifar(n)``, written to the cache
+  folder the config reads (so no conversion runs)."""
+  c = loop_config("cnn", "jo", epochs, **{
+      "model.name": model, "model.width": None,
+      "dataset.pipeline": "stream", "dataset.stream_workers": 0,
+      "dataset.cache_dir": cache, "dataset.train_size": n,
+      "dataset.val_size": min(n // 11, 5000), "checkpoint_min_seconds": 1e6,
+      **overrides})
+  directory = convert.cache_dir(c)
+  if not convert.is_complete(directory):
+    convert.write_dataset(generated_cifar(n), directory,
+                          key=convert.cache_key(c))
+  return c
+
+
+def measure_stream_loop(n: int) -> None:
+  """The streamed loop of PreAct ResNet-32 against the bare step."""
+  print(f"\nstreamed loop: PreAct ResNet-32, JO, {n} generated CIFAR-sized "
+        "records, pad-4 crop + flip on the host (0 grain workers), each "
+        "epoch followed by a bare CE epoch on the images on the devices")
+  with tempfile.TemporaryDirectory() as cache:
+    # Evaluation every 3 epochs: none in the timed epoch (2 of 3), so the
+    # ratio is the stream's and the JO step's (loop measures evaluation).
+    config = streamed_config("preact_resnet32", n, cache, 3,
+                             eval_every_epochs=3)
+    data = generated_cifar(n)
+    train_x = data.train_x.pool[np.arange(n) % len(data.train_x.pool)]
+    data = dataclasses.replace(data,
+                               train_x=train_x.astype(np.float32) / 255)
+    bare, bare_seconds, examples = bare_epoch(config, data)
+    loop_seconds = epoch_seconds(config, bare)[:1]
+    bare_seconds = bare_seconds[1:2]
+    ratio = 1 / statistics.mean(np.divide(loop_seconds, bare_seconds))
+    print(f"  bare {examples / bare_seconds[0]:.0f} examples/s, loop "
+          f"{examples / loop_seconds[0]:.0f} examples/s, loop/bare "
+          f"{ratio:.3f}", flush=True)
+
+
+def _rss_bytes() -> tuple[int, int]:
+  """(resident bytes, of which anonymous: not pages of mapped files)."""
+  fields = {}
+  with open("/proc/self/status") as f:
+    for line in f:
+      name, _, value = line.partition(":")
+      if name in ("VmRSS", "RssAnon"):
+        fields[name] = int(value.split()[0]) * 1024
+  return fields["VmRSS"], fields["RssAnon"]
+
+
+def measure_stream_rss(sizes: list[int], root: str | None) -> None:
+  """Peak RSS rise over a streamed epoch against the label state's bytes."""
+  print("\nhost RSS over one streamed epoch (tiny MLP, JO, batch 512, "
+        "generated CIFAR-sized uint8 records, 0 grain workers)")
+  header = (f"{'N':>9}{'records GB':>11}{'RSS before MB':>15}"
+            f"{'peak MB':>9}{'rise MB':>9}{'anon rise MB':>14}"
+            f"{'label state MB':>16}{'rise - state MB':>17}")
+  print(header)
+  print("-" * len(header))
+  for n in sizes:
+    cache = tempfile.mkdtemp(dir=root)
+    try:
+      config = streamed_config("mlp", n, cache, 1, batch_size=512,
+                               eval_batch_size=1000,
+                               **{"model.width": 32})
+      disk = sum(os.path.getsize(os.path.join(d, f))
+                 for d, _, fs in os.walk(cache) for f in fs)
+      state = jax.device_count() * label_state.bytes_per_device(
+          n, 10, history=config.label_state.history,
+          data_devices=jax.device_count())
+      before, anon_before = _rss_bytes()
+      box, done = {"peak": before, "anon": anon_before}, threading.Event()
+
+      def sample():
+        while not done.wait(0.05):
+          rss, anon = _rss_bytes()
+          box["peak"] = max(box["peak"], rss)
+          box["anon"] = max(box["anon"], anon)
+
+      sampler = threading.Thread(target=sample, daemon=True)
+      sampler.start()
+      try:
+        with tempfile.TemporaryDirectory() as workdir, \
+            contextlib.redirect_stdout(io.StringIO()):
+          trainer.train_and_evaluate(config, workdir)
+      finally:
+        done.set()
+        sampler.join()
+      rise = box["peak"] - before
+      mb = 2 ** 20
+      print(f"{n:>9}{disk / 1e9:>11.2f}{before / mb:>15.0f}"
+            f"{box['peak'] / mb:>9.0f}{rise / mb:>9.0f}"
+            f"{(box['anon'] - anon_before) / mb:>14.0f}{state / mb:>16.1f}"
+            f"{(rise - state) / mb:>17.1f}", flush=True)
+    finally:
+      shutil.rmtree(cache, ignore_errors=True)
+
+
 def measure_variants(model: str, variants: dict[str, dict], epochs: int,
                      rounds: int, title: str) -> None:
   """Examples/s of whole epochs of config variants, interleaved by round."""
@@ -465,6 +622,10 @@ def main(argv):
                        _EPOCHS.value, _ROUNDS.value, "mixed precision")
   if "label_state" in _MEASURE.value:
     measure_label_sizes(_BATCH.value)
+  if "stream" in _MEASURE.value:
+    measure_stream_loop(_STREAM_EXAMPLES.value)
+  if "stream_rss" in _MEASURE.value:
+    measure_stream_rss([int(n) for n in _RSS_SIZES.value], _RSS_DIR.value)
   if "steps" not in _MEASURE.value:
     return
   batch, num_steps, repeats = _BATCH.value, _STEPS.value, _REPEATS.value

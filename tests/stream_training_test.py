@@ -60,6 +60,65 @@ from train import contract
 print("RECORDS" + json.dumps(contract.read_records(sys.argv[3])))
 """
 
+# Joint Optimization relabelling from epoch 1 (the label state is sharded
+# over the examples, so each device updates rows that another device's
+# process streamed): 2 processes x 2 devices = 1 process x 4 devices.
+_JO_OVERRIDES = {"loss.name": "jo", "label_state.mode": "soft",
+                 "label_state.begin": 1, "num_epochs": 2,
+                 "eval_batch_size": 100}
+_JO_SCRIPT = """
+import json, sys
+import jax
+processes = int(sys.argv[1])
+if processes > 1:
+  jax.config.update("jax_cpu_collectives_implementation", "gloo")
+  jax.distributed.initialize(sys.argv[2], num_processes=processes,
+                             process_id=int(sys.argv[3]))
+assert jax.device_count() == 4, jax.devices()
+assert jax.local_device_count() == 4 // processes
+from tests.stream_training_test import _JO_OVERRIDES
+from tests.tiny import tiny_config
+from train import contract
+from train.loop import trainer
+config = tiny_config(**{"dataset.pipeline": "stream",
+                        "dataset.stream_workers": 0,
+                        "dataset.cache_dir": sys.argv[5], **_JO_OVERRIDES})
+trainer.train_and_evaluate(config, sys.argv[4])
+print("RECORDS" + json.dumps(contract.read_records(sys.argv[4])))
+"""
+
+
+def _free_address() -> str:
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def _jo_records(test, processes: int, cache: str, timeout: float = 300):
+  """The records of ``_JO_SCRIPT`` on ``processes`` processes of ``4 /
+  processes`` CPU devices each; fails ``test`` if one fails or hangs."""
+  workdir, address = tempfile.mkdtemp(), _free_address()
+  env = dict(os.environ, JAX_PLATFORMS="cpu",
+             XLA_FLAGS="--xla_force_host_platform_device_count="
+             f"{4 // processes}")
+  running = [subprocess.Popen(
+      [sys.executable, "-c", _JO_SCRIPT, str(processes), address, str(i),
+       workdir, cache], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True) for i in range(processes)]
+  try:
+    outputs = [p.communicate(timeout=timeout) for p in running]
+  finally:
+    for p in running:
+      if p.poll() is None:
+        p.kill()
+        p.wait()
+  for p, (_, err) in zip(running, outputs):
+    test.assertEqual(p.returncode, 0, err[-3000:])
+  out = outputs[0][0]
+  return [{k: v for k, v in r.items() if k not in TIMINGS}
+          for r in json.loads(next(l for l in out.splitlines()
+                                   if l.startswith("RECORDS"))[7:])]
+
 
 class StreamTrainingTest(absltest.TestCase):
 
@@ -166,6 +225,19 @@ class StreamTrainingTest(absltest.TestCase):
     one, _ = _run(self.config("device", **_TWO_PROCESS_OVERRIDES))
     self.assertLen(two, len(one))
     for a, b in zip(one, two):
+      for key in a:
+        np.testing.assert_allclose(np.asarray(a[key], float),
+                                   np.asarray(b[key], float), rtol=1e-4,
+                                   atol=1e-5, err_msg=key)
+
+  def test_two_processes_of_two_devices_relabel_as_one_of_four(self):
+    cache = tempfile.mkdtemp()
+    two = _jo_records(self, 2, cache)  # converts the cache
+    one = _jo_records(self, 1, cache)
+    self.assertEqual([r["epoch"] for r in two], [1, 2])
+    self.assertLen(two, len(one))
+    for a, b in zip(one, two):
+      self.assertEqual(a.keys(), b.keys())
       for key in a:
         np.testing.assert_allclose(np.asarray(a[key], float),
                                    np.asarray(b[key], float), rtol=1e-4,
