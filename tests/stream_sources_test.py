@@ -105,7 +105,8 @@ class TfdsTest(absltest.TestCase):
 
   def test_tfrecord_files_name_the_build_command(self):
     with _mock_prepared(num_examples=4), mock.patch.object(
-        tfds, "data_source", side_effect=NotImplementedError("tfrecord")):
+        tfds.core.DatasetBuilder, "as_data_source",
+        side_effect=NotImplementedError("tfrecord")):
       with self.assertRaisesRegex(
           ConfigError, r"prepared as TFRecord.*`tfds build cifar10 "
           r"--file_format=array_record`"):
