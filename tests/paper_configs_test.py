@@ -12,6 +12,7 @@ import importlib
 import os
 import shutil
 import tempfile
+from unittest import mock
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -20,6 +21,7 @@ from configs import common
 from tests import paper_data
 from train import models
 from train import pretrained
+from train.data import local_data
 from train.loop import settings as settings_lib
 from train.loop import trainer
 
@@ -33,6 +35,11 @@ RUN = (
     ("cifar100", "protocol=el,loss=el"),
     ("asl_coco", "image_size=224"),
 )
+# The full-size configs that stream, each kind of source once (jo_full's
+# Clothing1M has two stages: its tiny run keeps one epoch of each;
+# cifar100:protocol=el upsamples as COCO squashes, stream_sources_test).
+STREAMED = (("el_imagenet", ""), ("asl_coco", "image_size=224"),
+            ("jo_full", "dataset=clothing1m"))
 PAPER_CONFIGS = RUN + (("jo_full", "dataset=cifar10,noise=0.7"),
                        ("asl_coco", "image_size=448"))
 
@@ -79,6 +86,28 @@ class PaperConfigsTest(parameterized.TestCase):
     workdir = os.path.join(self.folder, "runs", name + arg)
     summary = trainer.train_and_evaluate(config, workdir)
     self.assertEqual(summary["epochs"], 2)
+    metric = "test_map" if name == "asl_coco" else "test_accuracy"
+    self.assertBetween(summary[f"{metric}_last"], 0.0, 1.0)
+
+  @parameterized.parameters(*STREAMED)
+  def test_streams_end_to_end(self, name, arg):
+    # The full-size configs' input path: tfds' mock examples (or the
+    # generated Clothing1M folder) read, resized and augmented on the host.
+    config = _config(name, arg + ",tiny=True")
+    self.assertEqual(_config(name, arg).dataset.pipeline, "stream")
+    config.dataset.pipeline, config.dataset.stream_workers = "stream", 0
+    config.num_epochs = 1 if not config.stage2.epochs else config.num_epochs
+    if config.dataset.name == "clothing1m":
+      config.dataset.data_dir = self.clothing1m
+      config.model.init_from = self.weights
+    elif config.dataset.name == "tfds:coco/2017":
+      config.dataset.data_dir = self.coco_dir
+    workdir = os.path.join(self.folder, "streamed", name + arg)
+    with mock.patch.dict("os.environ", {local_data.CACHE_ENV: os.path.join(
+        self.folder, "cache")}):
+      summary = trainer.train_and_evaluate(config, workdir)
+    self.assertEqual(summary["epochs"],
+                     config.num_epochs + config.stage2.epochs)
     metric = "test_map" if name == "asl_coco" else "test_accuracy"
     self.assertBetween(summary[f"{metric}_last"], 0.0, 1.0)
 

@@ -16,8 +16,11 @@ inputs. Two kinds of source:
   called so (ImageNet, COCO); COCO's labels are multi-hot. The validation
   split is cut from tfds' ``train`` split by the same rows
   ``datasets.load`` cuts (``datasets.split_rows``): a ``SplitSource`` maps
-  example ``i`` to its record. The labels are read in one pass over the split (decoding every
-  record) and cached beside the converted datasets.
+  example ``i`` to its record. The labels are read in one pass over the
+  split (decoding every record) and cached beside the converted datasets;
+* ``clothing1m``: the release's folder, its JPEGs read by
+  ``clothing1m.Clothing1MSource`` (labels from its text files): the noisy
+  training set, the clean validation and test sets.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import os
 import numpy as np
 from absl import logging
 
+from train.data import clothing1m
 from train.data import convert
 from train.data import datasets
 from train.data import local_data
@@ -94,6 +98,8 @@ def open_stream(config) -> StreamDataset:
   try:
     if name.startswith(datasets.TFDS_PREFIX):
       return _open_tfds(config, name[len(datasets.TFDS_PREFIX):])
+    if name == "clothing1m":
+      return _open_clothing1m(config)
     return _open_converted(config)
   except (ValueError, FileNotFoundError, RuntimeError) as e:
     raise ConfigError(f"config.dataset: {e}") from None
@@ -242,3 +248,34 @@ def _open_tfds(config, name: str) -> StreamDataset:
       "val": SplitSource(train_source, val),
       "test": SplitSource(test_source)}, resize=resize,
       fit=train_source.fit)
+
+
+def _open_clothing1m(config) -> StreamDataset:
+  d = config.dataset
+  splits = ("noisy_train", "clean_val", "clean_test")
+  clothing1m.check_available(d.data_dir, splits)
+  train, val, test = (clothing1m.Clothing1MSource(d.data_dir, s,
+                                                  image_size=None)
+                      for s in splits)
+  # num_train: the first images only, as the device pipeline reads them.
+  count = len(train) if d.num_train is None else min(d.num_train, len(train))
+  rest, _ = datasets.split_rows(
+      train.labels[:count], val_size=0, own_val=True,
+      seed=config.seed if d.split_seed is None else d.split_seed,
+      train_size=d.train_size)
+  size = d.image_size or DEFAULT_IMAGE_SIZE
+  shape = (size, size, 3)
+  crop_padding, flip = clothing1m.AUGMENTATION
+  dataset = datasets.Dataset(
+      name=d.name, train_x=shape_only(len(rest), shape),
+      train_y=train.labels[rest], val_x=shape_only(len(val), shape),
+      val_y=val.labels, test_x=shape_only(len(test), shape),
+      test_y=test.labels, class_names=train.class_names,
+      num_classes=len(train.class_names),
+      crop_padding=int(crop_padding if d.crop_padding is None
+                       else d.crop_padding),
+      flip=bool(flip if d.flip is None else d.flip),
+      train_source_index=rest, val_source_index=np.arange(0))
+  return StreamDataset(dataset, {"train": SplitSource(train, rest),
+                                 "val": SplitSource(val),
+                                 "test": SplitSource(test)}, resize=True)
