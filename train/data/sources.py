@@ -18,6 +18,7 @@ ImageNet-style (shorter side to ``image_size / 0.875``, then the central
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -127,17 +128,21 @@ class TfdsSource:
     self.image_size = image_size
     self.fit = RESIZE.get(name, "centre_crop")
     self.split = split
-    # What reopens the split in another process (a grain worker gets a
-    # pickled copy, without the open files).
-    self._builder_name = builder.info.full_name
-    self._data_dir = builder.data_dir
+    # A grain worker gets a pickled copy without the open files and reopens
+    # them by name, version and data folder (tfds pickles a builder read
+    # from its files alone, COCO's, as a folder it cannot restore).
+    config = builder.builder_config
+    self._reopen = (f"{builder.name}{'/' + config.name if config else ''}"
+                    f":{builder.version}",
+                    _data_root(builder.data_dir, builder.info.full_name))
     self._source = builder.as_data_source(split=split)
 
   def _open(self):
     if self._source is None:
       from train.data import tfds_data  # pylint: disable=g-import-not-at-top
-      self._source = tfds_data.image_builder(
-          self._builder_name, self._data_dir).as_data_source(split=self.split)
+      name, data_dir = self._reopen
+      self._source = tfds_data.image_builder(name, data_dir).as_data_source(
+          split=self.split)
     return self._source
 
   def __getstate__(self):
@@ -157,6 +162,14 @@ class TfdsSource:
     for key in self.extra_labels:
       out[key] = np.int32(example[key])
     return out
+
+
+def _data_root(data_dir: str, full_name: str) -> str:
+  """The data folder of a builder's ``data_dir`` (``ROOT/NAME[/CONFIG]/
+  VERSION``, ``full_name`` its last parts)."""
+  for _ in full_name.split("/"):
+    data_dir = os.path.dirname(str(data_dir).rstrip("/"))
+  return data_dir
 
 
 def _is_class_label(feature) -> bool:
