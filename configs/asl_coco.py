@@ -27,8 +27,7 @@ RandAugment, and applies weight decay to neither biases nor batch norm;
 Steep has none of those yet. Data: ``tfds:coco/2017``, read without
 TensorFlow from a prepared copy and streamed (``config.dataset.pipeline =
 "stream"``: 118k images at 448 px do not fit on the devices), each image
-squashed to the square. ``tiny``: a few-second version for tests (on the
-device pipeline).
+squashed to the square. ``tiny``: a few-second version for tests.
 """
 
 from configs import common

@@ -19,7 +19,7 @@ bonus weight 1 and LE = 0.75 (``loss=ce``: the baseline). At 224 px the
 50k images (30 GB as float32) are streamed (``config.dataset.pipeline =
 "stream"``, upsampled as they are read); ``image_size=32`` keeps them in
 the device pipeline at CIFAR's own size. ``tiny``: a few-second version
-for tests (on the device pipeline).
+for tests.
 """
 
 from configs import cifar10

@@ -239,8 +239,6 @@ def shrink_for_tests(c: config_dict.ConfigDict, *,
   """
   c.num_epochs = 2
   c.batch_size = 4
-  # A few dozen mock or generated images: on the devices, the fastest.
-  c.dataset.pipeline = "device"
   c.eval_batch_size = 8
   c.model.width = 4
   if c.model.name == "resnet50":

@@ -21,7 +21,7 @@ to 256, centre crop); 10 images per class of the training set are held out
 for model selection. Activations in bfloat16. Streamed
 (``config.dataset.pipeline = "stream"``: 1.28M images do not fit on the
 devices), training on random-resized crops with flips. ``tiny``: a
-few-second version for tests (on the device pipeline).
+few-second version for tests.
 """
 
 from configs import common
