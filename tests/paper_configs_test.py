@@ -3,9 +3,9 @@
 Every config of a paper's setting (``configs/jo_full.py`` on CIFAR-10 and
 Clothing1M, ``configs/el_imagenet.py``, ``configs/cifar100.py:protocol=el``,
 ``configs/asl_coco.py``) is trained with ``tiny=True``: its real input path
-(tensorflow-datasets' mock examples or a generated Clothing1M folder,
-streamed as the full-size configs stream them) and its real model and loss, shrunk to two epochs of
-batch 4. The full-size configs are checked as the trainer checks them.
+(tensorflow-datasets' mock examples or a generated Clothing1M folder, on
+the pipeline of the full-size config) and its real model and loss, shrunk
+to two epochs of batch 4. The full-size configs are checked as the trainer checks them.
 """
 
 import importlib
