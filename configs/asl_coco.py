@@ -24,9 +24,10 @@ COCO's 5k validation set; 5k training images held out for selection).
 
 Deviations: the official code also uses an EMA of the weights, Cutout and
 RandAugment, and applies weight decay to neither biases nor batch norm;
-Steep has none of those yet. COCO needs the streaming pipeline at full size.
-Data: ``tfds:coco/2017``, read without TensorFlow from a prepared copy.
-``tiny``: a few-second version for tests.
+Steep has none of those yet. Data: ``tfds:coco/2017``, read without
+TensorFlow from a prepared copy and streamed (``config.dataset.pipeline =
+"stream"``: 118k images at 448 px do not fit on the devices), each image
+squashed to the square. ``tiny``: a few-second version for tests.
 """
 
 from configs import common
@@ -38,6 +39,7 @@ def get_config(arg=None):
   c.dataset.name = "tfds:coco/2017"
   c.dataset.image_size = arg.image_size
   c.dataset.val_size = 5000
+  c.dataset.pipeline = "stream"
   c.model.name = "resnet50"
   c.model.dtype = "bfloat16"
   c.noise.name = "multilabel"  # no synthetic noise: drop and add rates 0

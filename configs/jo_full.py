@@ -42,8 +42,10 @@ momentum 0.9, weight decay 1e-3; stage 2 on the new labels. Stage 1's
 length, the stage-2 schedule and the relabelling period are our reading of
 the paper (it relabels after every epoch of a short run: history 1) and
 should be checked against it before comparing numbers. The full set (1M
-images) needs the streaming pipeline; the device pipeline holds
-``--config.dataset.num_train`` images.
+images) is streamed (``config.dataset.pipeline = "stream"``: random-resized
+crops with flips for training, resize and centre crop for evaluation);
+``--config.dataset.pipeline=device`` holds ``--config.dataset.num_train``
+images on the devices (centre crops with flips).
 """
 
 from configs import common
@@ -93,6 +95,7 @@ def _clothing1m(c, arg):
   c.noise.name, c.noise.rate, c.noise.mapping = "none", 0.0, None
   c.dataset.name = "clothing1m"
   c.dataset.image_size = 224
+  c.dataset.pipeline = "stream"
   c.model.name = "resnet50"
   c.model.dtype = "bfloat16"
   c.batch_size = 32

@@ -5,6 +5,7 @@ Clothing1M folder: no files of the real datasets, no network.
 """
 
 import os
+import pickle
 import shutil
 import tempfile
 
@@ -66,6 +67,16 @@ class TfdsSourceTest(parameterized.TestCase):
     self.assertEqual(example["label"].shape, label_shape)
     self.assertEqual(int(example["index"]), 4)
     self.assertEqual(source.multi_label, bool(label_shape))
+
+  @parameterized.parameters("cifar10", "coco/2017")
+  def test_a_pickled_copy_reopens_the_split(self, name):
+    # What a grain worker of the streamed pipeline gets: no open files.
+    data_dir = self.data_dir if name.startswith("coco") else None
+    source = sources.TfdsSource(tfds_data._builder(name, data_dir), "train")  # pylint: disable=protected-access
+    copy = pickle.loads(pickle.dumps(source))
+    self.assertIsNone(copy.__dict__["_source"])
+    for key, value in source[3].items():
+      np.testing.assert_array_equal(copy[3][key], value)
 
   def test_coco_is_multi_label_in_the_device_pipeline(self):
     data = datasets.load("tfds:coco/2017", data_dir=self.data_dir,

@@ -10,9 +10,11 @@ import numpy as np
 import tensorflow_datasets as tfds
 from absl.testing import absltest
 
+from tests import paper_data
 from tests.tiny import tiny_config
 from train.data import datasets
 from train.data import local_data
+from train.data import sources
 from train.data import stream
 from train.data import stream_sources
 from train.data import training_data
@@ -94,6 +96,44 @@ class TfdsTest(absltest.TestCase):
     self.assertEqual(stream.EvalTransform(resize=24)(record).shape,
                      (24, 24, 3))
 
+  def test_a_larger_image_size_squashes_fixed_size_images(self):
+    # CIFAR at 224 px (the EL protocol), upsampled as the device data is.
+    with _mock_prepared(num_examples=6):
+      streamed = stream_sources.open_stream(_tfds_config(
+          "cifar100", **{"dataset.val_size": 2, "dataset.image_size": 40}))
+      record = streamed.sources["test"][0]["image"]
+      loaded = datasets.load("tfds:cifar100", val_size=2, seed=0,
+                             image_size=40)
+      np.testing.assert_array_equal(
+          stream.EvalTransform(resize=40, fit=streamed.fit)(record),
+          loaded.test_x[0])
+    self.assertEqual((streamed.resize, streamed.fit), (True, "square"))
+    self.assertEqual(streamed.dataset.input_shape, (40, 40, 3))
+
+  def test_imagenet_tests_on_validation_and_coco_is_multi_label(self):
+    with tempfile.TemporaryDirectory() as cache, \
+        paper_data.mock_tfds(num_examples=6) as coco_dir, \
+        mock.patch.dict("os.environ", {local_data.CACHE_ENV: cache}):
+      opened = []
+      with mock.patch.object(sources, "TfdsSource",
+                             wraps=sources.TfdsSource) as spy:
+        imagenet = stream_sources.open_stream(_tfds_config(
+            "imagenet2012", **{"dataset.val_size": 2,
+                               "dataset.image_size": 16}))
+        opened = [c.args[1] for c in spy.call_args_list]
+      coco = stream_sources.open_stream(_tfds_config(
+          "coco/2017", **{"dataset.val_size": 2, "dataset.image_size": 16,
+                          "dataset.data_dir": coco_dir}))
+    self.assertEqual(opened, ["train", "validation"])
+    self.assertEqual(imagenet.fit, "centre_crop")
+    self.assertEqual(imagenet.dataset.num_classes, 1000)
+    data = coco.dataset
+    self.assertTrue(data.multi_label)
+    self.assertEqual((coco.fit, data.num_classes), ("square", 80))
+    self.assertEqual(data.train_y.shape, (4, 80))
+    self.assertEqual(data.train_y.dtype, np.float32)
+    self.assertEqual(data.test_y.shape, (6, 80))
+
   def test_not_prepared_names_the_build_command(self):
     with tempfile.TemporaryDirectory() as empty:
       with self.assertRaisesRegex(
@@ -105,7 +145,8 @@ class TfdsTest(absltest.TestCase):
 
   def test_tfrecord_files_name_the_build_command(self):
     with _mock_prepared(num_examples=4), mock.patch.object(
-        tfds, "data_source", side_effect=NotImplementedError("tfrecord")):
+        tfds.core.DatasetBuilder, "as_data_source",
+        side_effect=NotImplementedError("tfrecord")):
       with self.assertRaisesRegex(
           ConfigError, r"prepared as TFRecord.*`tfds build cifar10 "
           r"--file_format=array_record`"):

@@ -16,6 +16,7 @@ from train import sharding
 from train.data import host_augment
 from train.data import pipeline
 from train.data import records
+from train.data import sources
 from train.data import stream
 
 N, SHAPE, BATCH = 53, (6, 5, 2), 8
@@ -243,9 +244,9 @@ class HostAugmentTest(absltest.TestCase):
         encoded, np.random.default_rng(0), size=24)
     np.testing.assert_array_equal(crops[0], again)
     self.assertFalse(np.array_equal(crops[0], crops[1]))
-    centre = host_augment.resize_centre_crop(image, size=24)
+    centre = sources.resize_and_centre_crop(image, 24)
     self.assertEqual(centre.shape, (24, 24, 3))
-    gray = host_augment.resize_centre_crop(image[..., :1], size=16)
+    gray = sources.resize_and_centre_crop(image[..., :1], 16)
     self.assertEqual(gray.shape, (16, 16, 1))
     self.assertEqual(host_augment.to_float(centre).dtype, np.float32)
     self.assertLessEqual(float(host_augment.to_float(centre).max()), 1.0)

@@ -10,8 +10,8 @@ generator the caller seeds by ``(seed, epoch, example)``:
 * ``random_resized_crop``: ImageNet-style (Inception) crop of a random area
   in ``[8 %, 100 %]`` of the image and aspect ratio in ``[3/4, 4/3]``,
   resized to ``size x size``;
-* ``resize_centre_crop``: evaluation's resize of the shorter side to
-  ``size / 0.875`` and centre crop of ``size x size``;
+* evaluation's resize and centre crop is ``sources.fit_image``, the one
+  the on-device pipeline's images get;
 * ``decode_image``: an encoded image (JPEG, PNG) to ``uint8 [H, W, C]``.
 """
 
@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-# Evaluation crops the central 87.5 % (224 of 256), as ImageNet models do.
-CENTRE_CROP_FRACTION = 0.875
+from train.data import sources
+
 RRC_SCALE = (0.08, 1.0)
 RRC_RATIO = (3 / 4, 4 / 3)
 
@@ -52,14 +52,6 @@ def decode_image(image: np.ndarray | bytes) -> np.ndarray:
     array = np.asarray(decoded.convert("RGB") if decoded.mode not in (
         "L", "RGB") else decoded)
   return array[..., None] if array.ndim == 2 else array
-
-
-def _resize(image: np.ndarray, height: int, width: int) -> np.ndarray:
-  from PIL import Image  # pylint: disable=g-import-not-at-top
-  squeeze = image.shape[-1] == 1
-  picture = Image.fromarray(image[..., 0] if squeeze else image)
-  out = np.asarray(picture.resize((width, height), Image.BILINEAR))
-  return out[..., None] if squeeze else out
 
 
 def crop_window(height: int, width: int, rng: np.random.Generator, *,
@@ -91,23 +83,10 @@ def random_resized_crop(image: np.ndarray | bytes, rng: np.random.Generator,
   """Decode, random-resized crop to ``size x size``, random flip: uint8."""
   image = decode_image(image)
   top, left, h, w = crop_window(*image.shape[:2], rng)
-  out = _resize(image[top:top + h, left:left + w], size, size)
+  out = sources.resize(image[top:top + h, left:left + w], size, size)
   if flip and rng.random() < 0.5:
     out = out[:, ::-1]
   return np.ascontiguousarray(out)
-
-
-def resize_centre_crop(image: np.ndarray | bytes, *, size: int) -> np.ndarray:
-  """Decode, resize the shorter side to ``size / 0.875``, centre crop
-  ``size x size``: uint8."""
-  image = decode_image(image)
-  height, width = image.shape[:2]
-  short = int(round(size / CENTRE_CROP_FRACTION))
-  scale = short / min(height, width)
-  h, w = max(size, round(height * scale)), max(size, round(width * scale))
-  image = _resize(image, h, w)
-  top, left = (h - size) // 2, (w - size) // 2
-  return np.ascontiguousarray(image[top:top + size, left:left + size])
 
 
 def to_float(image: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ ImageNet-style (shorter side to ``image_size / 0.875``, then the central
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -31,26 +32,37 @@ CROP_FRACTION = 0.875
 RESIZE = {"coco": "square", "cifar10": "square", "cifar100": "square"}
 
 
+def resize(image: np.ndarray, height: int, width: int) -> np.ndarray:
+  """``image`` (uint8 ``[H, W, C]``, C 1 or 3) bilinearly resized to
+  ``[height, width, C]``."""
+  squeeze = image.shape[-1] == 1
+  picture = Image.fromarray(image[..., 0] if squeeze else image)
+  out = np.asarray(picture.resize((width, height), Image.BILINEAR))
+  return out[..., None] if squeeze else out
+
+
 def resize_and_centre_crop(image: np.ndarray, size: int, *,
                            crop_fraction: float = CROP_FRACTION
                            ) -> np.ndarray:
   """Shorter side to ``round(size / crop_fraction)``, then the central
-  ``size`` x ``size`` (bilinear, as torchvision's ImageNet evaluation)."""
+  ``size`` x ``size`` (bilinear, as torchvision's ImageNet evaluation); the
+  channels as they are."""
+  image = np.asarray(image, np.uint8)
+  if image.ndim == 2:
+    image = image[..., None]
   height, width = image.shape[:2]
   short = max(int(round(size / crop_fraction)), size)
   scale = short / min(height, width)
   new_h = max(size, int(round(height * scale)))
   new_w = max(size, int(round(width * scale)))
-  resized = np.asarray(Image.fromarray(_rgb(image)).resize(
-      (new_w, new_h), Image.BILINEAR))
+  resized = resize(image, new_h, new_w)
   top, left = (new_h - size) // 2, (new_w - size) // 2
-  return resized[top:top + size, left:left + size]
+  return np.ascontiguousarray(resized[top:top + size, left:left + size])
 
 
 def resize_square(image: np.ndarray, size: int) -> np.ndarray:
-  """``size`` x ``size``, aspect ratio not kept (ASL's COCO input)."""
-  return np.asarray(Image.fromarray(_rgb(image)).resize(
-      (size, size), Image.BILINEAR))
+  """``size`` x ``size`` RGB, aspect ratio not kept (ASL's COCO input)."""
+  return resize(_rgb(image), size, size)
 
 
 def _rgb(image: np.ndarray) -> np.ndarray:
@@ -62,12 +74,13 @@ def _rgb(image: np.ndarray) -> np.ndarray:
 
 def fit_image(image: np.ndarray, size: int | None, how: str = "centre_crop"
               ) -> np.ndarray:
-  """``image`` as uint8 ``[size, size, 3]`` (``size`` None: as it is)."""
+  """``image`` as uint8 RGB ``[size, size, 3]`` (``size`` None: as it is),
+  by ``how``: ``"centre_crop"`` or ``"square"`` (``RESIZE``)."""
   if size is None:
     return np.asarray(image)
   if how == "square":
     return resize_square(image, size)
-  return resize_and_centre_crop(image, size)
+  return resize_and_centre_crop(_rgb(image), size)
 
 
 def multi_hot(labels: Sequence[int], num_classes: int) -> np.ndarray:
@@ -113,24 +126,50 @@ class TfdsSource:
         if k != "label" and _is_class_label(f)
         and f.num_classes == self.label_feature.num_classes)
     self.image_size = image_size
-    self._resize = RESIZE.get(name, "centre_crop")
+    self.fit = RESIZE.get(name, "centre_crop")
+    self.split = split
+    # A grain worker gets a pickled copy without the open files and reopens
+    # them by name, version and data folder (tfds pickles a builder read
+    # from its files alone, COCO's, as a folder it cannot restore).
+    config = builder.builder_config
+    self._reopen = (f"{builder.name}{'/' + config.name if config else ''}"
+                    f":{builder.version}",
+                    _data_root(builder.data_dir, builder.info.full_name))
     self._source = builder.as_data_source(split=split)
 
+  def _open(self):
+    if self._source is None:
+      from train.data import tfds_data  # pylint: disable=g-import-not-at-top
+      name, data_dir = self._reopen
+      self._source = tfds_data.image_builder(name, data_dir).as_data_source(
+          split=self.split)
+    return self._source
+
+  def __getstate__(self):
+    return {**self.__dict__, "_source": None}
+
   def __len__(self) -> int:
-    return len(self._source)
+    return len(self._open())
 
   def __getitem__(self, i: int) -> dict[str, np.ndarray]:
-    example = self._source[int(i)]
+    example = self._open()[int(i)]
     if self.multi_label:
       label = multi_hot(example["objects"]["label"], len(self.class_names))
     else:
       label = np.int32(example["label"])
-    out = {"image": fit_image(example["image"], self.image_size,
-                              self._resize),
+    out = {"image": fit_image(example["image"], self.image_size, self.fit),
            "label": label, "index": np.int64(i)}
     for key in self.extra_labels:
       out[key] = np.int32(example[key])
     return out
+
+
+def _data_root(data_dir: str, full_name: str) -> str:
+  """The data folder of a builder's ``data_dir`` (``ROOT/NAME[/CONFIG]/
+  VERSION``, ``full_name`` its last parts)."""
+  for _ in full_name.split("/"):
+    data_dir = os.path.dirname(str(data_dir).rstrip("/"))
+  return data_dir
 
 
 def _is_class_label(feature) -> bool:

@@ -38,6 +38,7 @@ from absl import flags
 from train import sharding
 from train.data import host_augment
 from train.data import pipeline
+from train.data import sources
 
 Batch = dict[str, jax.Array]
 # Batches each worker (or the reading thread without workers) keeps ready.
@@ -49,37 +50,46 @@ BUFFER = 2
 # ---------------------------------------------------------------------------
 class TrainTransform:
   """Decode and augment a training example: pad-and-crop + flip of the
-  input's own size, or with ``resize`` a random-resized crop + flip."""
+  input's own size; with ``resize``, images of any size brought to
+  ``resize`` squared: a random-resized crop + flip (``fit`` ``"centre_crop"``,
+  ImageNet's training), or squashed to the square (``fit`` ``"square"``,
+  ``sources.fit_image``), then pad-and-crop + flip."""
 
   def __init__(self, *, crop_padding: int = 0, flip: bool = False,
-               resize: int | None = None):
+               resize: int | None = None, fit: str = "centre_crop"):
     self.crop_padding, self.flip, self.resize = crop_padding, flip, resize
+    self.fit = fit
 
   @property
   def random(self) -> bool:
     """Whether it draws anything (else it gets no generator)."""
-    return bool(self.crop_padding or self.flip or self.resize)
+    return bool(self.crop_padding or self.flip
+                or (self.resize and self.fit != "square"))
 
   def __call__(self, image, rng: np.random.Generator) -> np.ndarray:
-    if self.resize:
+    if self.resize and self.fit != "square":
       return host_augment.to_float(host_augment.random_resized_crop(
           image, rng, size=self.resize, flip=self.flip))
-    image = host_augment.to_float(host_augment.decode_image(image))
-    return host_augment.pad_crop_flip(image, rng,
+    image = host_augment.decode_image(image)
+    if self.resize:
+      image = sources.fit_image(image, self.resize, self.fit)
+    return host_augment.pad_crop_flip(host_augment.to_float(image), rng,
                                       crop_padding=self.crop_padding,
                                       flip=self.flip)
 
 
 class EvalTransform:
-  """Decode an evaluation example; with ``resize``, resize + centre crop."""
+  """Decode an evaluation example; with ``resize``, bring it to ``resize``
+  squared as the on-device data is (``sources.fit_image`` by ``fit``)."""
 
-  def __init__(self, *, resize: int | None = None):
-    self.resize = resize
+  def __init__(self, *, resize: int | None = None, fit: str = "centre_crop"):
+    self.resize, self.fit = resize, fit
 
   def __call__(self, image) -> np.ndarray:
+    image = host_augment.decode_image(image)
     if self.resize:
-      image = host_augment.resize_centre_crop(image, size=self.resize)
-    return host_augment.to_float(host_augment.decode_image(image))
+      image = sources.fit_image(image, self.resize, self.fit)
+    return host_augment.to_float(image)
 
 
 class _TrainOrder:

@@ -9,12 +9,18 @@ inputs. Two kinds of source:
 * our offline datasets (``mnist1d``, ``digits``, ``fashion_mnist``, the
   mosaics): converted once to ArrayRecord into the cache (``convert``) and
   read with ``records.RecordSource``;
-* ``tfds:NAME``: ``tfds.data_source`` over tfds' own ArrayRecord files
-  (``tfds build NAME --file_format=array_record``). The validation split is
-  cut from tfds' ``train`` split by the same rows ``datasets.load`` cuts
-  (``datasets.split_rows``): a ``SplitSource`` maps example ``i`` to its
-  record. The labels are read in one pass over the split (decoding every
-  record) and cached beside the converted datasets.
+* ``tfds:NAME``: ``sources.TfdsSource`` (the device pipeline's reader)
+  over tfds' own ArrayRecord files (``tfds build NAME
+  --file_format=array_record``), images as stored: the stream's transforms
+  resize them. The test split is ``validation`` where the labelled one is
+  called so (ImageNet, COCO); COCO's labels are multi-hot. The validation
+  split is cut from tfds' ``train`` split by the same rows
+  ``datasets.load`` cuts (``datasets.split_rows``): a ``SplitSource`` maps
+  example ``i`` to its record. The labels are read in one pass over the
+  split (decoding every record) and cached beside the converted datasets;
+* ``clothing1m``: the release's folder, its JPEGs read by
+  ``clothing1m.Clothing1MSource`` (labels from its text files): the noisy
+  training set, the clean validation and test sets.
 """
 
 from __future__ import annotations
@@ -26,17 +32,18 @@ import os
 import numpy as np
 from absl import logging
 
+from train.data import clothing1m
 from train.data import convert
 from train.data import datasets
 from train.data import local_data
 from train.data import records
+from train.data import sources
 from train.data import tfds_data
 from train.errors import ConfigError
 
 # The image size of a tfds dataset whose images vary in size (ImageNet):
 # random-resized crops for training, resize + centre crop for evaluation.
 DEFAULT_IMAGE_SIZE = 224
-_TFDS_SPLITS = ("train", "test")
 
 
 class SplitSource:
@@ -54,31 +61,6 @@ class SplitSource:
                            else self.rows[index])]
 
 
-class TfdsSource:
-  """``tfds.data_source(name, split=...)``, opened on first use (in each
-  worker process), as a random-access source of decoded examples."""
-
-  def __init__(self, name: str, split: str, data_dir: str | None):
-    self.name, self.split, self.data_dir = name, split, data_dir
-    self._source = None
-
-  def _open(self):
-    if self._source is None:
-      import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
-      self._source = tfds.data_source(self.name, split=self.split,
-                                      data_dir=self.data_dir, download=False)
-    return self._source
-
-  def __len__(self) -> int:
-    return len(self._open())
-
-  def __getitem__(self, index: int):
-    return self._open()[int(index)]
-
-  def __getstate__(self):
-    return {**self.__dict__, "_source": None}
-
-
 @dataclasses.dataclass(frozen=True)
 class StreamDataset:
   """A dataset to stream.
@@ -87,13 +69,17 @@ class StreamDataset:
     dataset: every split's labels, sizes and class names; its inputs are
       shape-only stand-ins (``shape_only``) that hold no data.
     sources: split -> random-access source of decoded examples.
-    resize: the images vary in size: training takes random-resized crops
-      of ``dataset.input_shape``, evaluation resizes and centre-crops.
+    resize: the images are brought to ``dataset.input_shape`` (they vary
+      in size, or ``image_size`` asks for another): evaluation as the
+      on-device data (``sources.fit_image`` by ``fit``), training by a
+      random-resized crop (``fit`` ``"centre_crop"``) or the same fit.
+    fit: how (``sources.RESIZE``).
   """
 
   dataset: datasets.Dataset
   sources: dict[str, object]
   resize: bool = False
+  fit: str = "centre_crop"
 
 
 def shape_only(num_examples: int, shape, dtype=np.float32) -> np.ndarray:
@@ -112,6 +98,8 @@ def open_stream(config) -> StreamDataset:
   try:
     if name.startswith(datasets.TFDS_PREFIX):
       return _open_tfds(config, name[len(datasets.TFDS_PREFIX):])
+    if name == "clothing1m":
+      return _open_clothing1m(config)
     return _open_converted(config)
   except (ValueError, FileNotFoundError, RuntimeError) as e:
     raise ConfigError(f"config.dataset: {e}") from None
@@ -142,6 +130,10 @@ def _open_converted(config) -> StreamDataset:
   return StreamDataset(dataset, sources)
 
 
+def _test_split(name: str) -> str:
+  return tfds_data.TEST_SPLIT.get(name.split("/")[0], "test")
+
+
 def _tfds_builder(name: str, data_dir: str | None):
   """The builder of a tfds dataset prepared as ArrayRecord, or one line
   saying how to prepare it."""
@@ -154,11 +146,13 @@ def _tfds_builder(name: str, data_dir: str | None):
         f"and TensorFlow) and pass that data_dir")
   # A prepared dataset lists its splits (tfds' mock lists none, serves all).
   splits = builder.info.splits
-  missing = [s for s in _TFDS_SPLITS if splits and s not in splits]
+  needed = ("train", _test_split(name))
+  missing = [s for s in needed if splits and s not in splits]
   if missing:
     raise ValueError(
         f"tfds dataset {name!r} has no split {missing[0]!r} (its splits: "
-        f"{sorted(builder.info.splits)}); training needs 'train' and 'test'")
+        f"{sorted(builder.info.splits)}); training needs {needed[0]!r} and "
+        f"{needed[1]!r}")
   return builder
 
 
@@ -167,11 +161,13 @@ def prepare_command(name: str, data_dir: str | None) -> str:
           + (f" --data_dir={data_dir}" if data_dir else ""))
 
 
-def _open_source(source, name: str, data_dir: str | None) -> None:
-  """Opens ``source`` once here, so that a dataset prepared in a format
-  without random access fails now, in one line, not in a worker."""
+def _tfds_source(builder, split: str, name: str, data_dir: str | None
+                 ) -> sources.TfdsSource:
+  """``builder``'s ``split`` as it is stored (the stream's transforms
+  resize), or one line if it is prepared in a format without random
+  access."""
   try:
-    len(source)
+    return sources.TfdsSource(builder, split)
   except NotImplementedError:
     raise FileNotFoundError(
         f"tfds dataset {name!r} is prepared as TFRecord, which is not random "
@@ -179,16 +175,9 @@ def _open_source(source, name: str, data_dir: str | None) -> None:
         f"`{prepare_command(name, data_dir)}`") from None
 
 
-def _label_keys(builder) -> list[str]:
-  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
-  features = builder.info.features
-  classes = features["label"].num_classes
-  return ["label"] + [k for k, f in features.items() if k != "label" and (
-      isinstance(f, tfds.features.ClassLabel) and f.num_classes == classes)]
-
-
-def _tfds_labels(source, name: str, split: str, keys: list[str],
-                 data_dir: str | None) -> dict[str, np.ndarray]:
+def _tfds_labels(source: sources.TfdsSource, name: str, split: str,
+                 keys: list[str], data_dir: str | None
+                 ) -> dict[str, np.ndarray]:
   """Every label set of a split, read in one pass and cached as ``.npz``."""
   tag = hashlib.sha256(repr((name, split, data_dir, len(source), keys))
                        .encode()).hexdigest()[:16]
@@ -200,7 +189,8 @@ def _tfds_labels(source, name: str, split: str, keys: list[str],
   logging.info("reading the labels of %s[%s] (%d records), once", name, split,
                len(source))
   examples = [source[i] for i in range(len(source))]
-  labels = {k: np.asarray([ex[k] for ex in examples], np.int32) for k in keys}
+  dtype = np.float32 if source.multi_label else np.int32
+  labels = {k: np.asarray([ex[k] for ex in examples], dtype) for k in keys}
   os.makedirs(os.path.dirname(path), exist_ok=True)
   partial = f"{path}.{os.getpid()}.tmp.npz"
   np.savez(partial, **labels)
@@ -212,35 +202,41 @@ def _open_tfds(config, name: str) -> StreamDataset:
   d = config.dataset
   builder = _tfds_builder(name, d.data_dir)
   image = builder.info.features["image"]
-  keys = _label_keys(builder)
-  sources = {s: TfdsSource(name, s, d.data_dir) for s in _TFDS_SPLITS}
-  for source in sources.values():
-    _open_source(source, name, d.data_dir)
-  train = _tfds_labels(sources["train"], name, "train", keys, d.data_dir)
-  test = _tfds_labels(sources["test"], name, "test", ["label"], d.data_dir)
+  test_split = _test_split(name)
+  train_source = _tfds_source(builder, "train", name, d.data_dir)
+  test_source = _tfds_source(builder, test_split, name, d.data_dir)
+  keys = ["label", *train_source.extra_labels]
+  multi_label = train_source.multi_label
+  train = _tfds_labels(train_source, name, "train", keys, d.data_dir)
+  test = _tfds_labels(test_source, name, test_split, ["label"], d.data_dir)
   val_size = d.val_size
   if val_size >= 1 and float(val_size).is_integer():
     val_size = int(val_size)
   rest, val = datasets.split_rows(
       train["label"], val_size=val_size,
       seed=config.seed if d.split_seed is None else d.split_seed,
-      train_size=d.train_size)
-  resize = any(s is None for s in image.shape)
+      train_size=d.train_size, multi_label=multi_label)
+  family = name.split("/")[0]
+  crop_padding, flip = tfds_data.AUGMENTATION.get(family, (0, False))
+  # Images of varying size, or an image_size other than their own (CIFAR
+  # at 224 px), are resized on the host as the device pipeline does.
+  size = d.image_size
+  resize = any(s is None for s in image.shape) or (
+      size is not None and tuple(image.shape[:2]) != (size, size))
   if resize:
-    size = d.image_size or DEFAULT_IMAGE_SIZE
-    shape = (size, size, image.shape[-1])
-    crop_padding, flip = 0, True
+    size = size or DEFAULT_IMAGE_SIZE
+    shape = (size, size, 3)  # sources.fit_image gives RGB
+    if any(s is None for s in image.shape):
+      crop_padding = 0
   else:
     shape = tuple(image.shape)
-    crop_padding, flip = tfds_data.AUGMENTATION.get(name.split("/")[0],
-                                                    (0, False))
+  label = train_source.label_feature
   dataset = datasets.Dataset(
       name=d.name, train_x=shape_only(len(rest), shape),
       train_y=train["label"][rest], val_x=shape_only(len(val), shape),
       val_y=train["label"][val], test_x=shape_only(len(test["label"]), shape),
-      test_y=test["label"],
-      class_names=tuple(builder.info.features["label"].names),
-      num_classes=builder.info.features["label"].num_classes,
+      test_y=test["label"], class_names=train_source.class_names,
+      num_classes=label.num_classes, multi_label=multi_label,
       crop_padding=int(crop_padding if d.crop_padding is None
                        else d.crop_padding),
       flip=bool(flip if d.flip is None else d.flip),
@@ -248,6 +244,38 @@ def _open_tfds(config, name: str) -> StreamDataset:
       train_noisy_labels={k: train[k][rest] for k in keys[1:]},
       val_noisy_labels={k: train[k][val] for k in keys[1:]})
   return StreamDataset(dataset, {
-      "train": SplitSource(sources["train"], rest),
-      "val": SplitSource(sources["train"], val),
-      "test": SplitSource(sources["test"])}, resize=resize)
+      "train": SplitSource(train_source, rest),
+      "val": SplitSource(train_source, val),
+      "test": SplitSource(test_source)}, resize=resize,
+      fit=train_source.fit)
+
+
+def _open_clothing1m(config) -> StreamDataset:
+  d = config.dataset
+  splits = ("noisy_train", "clean_val", "clean_test")
+  clothing1m.check_available(d.data_dir, splits)
+  train, val, test = (clothing1m.Clothing1MSource(d.data_dir, s,
+                                                  image_size=None)
+                      for s in splits)
+  # num_train: the first images only, as the device pipeline reads them.
+  count = len(train) if d.num_train is None else min(d.num_train, len(train))
+  rest, _ = datasets.split_rows(
+      train.labels[:count], val_size=0, own_val=True,
+      seed=config.seed if d.split_seed is None else d.split_seed,
+      train_size=d.train_size)
+  size = d.image_size or DEFAULT_IMAGE_SIZE
+  shape = (size, size, 3)
+  crop_padding, flip = clothing1m.AUGMENTATION
+  dataset = datasets.Dataset(
+      name=d.name, train_x=shape_only(len(rest), shape),
+      train_y=train.labels[rest], val_x=shape_only(len(val), shape),
+      val_y=val.labels, test_x=shape_only(len(test), shape),
+      test_y=test.labels, class_names=train.class_names,
+      num_classes=len(train.class_names),
+      crop_padding=int(crop_padding if d.crop_padding is None
+                       else d.crop_padding),
+      flip=bool(flip if d.flip is None else d.flip),
+      train_source_index=rest, val_source_index=np.arange(0))
+  return StreamDataset(dataset, {"train": SplitSource(train, rest),
+                                 "val": SplitSource(val),
+                                 "test": SplitSource(test)}, resize=True)

@@ -295,7 +295,7 @@ def place_stream(config, run_data: RunData,
   d = config.dataset
   size = data.input_shape[0] if streamed.resize else None
   eval_batch = sharding.eval_batch(config.eval_batch_size, mesh)
-  evaluate = stream.EvalTransform(resize=size)
+  evaluate = stream.EvalTransform(resize=size, fit=streamed.fit)
 
   # Evaluation decodes without augmenting: worker processes (and their
   # start-up) pay only where it resizes images.
@@ -312,7 +312,8 @@ def place_stream(config, run_data: RunData,
       batch_size=config.batch_size,
       num_epochs=config.num_epochs + config.stage2.epochs, mesh=mesh,
       transform=stream.TrainTransform(crop_padding=data.crop_padding,
-                                      flip=data.flip, resize=size),
+                                      flip=data.flip, resize=size,
+                                      fit=streamed.fit),
       num_workers=d.stream_workers)
   eval_streams, eval_sets = {}, {}
   for split, (count, labels) in _eval_labels(run_data).items():
