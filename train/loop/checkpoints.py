@@ -228,7 +228,7 @@ class Checkpoints:
 
 
 @contextlib.contextmanager
-def _stderr_muted_on_failure(grace: float = 1.0):
+def _stderr_muted_on_failure(grace: float = 5.0):
   """Mutes file descriptor 2 while reading arrays, and for ``grace``
   seconds after a read failed.
 
