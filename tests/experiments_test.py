@@ -99,8 +99,10 @@ def _drawn(study, collected, *draws):
   with mock.patch.object(figures, "_save",
                          lambda fig, *unused_args, **unused_kwargs:
                          captured.append(fig)):
+    # Nothing is saved; a path outside the checkout all the same.
+    path = os.path.join(tempfile.mkdtemp(), "unused.png")
     for draw in draws:
-      if not draw(study, collected, "unused.png"):
+      if not draw(study, collected, path):
         raise AssertionError(f"{draw.__name__} drew nothing")
   return captured
 
@@ -1258,7 +1260,9 @@ class SummaryTest(TestCase):
     c.final[("s", "el")] = {3: c.final[("s", "el")][3]}
     for draw in (figures.claims, figures.versus_log_end,
                  figures.per_class_ap):
-      self.assertFalse(draw(study, c, "unused.png"), draw.__name__)
+      self.assertFalse(draw(study, c, os.path.join(tempfile.mkdtemp(),
+                                                   "unused.png")),
+                       draw.__name__)
 
   def test_noise_figure_draws_ablations_apart(self):
     from experiments import figures  # pylint: disable=g-import-not-at-top
