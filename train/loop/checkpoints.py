@@ -124,8 +124,14 @@ class Checkpoints:
         arrays=ocp.args.StandardSave(arrays),
         meta=ocp.args.JsonSave(meta)))
 
+  def _read_meta(self, number: int) -> dict[str, Any]:
+    with _quiet_orbax():
+      return self._manager.restore(number, args=ocp.args.Composite(
+          meta=ocp.args.JsonRestore()))["meta"]
+
   def restore(self, number: int, state: dict[str, Any],
-              label_state: label_state_lib.LabelState
+              label_state: label_state_lib.LabelState, *,
+              meta: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], label_state_lib.LabelState,
                          dict[str, Any]]:
     """Restores checkpoint ``number`` into the shapes and shardings given.
@@ -134,6 +140,7 @@ class Checkpoints:
       number: a saved checkpoint.
       state, label_state: templates (arrays or ``ShapeDtypeStruct`` with
         shardings): what this run would train.
+      meta: the checkpoint's meta, where the caller has read it already.
 
     Raises:
       CheckpointMismatchError: the saved arrays do not fit the templates.
@@ -143,9 +150,9 @@ class Checkpoints:
     target = {"state": state, "label_state": _nonempty(label_state)}
     abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
     try:
+      if meta is None:
+        meta = self._read_meta(number)
       with _quiet_orbax():
-        meta = self._manager.restore(number, args=ocp.args.Composite(
-            meta=ocp.args.JsonRestore()))["meta"]
         saved = self._manager.item_metadata(number)["arrays"]
     except Exception as e:  # pylint: disable=broad-except
       raise UnreadableCheckpointError(f"{where}: {_first_line(e)}") from None
@@ -155,7 +162,7 @@ class Checkpoints:
                   f"{where} (saved with {meta.get('saved_with')})",
                   self.describe(label_state))
     try:
-      with _quiet_orbax(), _stderr_muted_on_failure():
+      with _quiet_orbax(), _stderr_muted():
         restored = self._manager.restore(number, args=ocp.args.Composite(
             arrays=ocp.args.StandardRestore(abstract)))["arrays"]
     except Exception as e:  # pylint: disable=broad-except
@@ -185,28 +192,37 @@ class Checkpoints:
       UnreadableCheckpointError: there are checkpoints, none readable.
     """
     warn = warn or _warn
-    damaged = []
-    for number in reversed(self.numbers()):
-      try:
-        with _quiet_orbax():
-          meta = self._manager.restore(number, args=ocp.args.Composite(
-              meta=ocp.args.JsonRestore()))["meta"]
-        position_of(meta)
-        restored = self.restore(number, *templates(meta))
-      except (UnreadableCheckpointError, KeyError, TypeError,
-              ValueError) as e:
-        if isinstance(e, CheckpointMismatchError):
-          raise
-        damaged.append(number)
-        reason = (str(e) if isinstance(e, UnreadableCheckpointError)
-                  else f"checkpoint {number} in {self.directory}: "
-                  f"{_first_line(e)}")
-        warn(f"warning: {reason}; trying the checkpoint before it")
-        continue
+    damaged, lines, restored = [], [], None
+    # One mute over every attempt: the reads a failed one leaves behind
+    # print their noise while the next is read, and the warnings wait.
+    try:
+      with _stderr_muted() as failed:
+        for number in reversed(self.numbers()):
+          try:
+            meta = self._read_meta(number)
+            position_of(meta)
+            restored = (number, *self.restore(number, *templates(meta),
+                                              meta=meta))
+            break
+          except (UnreadableCheckpointError, KeyError, TypeError,
+                  ValueError) as e:
+            if isinstance(e, CheckpointMismatchError):
+              raise
+            failed.append(number)
+            damaged.append(number)
+            reason = (str(e) if isinstance(e, UnreadableCheckpointError)
+                      else f"checkpoint {number} in {self.directory}: "
+                      f"{_first_line(e)}")
+            lines.append(f"warning: {reason}; trying the checkpoint before "
+                         f"it")
+    finally:
+      for line in lines:
+        warn(line)
+    if restored is not None:
       for bad in damaged:
         with _quiet_orbax():
           self._manager.delete(bad)
-      return (number, *restored)
+      return restored
     if damaged:
       raise UnreadableCheckpointError(
           f"no readable checkpoint in {self.directory} (checkpoints "
@@ -228,27 +244,38 @@ class Checkpoints:
 
 
 @contextlib.contextmanager
-def _stderr_muted_on_failure(grace: float = 5.0):
+def _stderr_muted(grace: float = 5.0):
   """Mutes file descriptor 2 while reading arrays, and for ``grace``
-  seconds after a read failed.
+  seconds more when a read failed; yields a list to note failures in (an
+  exception out of the block is one too). Nested, only the outermost
+  waits.
 
   When one read fails the others end after orbax has closed their event
   loop, and each prints ``RuntimeError: Event loop is closed`` with a
   traceback from a tensorstore thread: noise once the failure is reported.
   """
+  global _muted_depth
+  failed = []
   sys.stderr.flush()
   saved = os.dup(2)
   devnull = os.open(os.devnull, os.O_WRONLY)
   os.dup2(devnull, 2)
+  _muted_depth += 1
   try:
-    yield
+    yield failed
   except Exception:
-    time.sleep(grace)
+    failed.append(True)
     raise
   finally:
+    _muted_depth -= 1
+    if failed and not _muted_depth:
+      time.sleep(grace)
     os.dup2(saved, 2)
     os.close(saved)
     os.close(devnull)
+
+
+_muted_depth = 0
 
 
 def position_of(meta: dict[str, Any]) -> dict[str, Any]:
