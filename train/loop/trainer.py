@@ -344,11 +344,14 @@ class _Run:
               logits: bool = False) -> np.ndarray:
     """Host ``[R, N, C]`` softmax (or logits) of ``split`` ('train': the
     training set unaugmented; 'test'), every example once, in order."""
-    key = (id(classifier), logits, self.streams is None)
+    # What the jitted function returns: the stream's gives logits, and the
+    # softmax is taken here.
+    raw = logits or self.streams is not None
+    key = (id(classifier), raw)
     if key not in self._predict:  # compiled once a stage
       self._predict = {key: (
           steps.make_predict(classifier, self.mesh, replicas=True,
-                             logits=logits) if self.streams is None else
+                             logits=raw) if self.streams is None else
           steps.make_stream_logits(classifier, self.mesh, replicas=True)),
                        **{k: v for k, v in self._predict.items()
                           if k[0] == id(classifier)}}
