@@ -24,10 +24,12 @@ classes (thirds of the classes by training count; with 10 classes 3, 4 and
 
 Models: the 1-D CNN on MNIST-1D (20,000 examples; 1,600 balanced validation
 and 4,000 test; the training split's 14,400 cut to about 5,800 at rho 10 and
-3,500 at rho 100, the rarest class keeping 141 and 14; 40 epochs) and an
-MLP (width 256) on Fashion-MNIST (5,000 validation, 10,000 test; training
-5,500 per class cut to about 22,500 at rho 10 and 13,600 at rho 100, the
-rarest class keeping 550 and 55; 30 epochs). SGD with momentum 0.9, batch
+3,500 at rho 100, the rarest class keeping 141 and 14; 40 epochs) and a
+small strided CNN (``cnn_small``: two stride-2 3x3 convolutions of 16 and
+32 channels, a dense layer of 128; the model that memorises, which the
+noisy-label study also uses) on Fashion-MNIST (5,000 validation, 10,000
+test; training 5,500 per class cut to about 22,500 at rho 10 and 13,600 at
+rho 100, the rarest class keeping 550 and 55; 20 epochs, no augmentation). SGD with momentum 0.9, batch
 128, weight decay 1e-4. Learning rates: 0.01, 0.03, 0.1, 0.3, 1 on MNIST-1D
 and 0.003-0.3 on Fashion-MNIST, the ranges the other studies settled on.
 """
@@ -36,9 +38,8 @@ from experiments import study as s
 
 _LR = {"optimizer.learning_rate": (0.01, 0.03, 0.1, 0.3, 1.0)}
 _FMNIST_LR = {"optimizer.learning_rate": (0.003, 0.01, 0.03, 0.1, 0.3)}
-# Fashion-MNIST's model, the one the other studies use; a small CNN is the
-# alternative ({"model.name": "cnn", "model.width": 16}).
-_FMNIST_MODEL = {"model.name": "mlp", "model.width": 256}
+# Fashion-MNIST's model, the one the other studies use.
+_FMNIST_MODEL = {"model.name": "cnn_small", "model.width": 16}
 _COMMON = {"optimizer.schedule": "cosine", "noise.name": "none",
            "noise.rate": 0.0}
 _RATIOS = (10, 100)
@@ -57,8 +58,8 @@ def get_study():
       _setting("mnist1d", "mnist1d.py", "MNIST-1D, 1-D CNN", ratio, 40,
                {"dataset.num_samples": 20000}, {})
       for ratio in _RATIOS) + tuple(
-          _setting("fmnist", "fashion_mnist.py", "Fashion-MNIST, MLP", ratio,
-                   30, {**_FMNIST_MODEL, "dataset.crop_padding": 0,
+          _setting("fmnist_cnn", "fashion_mnist.py", "Fashion-MNIST, small CNN",
+                   ratio, 20, {**_FMNIST_MODEL, "dataset.crop_padding": 0,
                         "dataset.flip": False}, _FMNIST_LR)
           for ratio in _RATIOS)
   methods = [s.Method("ce", {"loss.name": "cross_entropy"}, _LR, label="CE")]
@@ -80,11 +81,12 @@ def get_study():
   claims = [
       # Primary: the study's three questions.
       s.Claim("EL (log_end 0.75) beats CE on long-tailed data",
-              "Zhao et al. 2022", "el_le0.75", "ce"),
+              "Zhao et al. 2022", "el_le0.75", "ce", primary=True),
       s.Claim("EL's gain over CE is largest in the few-shot classes",
               "Zhao et al. 2022", "el_le0.75", "ce",
-              metric="test_few_minus_many_at_val"),
-      s.Claim("logit adjustment beats CE", "Menon et al. 2021", "la", "ce"),
+              metric="test_few_minus_many_at_val", primary=True),
+      s.Claim("logit adjustment beats CE", "Menon et al. 2021", "la", "ce",
+              primary=True),
       # Secondary.
       s.Claim("EL (log_end 0.75) beats CE in the few-shot classes",
               "Zhao et al. 2022", "el_le0.75", "ce", metric=few),
