@@ -151,11 +151,13 @@ def _median_seconds(fn, steps: int, repeats: int) -> float:
   return statistics.median(timings)
 
 
-def _setup(name: str, num_examples: int, batch: int):
-  shape, crop, flip = INPUTS[name]
+def _setup(name: str, num_examples: int, batch: int, *,
+           dtype: str = "float32", inputs=None,
+           num_classes: int = NUM_CLASSES):
+  shape, crop, flip = inputs or INPUTS[name]
   mesh = sharding.make_mesh()
   rng = np.random.default_rng(0)
-  labels = rng.integers(0, NUM_CLASSES, num_examples).astype(np.int32)
+  labels = rng.integers(0, num_classes, num_examples).astype(np.int32)
   data = sharding.put_replicated(
       {"image": rng.random((num_examples, *shape), np.float32),
        "label": labels, "clean_label": labels}, mesh)
@@ -163,7 +165,7 @@ def _setup(name: str, num_examples: int, batch: int):
       pipeline.epoch_indices(0, 0, num_examples, batch),
       NamedSharding(mesh, P(None, sharding.DATA_AXIS)))
   classifier = models.Classifier.split(
-      models.create(name, shape, NUM_CLASSES, seed=0))
+      models.create(name, shape, num_classes, seed=0), dtype=dtype)
   return mesh, data, order, classifier, labels, (crop, flip)
 
 
@@ -193,11 +195,20 @@ def plain_ce_step(classifier, optimizer, mesh, augment):
   return jax.jit(step, donate_argnums=(0,))
 
 
-def measure_model(name: str, batch: int, num_steps: int, repeats: int):
-  """Seconds per step: plain CE, trainer CE, trainer JO + label state."""
+STEP_VARIANTS = ("plain_ce", "trainer_ce", "jo_label_state")
+
+
+def measure_model(name: str, batch: int, num_steps: int, repeats: int, *,
+                  dtype: str = "float32", inputs=None,
+                  variants=STEP_VARIANTS,
+                  num_classes: int = NUM_CLASSES) -> dict[str, float]:
+  """Seconds per step of each of ``variants``: plain CE, trainer CE,
+  trainer JO + label state; ``inputs``: (shape, crop, flip) other than
+  ``INPUTS[name]``; ``dtype``: the model's compute dtype."""
   num_examples = batch * max(num_steps, 4)
   mesh, data, order, classifier, labels, augment = _setup(
-      name, num_examples, batch)
+      name, num_examples, batch, dtype=dtype, inputs=inputs,
+      num_classes=num_classes)
   optimizer = optax.chain(optax.add_decayed_weights(1e-4),
                           optax.sgd(0.1, momentum=0.9))
   state = steps.init_state(classifier, optimizer, 0)
@@ -208,27 +219,30 @@ def measure_model(name: str, batch: int, num_steps: int, repeats: int):
   nb = num_examples // batch
   timings = {}
 
-  plain = plain_ce_step(classifier, optimizer, mesh, augment)
-  box = {"state": fresh_state()}
+  if "plain_ce" in variants:
+    plain = plain_ce_step(classifier, optimizer, mesh, augment)
+    box = {"state": fresh_state()}
 
-  def run_plain(i):
-    box["state"], loss = plain(box["state"], data, order, i % nb)
-    return loss
+    def run_plain(i):
+      box["state"], loss = plain(box["state"], data, order, i % nb)
+      return loss
 
-  timings["plain_ce"] = _median_seconds(run_plain, num_steps, repeats)
+    timings["plain_ce"] = _median_seconds(run_plain, num_steps, repeats)
 
   for key, loss_name, history in (("trainer_ce", "cross_entropy", 0),
                                   ("jo_label_state", "joint_optimization",
                                    10)):
+    if key not in variants:
+      continue
     cfg = steps.StepConfig(
         classifier=classifier,
-        loss=loss_registry.build(loss_name, {}, num_classes=NUM_CLASSES),
+        loss=loss_registry.build(loss_name, {}, num_classes=num_classes),
         family=loss_registry.spec(loss_name).family, optimizer=optimizer,
         hparam_schedules={}, mesh=mesh, crop_padding=augment[0],
         flip=augment[1], record=history > 0,
         # As the trainer does for a loss that never relabels.
-        integer_labels=history == 0, num_classes=NUM_CLASSES)
-    ls = label_state.create(labels, NUM_CLASSES, history=history, mesh=mesh)
+        integer_labels=history == 0, num_classes=num_classes)
+    ls = label_state.create(labels, num_classes, history=history, mesh=mesh)
     box = {"state": fresh_state(), "labels": ls,
            "sums": jax.device_put(metrics.zeros_like_sums(10),
                                   sharding.replicated(mesh))}
