@@ -76,6 +76,15 @@ _MOCK = flags.DEFINE_integer("mock_examples", 20000,
                              "Examples of each mock split (CIFAR-10; "
                              "ImageNet takes a quarter).")
 
+_DISPATCH = flags.DEFINE_list("steps_per_dispatch", ["1"],
+                              "config.steps_per_dispatch values of the "
+                              "CIFAR-10 program (on-device pipeline).")
+_BATCHES = flags.DEFINE_integer("stream_batches", 20,
+                                "Timed batches of each stream measure.")
+
+_PROGRAMS = flags.DEFINE_list("programs", ["jo_full_cifar10", "el_imagenet"],
+                              "Programs of the programs measure.")
+
 _RESULTS: dict[str, float] = {}
 
 
@@ -143,17 +152,28 @@ def _program_configs():
   imagenet.dataset.val_size = n // 16
   if imagenet.optimizer.schedule == "piecewise":
     imagenet.optimizer.boundaries = (2,)
-  return (("jo_full_cifar10", cifar, n), ("el_imagenet", imagenet, n // 4))
+  programs = []
+  for k in _DISPATCH.value:
+    c = common.override(cifar.copy_and_resolve_references(),
+                        steps_per_dispatch=int(k))
+    programs.append(("jo_full_cifar10" + (f"_dispatch{k}" if k != "1"
+                                          else ""), c, n))
+  return (*programs, ("el_imagenet", imagenet, n // 4))
 
 
 def measure_programs() -> None:
   from tests import paper_data  # pylint: disable=g-import-not-at-top
   for name, config, n in _program_configs():
+    if not any(name.startswith(p) for p in _PROGRAMS.value):
+      continue
+    if _SMALL.value:
+      config.steps_per_dispatch = min(config.steps_per_dispatch, 2)
     with tempfile.TemporaryDirectory() as cache, \
         mock.patch.dict(os.environ, {local_data.CACHE_ENV: cache}), \
         paper_data.mock_tfds(num_examples=n):
       start = time.perf_counter()
-      seconds = train_benchmark.epoch_seconds(config)
+      records = []
+      seconds = train_benchmark.epoch_seconds(config, records=records)
       total = time.perf_counter() - start
     train_examples = n - config.dataset.val_size
     steps = train_examples // config.batch_size
@@ -164,7 +184,9 @@ def measure_programs() -> None:
           pipeline=config.dataset.pipeline, batch=config.batch_size,
           steps_per_epoch=steps, epoch2_s=epoch,
           examples_per_s=steps * config.batch_size / epoch,
-          ms_per_step=1e3 * epoch / steps, epoch3_with_eval_s=seconds[1],
+          ms_per_step=1e3 * epoch / steps,
+          label_update_s=records[1].get("label_update_seconds", 0.0),
+          epoch3_with_eval_s=seconds[1],
           wall_s=total)
 
 
@@ -178,7 +200,7 @@ def measure_stream() -> None:
             16 if _SMALL.value else 256,
             stream.TrainTransform(resize=224, flip=True),
             ("resnet50_224/bfloat16/jo_label_state", "program/el_imagenet")))
-  batches = 4 if _SMALL.value else 20
+  batches = 4 if _SMALL.value else _BATCHES.value
   with tempfile.TemporaryDirectory() as tmp:
     for name, n, batch, transform, step_keys in cases:
       write = stream_benchmark._cifar if name == "cifar" else (  # pylint: disable=protected-access

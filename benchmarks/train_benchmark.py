@@ -362,19 +362,22 @@ def scaled_test_split(config):
     datasets.load = load
 
 
-def epoch_seconds(config, between=None) -> list[float]:
+def epoch_seconds(config, between=None, records=None) -> list[float]:
   """Wall seconds of each epoch after the first of ``train_and_evaluate``.
 
   Timed from one epoch's record to the next, so each epoch counts whole:
   steps, label update, evaluation, record and checkpoint (a cut training
   set gets its test split cut alike: ``scaled_test_split``). ``between()``
-  runs after each record, outside the timings (the bare step's turn).
+  runs after each record, outside the timings (the bare step's turn);
+  ``records``: a list that gets each epoch's record.
   """
   seconds, box = [], {}
   write = reporting.MetricWriter.write
 
   def timed_write(self, record):
     write(self, record)
+    if records is not None:
+      records.append(record)
     if "start" in box:
       seconds.append(time.perf_counter() - box["start"])
     if between is not None:
