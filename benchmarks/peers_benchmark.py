@@ -40,11 +40,11 @@ the official code (clamps, floors, what is detached), not imported:
   by constants, ``mean_i H(t_i) + alpha H(P)``, which the value check adds.
 
 Measured (2 CPU threads, torch 2.13.0+cpu, ``--rounds=9
---shapes=4096x1000``), Steep's time over the peer's before and after binary
-cross entropy's forward pass lost its selects: BCE 0.96 -> 0.49, sigmoid
-focal 0.62 -> 0.64, ASL 0.61 -> 0.55, cross entropy 0.92 -> 0.52 (unchanged
-code: the machine's load differed between the two runs; docs/losses.md,
-section Speed, has the table).
+--shapes=4096x1000``), peer/Steep before and after binary cross entropy's
+forward pass lost its selects: BCE 1.04 -> 2.04, sigmoid focal 1.61 ->
+1.56, ASL 1.64 -> 1.82, cross entropy 1.09 -> 1.92 (unchanged code: the
+machine's load differed between the two runs; docs/losses.md, section
+Speed, has the table).
 
 Each pair is also evaluated on the same inputs, and the table prints the
 absolute and relative difference of the two (mean) loss values and the
@@ -294,7 +294,9 @@ def run_shape(b: int, c: int, cases) -> None:
             _time(pair[side], calls[name][side], blocks[side]))
     print(f"  round {r + 1}/{_ROUNDS.value} done", flush=True)
   print(f"\nlogits [{b}, {c}] float32, value and gradient of the mean loss; "
-        f"{_ROUNDS.value} rounds, samples of >= {_SAMPLE_MS.value:g} ms")
+        f"{_ROUNDS.value} rounds, samples of >= {_SAMPLE_MS.value:g} ms; "
+        f"peer/Steep: the peer's time over Steep's (above 1: Steep is "
+        f"faster)")
   print(f"{'row':14s} {'peer/Steep':>10s} {'p25-p75':>11s} {'Steep ms':>9s} "
         f"{'peer ms':>9s} {'|dvalue|':>9s} {'rel':>8s} {'max|dgrad|':>10s} "
         f"{'rel':>8s}")

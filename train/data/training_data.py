@@ -1,12 +1,13 @@
 """The run's data: the dataset, its label noise per replica, on the devices.
 
 ``check(config)`` validates ``config.dataset`` and ``config.noise`` without
-the data; ``build(config, mesh)`` finds the data, ``load``s it (the dataset
-of ``datasets`` and the label noise of ``noise`` for every seed replica),
-checks what needs the data (a batch no larger than the training set) and
-``place``s it on the mesh once: the training inputs replicated, the
-noisy labels split by replica, the evaluation splits with their index
-batches, and the padded label rows the label metrics compare against.
+the data; ``build(config, mesh)`` ``load``s the data (finds, then loads,
+the dataset of ``datasets``, then draws the label noise of ``noise`` for
+every seed replica), checks what needs the data (a batch no larger than
+the training set) and ``place``s it on the mesh once: the training inputs
+replicated, the noisy labels split by replica, the evaluation splits with
+their index batches, and the padded label rows the label metrics compare
+against.
 
 With ``config.dataset.pipeline = 'stream'`` the inputs stay on disk:
 ``stream_sources.open_stream`` gives the splits as ArrayRecord sources and
@@ -73,29 +74,6 @@ def check(config) -> None:
                          "must be a positive integer (or None: 224)")
 
 
-def find(config) -> None:
-  """Checks, in seconds and loading nothing, that the data can be had.
-
-  The files are there, or a prepared tfds copy, or what preparing one needs
-  (``datasets.check_available``): run before the workdir is made, so that a
-  run without its data leaves nothing behind.
-
-  Raises:
-    ConfigError: saying what is missing and how to get it.
-  """
-  d = config.dataset
-  options = {} if d.download is None else {"download": d.download}
-  # tfds logs each folder it probes at WARNING: an error stays one line.
-  verbosity = logging.get_verbosity()
-  logging.set_verbosity(min(verbosity, logging.ERROR))
-  try:
-    datasets.check_available(d.name, data_dir=d.data_dir, **options)
-  except (ValueError, OSError, RuntimeError) as e:
-    raise ConfigError(f"config.dataset: {e}") from None
-  finally:
-    logging.set_verbosity(verbosity)
-
-
 @dataclasses.dataclass(frozen=True)
 class RunData:
   """The host data of a run: the dataset and each replica's labels."""
@@ -122,7 +100,14 @@ def dataset_options(config) -> dict:
 
 
 def load(config) -> RunData:
-  """The dataset and, per replica, its noisy training and validation labels.
+  """The dataset, found then loaded, and per replica its noisy training and
+  validation labels.
+
+  The data is first looked for, in seconds and loading nothing
+  (``datasets.check_available``: the files, a prepared tfds copy, or what
+  preparing one needs), so that a run without its data says in one line
+  what is missing and how to get it, and leaves nothing behind (the workdir
+  is made later).
 
   Replica ``r`` draws its noise with seed ``(noise.seed or seed) + r``, or
   replica 0's with ``noise.shared_across_replicas``. With
@@ -130,9 +115,25 @@ def load(config) -> RunData:
   model too, drawn from that seed in a stream of its own (independent of the
   training draw); else they are the clean ones. The split itself is shared
   (seed ``dataset.split_seed``, default ``seed``).
+
+  Raises:
+    ConfigError: the data cannot be had, or does not fit the config.
   """
+  d = config.dataset
+  options = dataset_options(config)
+  # tfds logs each folder it probes at WARNING: an error stays one line.
+  verbosity = logging.get_verbosity()
+  logging.set_verbosity(min(verbosity, logging.ERROR))
   try:
-    data = datasets.load(config.dataset.name, **dataset_options(config))
+    datasets.check_available(
+        d.name, data_dir=d.data_dir,
+        **({} if d.download is None else {"download": d.download}))
+  except (ValueError, OSError, RuntimeError) as e:
+    raise ConfigError(f"config.dataset: {e}") from None
+  finally:
+    logging.set_verbosity(verbosity)
+  try:
+    data = datasets.load(d.name, **options)
   except ValueError as e:
     raise ConfigError(f"config.dataset: {e}") from None
   return draw_noise(config, data)
@@ -345,7 +346,6 @@ def build(config, mesh: jax.sharding.Mesh) -> tuple[RunData, Placed]:
     streamed = stream_sources.open_stream(config)
     run_data = draw_noise(config, streamed.dataset)
   else:
-    find(config)
     run_data = load(config)
   if config.batch_size > run_data.dataset.num_train:
     raise ConfigError.of("batch_size", config.batch_size,

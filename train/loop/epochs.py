@@ -1,0 +1,567 @@
+"""The epochs of a run: the built pieces in, a trained model and a summary out.
+
+``train`` gets what ``trainer.train_and_evaluate`` built from the config
+(the loop's ``Settings``, the mesh, the data placed on it, the stages, the
+model factory, the checkpoint store) and never the config itself. It
+trains one or two stages (Joint Optimization's stage 2: a fresh network on
+the labels stage 1 left). Each epoch runs the jitted step over the epoch's
+batches, relabels between epochs, evaluates validation and test, writes a
+record (``report``) and a checkpoint. A workdir with a checkpoint is
+resumed from it. A ``stop`` request (``loop.preemption``: SIGTERM, SIGINT)
+is answered after the step under way with a checkpoint of that exact
+position, inside the epoch, and ``preemption.Stopped``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import multihost_utils
+
+from train import contract
+from train import models
+from train import sharding
+from train.data import pipeline
+from train.data import training_data
+from train.errors import ConfigError
+from train.loop import checkpoints
+from train.loop import preemption
+from train.loop import predictions
+from train.loop import settings as settings_lib
+from train.objective import stages
+from train.report import reporting
+from train.step import label_state as label_state_lib
+from train.step import metrics
+from train.step import steps
+
+
+@dataclasses.dataclass(frozen=True)
+class _Paused:
+  """An epoch stopped after ``step`` of its steps, with its metric sums."""
+  step: int
+  sums: dict[str, Any]
+
+
+# ---------------------------------------------------------------------------
+# The run.
+# ---------------------------------------------------------------------------
+class _Run:
+  """Everything built once per run; one method per phase of an epoch.
+
+  Every array of the run has a leading replica axis (``config.replicas``
+  seeds trained as one program, ``R = 1`` without replicas), split along the
+  mesh's ``'replica'`` axis; the steps are ``vmap``ped over it.
+  """
+
+  def __init__(self, settings: settings_lib.Settings, workdir: str, *,
+               mesh: jax.sharding.Mesh,
+               run_data: training_data.RunData,
+               placed: training_data.Placed, stages_: list[stages.Stage],
+               model: Callable[[int], models.Classifier]):
+    self.settings = settings
+    self.workdir = workdir
+    self.replicas = settings.replicas
+    self.mesh = mesh
+    self.data, self.noisy = run_data.dataset, run_data.train
+    self.steps_per_epoch = self.data.num_train // settings.batch_size
+    self.stages = stages_
+    self.total_epochs = stages_[-1].last_epoch + 1
+    self._model = model
+    self.train_data, self.eval_sets = placed.train, placed.eval_sets
+    self.clean_rows, self.noisy_rows = placed.clean_rows, placed.noisy_rows
+    # A long-tailed training set: accuracies of its shot groups too.
+    self.shot_groups = (metrics.shot_groups(self.data.train_class_counts)
+                        if self.data.imbalance_ratio != 1 else None)
+    self._predict = {}  # (classifier, logits) -> jitted predict
+    # The streamed input (config.dataset.pipeline = 'stream'), else None.
+    self.streams = placed.streams
+
+  # -- state -----------------------------------------------------------------
+  def fresh_state(self, stage: stages.Stage
+                  ) -> tuple[models.Classifier, steps.TrainState]:
+    """The model's graph and a fresh train state (replica r: seed + r)."""
+    states = []
+    for r in range(self.replicas):
+      classifier = self._model(stage.seed + r)
+      states.append(steps.init_state(classifier, stage.optimizer,
+                                     stage.seed + r))
+    state = jax.tree.map(lambda *leaves: np.stack(leaves), *states)
+    return classifier, sharding.put(
+        state, sharding.replicate(state, self.mesh, replicas=True))
+
+  def fresh_label_state(self) -> label_state_lib.LabelState:
+    return label_state_lib.create(
+        np.stack([n.labels for n in self.noisy]), self.data.num_classes,
+        history=self.settings.label_history, mesh=self.mesh, replicas=True,
+        history_dtype=self.settings.label_history_dtype)
+
+  def compile_stage(self, stage: stages.Stage, classifier, state,
+                    label_state) -> None:
+    """Builds the jitted step, label update and evaluation of ``stage``."""
+    multi_label = self.data.multi_label
+    # One replica trains without the replica axis: the step compiled over
+    # [1, ...] arrays ran 10-17 % slower on XLA:CPU (2-D CNN). The axis is
+    # taken off at an epoch's start and put back at its end.
+    single = self.replicas == 1
+    cfg = steps.StepConfig(
+        classifier=classifier, loss=stage.loss.total,
+        family=stage.loss.family, optimizer=stage.optimizer,
+        hparam_schedules=stage.hparam_schedules,
+        replica_hparams=({k: v[0] for k, v in stage.loss.per_replica.items()}
+                         if single else stage.loss.per_replica),
+        mesh=self.mesh, crop_padding=self.data.crop_padding,
+        flip=self.data.flip, multi_label=multi_label,
+        record=stage.label_update != "none", grad_bins=self.settings.grad_bins,
+        # Labels that never change need no label state: the losses' integer
+        # fast paths (stage 2 too, when stage 1 never relabelled).
+        integer_labels=(self.settings.label_history == 0
+                        and not multi_label),
+        num_classes=self.data.num_classes, replicas=not single)
+    if single:
+      self._leave_replicas, self._enter_replicas, self.step_data = (
+          self._single_replica_moves(state, label_state))
+      step_arrays = jax.eval_shape(self._leave_replicas,
+                                   (state, label_state))
+    else:
+      self.step_data, step_arrays = self.train_data, (state, label_state)
+    if self.streams is None:
+      self.train_step = steps.make_train_step(cfg, *step_arrays,
+                                              self.step_data)
+    else:
+      self.train_step = steps.make_stream_step(
+          cfg, *step_arrays, self.streams.train.batch_spec())
+    self.update_labels = None if stage.label_update == "none" else (
+        steps.make_label_update(self.mesh, begin=self.settings.label_begin,
+                                mode=stage.label_update,
+                                multi_label=multi_label, replicas=True))
+    self.measure_labels = steps.make_label_metrics(
+        self.mesh, multi_label=multi_label,
+        num_examples=self.data.num_train, replicas=True)
+    # Labels that no update moves keep their metrics: measured once a stage.
+    self.label_metrics = self.measure_labels(
+        label_state.labels, self.clean_rows, self.noisy_rows)
+    self.evaluate = (self._device_evaluation if self.streams is None else
+                     self._stream_evaluation)(classifier, state)
+    # The step's sums: one set, or one per replica split along 'replica'.
+    lead = () if single else (self.replicas,)
+    self.zero_sums = jax.jit(
+        lambda: jax.tree.map(
+            lambda x: jnp.zeros(lead + x.shape, x.dtype),
+            metrics.zeros_like_sums(self.settings.grad_bins)),
+        out_shardings=(sharding.replicated(self.mesh) if single else
+                       sharding.by_replica(self.mesh)))
+
+  def _single_replica_moves(self, state, label_state):
+    """Jitted moves of ``(state, label_state)`` off and onto the replica
+    axis of 1, and the training data without it."""
+    mesh = self.mesh
+    first = lambda tree: jax.tree.map(lambda x: x[0], tree)
+    lead = lambda tree: jax.tree.map(lambda x: x[None], tree)
+    template = jax.eval_shape(first, state)
+    # Donated: dropping or adding an axis of 1 is a bitcast, so the moves
+    # reuse the buffers instead of copying the state and the label state.
+    leave = jax.jit(first, out_shardings=(
+        sharding.replicate(template, mesh),
+        label_state_lib.shardings(mesh)), donate_argnums=0)
+    enter = jax.jit(lead, out_shardings=(
+        sharding.replicate(state, mesh, replicas=True),
+        label_state_lib.shardings(mesh, replicas=True)), donate_argnums=0)
+    per_replica = {k: v for k, v in self.train_data.items()
+                   if k in sharding.PER_REPLICA_DATA}
+    data = dict(self.train_data)
+    data.update(jax.jit(first, out_shardings=sharding.data_shardings(
+        first(per_replica), mesh))(per_replica))
+    return leave, enter, data
+
+  def _device_evaluation(self, classifier, state):
+    """Split -> ``evaluate(params, model_state)`` over the on-device data."""
+    evaluate = steps.make_evaluate(classifier, self.mesh,
+                                   multi_label=self.data.multi_label,
+                                   replicas=True)
+    # Compiled now, one executable per split, so that the first epoch that
+    # evaluates does not also compile (and the epoch times stay comparable).
+    compiled = {split: evaluate.lower(state["params"], state["model_state"],
+                                      *arrays).compile()
+                for split, arrays in self.eval_sets.items()}
+    def bound(executable, arrays):
+      return lambda params, model_state: executable(params, model_state,
+                                                    *arrays)
+
+    return {split: bound(compiled[split], arrays)
+            for split, arrays in self.eval_sets.items()}
+
+  def _stream_evaluation(self, classifier, state):
+    """Split -> ``evaluate(params, model_state)`` over its streamed
+    batches: the logits of each batch, then the split's metrics at once."""
+    del state
+    logits_of = steps.make_stream_logits(classifier, self.mesh,
+                                         replicas=True)
+    measure = steps.make_stream_measure(
+        self.mesh, multi_label=self.data.multi_label, replicas=True)
+
+    def evaluate(split, params, model_state):
+      logits = [logits_of(params, model_state, batch["image"])
+                for batch in self.streams.eval[split].batches()]
+      return measure(jnp.concatenate(logits, axis=1), *self.eval_sets[split])
+
+    return {split: functools.partial(evaluate, split)
+            for split in self.eval_sets}
+
+  def _epoch_inputs(self, epoch: int, single: bool, first: int = 0):
+    """What each call of ``train_step`` gets after the states and sums, and
+    how many steps it runs, from step ``first`` of the epoch on: slices of
+    the epoch's on-device order, or the streamed batches one by one."""
+    settings = self.settings
+    if self.streams is not None:
+      # Batch k of epoch e is a function of (seed, e, k) alone: the
+      # checkpoint's position is the stream's whole state.
+      self.streams.train.restore({"epoch": epoch, "step": first})
+      for batch in self.streams.train.epoch(epoch):
+        yield 1, (batch,)
+      return
+    order = np.stack([pipeline.epoch_indices(
+        settings.seed + r, epoch, self.data.num_train, settings.batch_size)
+                      for r in range(self.replicas)])
+    if single:
+      order = sharding.put(order[0], sharding.order_sharding(self.mesh))
+    else:
+      order = sharding.put(order, sharding.order_sharding(self.mesh,
+                                                         replicas=True))
+    done = first
+    while done < self.steps_per_epoch:
+      count = min(settings.steps_per_dispatch, self.steps_per_epoch - done)
+      yield count, (self.step_data, order, epoch, done, count)
+      done += count
+
+  # -- one epoch --------------------------------------------------------------
+  def run_epoch(self, epoch: int, stage: stages.Stage, state, label_state,
+                progress: reporting.Progress, *,
+                stop: Callable[[], bool] | None = None,
+                paused: _Paused | None = None):
+    """The epoch's steps, relabelling, evaluation; ``(state, label_state,
+    record)``, or ``(state, label_state, _Paused)`` when ``stop()`` (asked
+    after each call of the step) says so. ``paused``: resume an epoch
+    stopped so, at its next step."""
+    settings = self.settings
+    start = time.perf_counter()
+    single = self.replicas == 1
+    if single:
+      state, label_state = self._leave_replicas((state, label_state))
+    sums = self.zero_sums()
+    if paused is not None:
+      sums = jax.tree.map(
+          lambda zero, saved: sharding.put(
+              np.asarray(saved, zero.dtype).reshape(zero.shape),
+              zero.sharding), sums, paused.sums)
+    # The host dispatches and never waits, but every `log_every_steps` (and
+    # at the epoch's end) for the sums: the loss for the progress line and
+    # the count of non-finite losses.
+    every = settings.log_every_steps
+    done = reported = 0 if paused is None else paused.step
+    for count, inputs in self._epoch_inputs(epoch, single, first=done):
+      state, label_state, sums = self.train_step(state, label_state, sums,
+                                                 *inputs)
+      done += count
+      if done == self.steps_per_epoch or (every and
+                                          done - reported >= every):
+        fetched = jax.device_get(sums)
+        if single:
+          fetched = jax.tree.map(lambda x: np.asarray(x)[None], fetched)
+        self._check_finite(fetched, epoch, done, reported, progress)
+        reported = done
+      if done < self.steps_per_epoch and stop is not None and stop():
+        sums = jax.tree.map(lambda x: np.asarray(x).tolist(),
+                            jax.device_get(sums))
+        if single:
+          state, label_state = self._enter_replicas((state, label_state))
+        return state, label_state, _Paused(done, sums)
+    if single:
+      state, label_state = self._enter_replicas((state, label_state))
+    update_start = time.perf_counter()
+    if self.update_labels is not None:
+      label_state = self.update_labels(label_state, epoch)
+      jax.block_until_ready(label_state)
+      self.label_metrics = self.measure_labels(
+          label_state.labels, self.clean_rows, self.noisy_rows)
+    update_seconds = time.perf_counter() - update_start
+    # Every `eval_every_epochs` epochs and at the end of every stage.
+    due = ((epoch + 1) % settings.eval_every_epochs == 0
+           or epoch == stage.last_epoch)
+    evaluated = {split: evaluate(state["params"], state["model_state"])
+                 for split, evaluate in self.evaluate.items() if due}
+    # One transfer for everything the record needs.
+    labels, evaluated, step = jax.device_get(
+        (self.label_metrics, evaluated, state["step"][0]))
+
+    per_replica = []
+    for r in range(self.replicas):
+      values = metrics.training_epoch_metrics(
+          jax.tree.map(lambda x, r=r: x[r], fetched))
+      values.update({k: float(v[r]) for k, v in labels.items()})
+      for split, measured in evaluated.items():
+        values.update({f"{split}_{k}": _host_value(v[r])
+                       for k, v in measured.items()})
+        if self.shot_groups is not None and "accuracy_per_class" in measured:
+          values.update({f"{split}_{k}": v for k, v in
+                         metrics.group_accuracies(
+                             measured["accuracy_per_class"][r],
+                             self.shot_groups).items()})
+      per_replica.append(values)
+    record = {"epoch": epoch + 1, "stage": stage.index + 1,
+              "learning_rate": float(stage.learning_rate(step - 1))}
+    for name, value in stage.hparam_schedules.items():
+      record[name] = float(value(step - 1))
+    if self.replicas == 1:
+      record.update(per_replica[0])
+    else:
+      record["replicas"] = self.replicas
+      record.update({k: [v[k] for v in per_replica] for k in per_replica[0]})
+    record["label_update_seconds"] = update_seconds
+    record["epoch_seconds"] = time.perf_counter() - start
+    return state, label_state, record
+
+  def outputs(self, classifier, state, split: str, *,
+              logits: bool = False) -> np.ndarray:
+    """Host ``[R, N, C]`` softmax (or logits) of ``split`` ('train': the
+    training set unaugmented; 'test'), every example once, in order."""
+    # What the jitted function returns: the stream's gives logits, and the
+    # softmax is taken here.
+    raw = logits or self.streams is not None
+    key = (id(classifier), raw)
+    if key not in self._predict:  # compiled once a stage
+      self._predict = {key: (
+          steps.make_predict(classifier, self.mesh, replicas=True,
+                             logits=raw) if self.streams is None else
+          steps.make_stream_logits(classifier, self.mesh, replicas=True)),
+                       **{k: v for k, v in self._predict.items()
+                          if k[0] == id(classifier)}}
+    predict = self._predict[key]
+    params, model_state = state["params"], state["model_state"]
+    if self.streams is None:
+      x, num = ((self.train_data["image"], self.data.num_train)
+                if split == "train" else
+                (self.eval_sets[split][0], len(self.data.test_x)))
+      order, mask = pipeline.eval_indices(
+          num, sharding.eval_batch(self.settings.eval_batch_size, self.mesh))
+      out = predict(params, model_state, x,
+                    sharding.put(order, sharding.eval_sharding(self.mesh)))
+    else:
+      reader = (self.streams.train_in_order if split == "train"
+                else self.streams.eval[split])
+      mask = reader.mask
+      out = jnp.concatenate([predict(params, model_state, batch["image"])
+                             for batch in reader.batches()], axis=1)
+      if not logits:
+        out = jax.nn.softmax(out, axis=-1)
+    out = np.asarray(multihost_utils.process_allgather(out, tiled=True))
+    # In order, padding last.
+    return out[:, mask.reshape(-1)]
+
+  def train_outputs(self, classifier, state) -> np.ndarray:
+    return self.outputs(classifier, state, "train")
+
+  def test_outputs(self, classifier, state) -> np.ndarray:
+    """Softmax (multi-label: logits, what the ranking is made of)."""
+    return self.outputs(classifier, state, "test",
+                        logits=self.data.multi_label)
+
+  def save_train_probabilities(self, classifier, state) -> None:
+    """``contract.PROBABILITIES_FILE``: softmax of the training set, and
+    ``contract.TRANSITION_TRUE_FILE``: the noise's realised matrix."""
+    probs = self.train_outputs(classifier, state)
+    if jax.process_index() == 0:
+      path = os.path.join(self.workdir, contract.PROBABILITIES_FILE)
+      np.save(path, probs[0] if self.replicas == 1 else probs)
+      if not self.data.multi_label:
+        true = np.stack([n.transition_matrix for n in self.noisy])
+        np.save(os.path.join(self.workdir, contract.TRANSITION_TRUE_FILE),
+                true[0] if self.replicas == 1 else true)
+
+  def best_predictions(self, records) -> predictions.BestPredictions | None:
+    """What keeps the outputs of each replica's best validation epoch, or
+    None where nothing asks for them."""
+    settings = self.settings
+    if (not (settings.save_test_predictions
+             or settings.save_train_probabilities)
+        or "test" not in self.eval_sets):
+      return None
+    return predictions.BestPredictions(
+        self.workdir, select=contract.selection_key(self.data.multi_label),
+        test_labels=self.data.test_y, multi_label=self.data.multi_label,
+        replicas=self.replicas,
+        train_probabilities=settings.save_train_probabilities,
+        records=records, write=jax.process_index() == 0)
+
+  @staticmethod
+  def _check_finite(sums, epoch, done, reported, progress):
+    if sums["nonfinite_steps"].any():
+      raise FloatingPointError(
+          f"the training loss is not finite at "
+          f"{int(sums['nonfinite_steps'].max())} step(s) of epoch "
+          f"{epoch + 1} (steps 1-{done}): lower the learning rate or check "
+          f"the loss's hyperparameters")
+    progress.step(epoch, float(sums["loss"].sum() / sums["examples"].sum()),
+                  steps=done - reported)
+
+
+
+def _resume(run: _Run, store: checkpoints.Checkpoints):
+  """``(classifier, state, label_state, epochs done, paused)`` from the
+  newest readable checkpoint, or fresh ones at epoch 0."""
+  classifiers = {}
+
+  def templates(meta):
+    position = checkpoints.position_of(meta)
+    # The network of the epoch under way, or of the last one completed.
+    epoch = position["epoch"] if position["step"] else max(
+        position["epoch"] - 1, 0)
+    classifier, state = run.fresh_state(stages.stage_of(run.stages, epoch))
+    classifiers["last"] = classifier
+    return state, run.fresh_label_state()
+
+  try:
+    restored = store.restore_latest(templates)
+  except (checkpoints.CheckpointMismatchError,
+          checkpoints.UnreadableCheckpointError) as e:
+    raise ConfigError(str(e)) from None
+  if restored is None:
+    state, label_state = templates({"position": {"epoch": 0, "step": 0}})
+    return classifiers["last"], state, label_state, 0, None
+  _, state, label_state, meta = restored
+  position = checkpoints.position_of(meta)
+  paused = (_Paused(position["step"], meta["epoch_sums"])
+            if position["step"] else None)
+  return classifiers["last"], state, label_state, position["epoch"], paused
+
+
+def train(settings: settings_lib.Settings, workdir: str, *,
+          mesh: jax.sharding.Mesh, run_data: training_data.RunData,
+          placed: training_data.Placed, stages_: list[stages.Stage],
+          model: Callable[[int], models.Classifier],
+          store: checkpoints.Checkpoints, title: str, noise_line: str,
+          stop_after_epochs: int | None = None,
+          stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+  """The epochs of a run from its checkpoint on; its summary.
+
+  Args:
+    settings: the loop's own keys of the config.
+    workdir: the run's folder (checked, its config saved).
+    mesh, run_data, placed, stages_, model: what the builders built:
+      ``sharding.make_mesh``, ``training_data.build``, ``stages.build``,
+      ``models.factory``.
+    store: the workdir's checkpoints.
+    title: the summary table's title.
+    noise_line: the label noise, for the line that opens the run.
+    stop_after_epochs, stop: as ``trainer.train_and_evaluate``'s.
+  """
+  run = _Run(settings, workdir, mesh=mesh, run_data=run_data,
+             placed=placed, stages_=stages_, model=model)
+  header = f"{run.data.summary()}; {noise_line}"
+  main_process = jax.process_index() == 0
+
+  # ----- State -----------------------------------------------------------------
+  classifier, state, label_state, resume_epoch, paused = _resume(run, store)
+  writer = reporting.MetricWriter(
+      workdir, resume_epoch=resume_epoch,
+      tensorboard=settings.tensorboard and main_process,
+      enabled=main_process)
+  progress = reporting.Progress(
+      run.total_epochs, run.steps_per_epoch, first_epoch=resume_epoch,
+      enabled=settings.progress and main_process)
+  records = contract.read_records(workdir)[:resume_epoch]
+  # Every process replays the same epochs (its outputs are all-gathered).
+  best = run.best_predictions(records)
+  if paused:
+    progress.done += paused.step
+    where = f"resuming at epoch {resume_epoch + 1}, step {paused.step}"
+  else:
+    where = (f"resuming after epoch {resume_epoch}" if resume_epoch
+             else "new run")
+  if main_process:
+    print(f"{header}; {jax.device_count()} device(s); {where} in {workdir}",
+          flush=True)
+
+  def save(epoch: int, step: int, **position) -> None:
+    """A checkpoint after ``step`` steps of epoch ``epoch`` (0-based)."""
+    store.save(epoch * run.steps_per_epoch + step, state, label_state, {
+        **position,
+        "position": {"epoch": epoch, "step": step},
+        "summary": contract.summarise(records),
+        "saved_with": checkpoints.Checkpoints.describe(label_state)})
+
+  # ----- Epochs ------------------------------------------------------------------
+  last = run.total_epochs if stop_after_epochs is None else min(
+      run.total_epochs, stop_after_epochs)
+  last_save = time.perf_counter()
+  try:
+    for epoch in range(resume_epoch, last):
+      stage = stages.stage_of(run.stages, epoch)
+      if epoch == stage.first_epoch and epoch > 0 and not paused:
+        classifier, state = run.fresh_state(stage)
+      if epoch == stage.first_epoch or epoch == resume_epoch:
+        run.compile_stage(stage, classifier, state, label_state)
+      state, label_state, record = run.run_epoch(
+          epoch, stage, state, label_state, progress, stop=stop,
+          paused=paused)
+      paused = None
+      if isinstance(record, _Paused):
+        save(epoch, record.step, epoch_sums=record.sums)
+        raise preemption.Stopped(epoch + 1, record.step)
+      records.append(record)
+      writer.write(record)
+      if best is not None:
+        best.observe(record, lambda: run.test_outputs(classifier, state),
+                     lambda: run.train_outputs(classifier, state))
+      progress.epoch_done(reporting.epoch_line(
+          contract.replica_mean(record)))
+      done = epoch + 1
+      # A save costs tens of milliseconds however small the model: epochs
+      # of a fraction of a second are not each saved.
+      due = (done % settings.checkpoint_every_epochs == 0 and
+             time.perf_counter() - last_save
+             >= settings.checkpoint_min_seconds)
+      stopping = done < last and stop is not None and stop()
+      if due or done == last or stopping:
+        last_save = time.perf_counter()
+        save(done, 0)
+      if stopping:
+        raise preemption.Stopped(done, run.steps_per_epoch)
+  finally:
+    store.wait()
+    store.close()
+    writer.close()
+    if run.streams is not None:
+      run.streams.close()
+
+  if settings.save_train_probabilities and last == run.total_epochs:
+    run.save_train_probabilities(classifier, state)
+  if best is not None and last == run.total_epochs:
+    best.finish(run.test_outputs(classifier, state), last)
+  summary = contract.summarise(records)
+  if main_process and last == run.total_epochs:
+    data = run.data
+    contract.write_run(workdir, {
+        "dataset": data.name, "num_train": data.num_train,
+        "num_validation": len(data.val_x), "num_test": len(data.test_x),
+        "num_classes": data.num_classes, "multi_label": data.multi_label,
+        "epochs": run.total_epochs, "replicas": run.replicas,
+        "devices": jax.device_count(),
+        "train_class_counts": None if data.multi_label
+        else data.train_class_counts.tolist()})
+    print(reporting.summary_table(summary, title), flush=True)
+  return summary
+
+
+def _host_value(value: np.ndarray) -> float | list[float | None]:
+  """A metric for the record: a float, or a list with None for NaN."""
+  if np.ndim(value) == 0:
+    return float(value)
+  return [None if np.isnan(v) else float(v) for v in np.ravel(value)]
