@@ -87,12 +87,13 @@ def _child(body: str) -> str:
 
 def _aborts_after(text: str, before: str = "") -> str:
   """A child that prints ``before``, then ``text`` as C++ would (straight
-  to fd 2, in pieces), and aborts."""
+  to fd 2), in pieces that end inside lines, and aborts."""
   return _child(f"""
       sys.stderr.write({before!r}); sys.stderr.flush()
       text = {text!r}.encode()
       for i in range(0, len(text), 100):
         os.write(2, text[i:i + 100])
+        time.sleep(0.02)
       os.abort()
   """)
 
