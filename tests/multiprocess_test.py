@@ -1,5 +1,6 @@
 """Two processes (jax.distributed on localhost, CPU collectives) = one;
-stopped by SIGTERM, they stop together; a killed one ends the other."""
+stopped by SIGTERM, they stop together; a killed one ends the other, the
+coordinator included."""
 
 import json
 import os
@@ -38,6 +39,11 @@ def process_config():
   """JO with relabelling, a global batch of 64 split over the processes."""
   return tiny_config(**{"loss.name": "jo", "label_state.mode": "soft",
                         "label_state.begin": 1, "model.name": "cnn1d"})
+
+
+def _children(pid: int) -> list[int]:
+  with open(f"/proc/{pid}/task/{pid}/children") as f:
+    return [int(child) for child in f.read().split()]
 
 
 def _free_port() -> int:
@@ -168,6 +174,10 @@ class PreemptedTwoProcessesTest(absltest.TestCase):
     cluster = _Cluster(workdir)
     # SIGTERM to process 1 alone: both stop at the same step, status 0.
     cluster.start().wait_for_records(1)
+    # The signal goes to the process launched, a parent that passes it on
+    # to the child that trains.
+    for p in cluster.processes:
+      self.assertTrue(_children(p.pid))
     cluster.processes[1].send_signal(signal.SIGTERM)
     ended = cluster.finish()
     lines = []

@@ -26,7 +26,11 @@ step under way, with a checkpoint of that position and one line, ``stopped
 at epoch E, step S; rerun the same command to resume``; the status is 0
 after SIGTERM, 130 after SIGINT. In a multi-process run every process stops
 at the same step; a process that stops responding ends the others within
-``config.peer_timeout_seconds`` with status 4 and one line.
+``config.peer_timeout_seconds`` with status 4 and one line. A multi-process
+run trains in a child process that a small parent watches
+(``train/loop/supervisor.py``): when the coordinator (process 0) dies, JAX
+aborts the other processes from C++ at once, and their parents print that
+line, status 4, in place of JAX's stack trace.
 """
 
 import difflib
