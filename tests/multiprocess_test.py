@@ -1,5 +1,6 @@
 """Two processes (jax.distributed on localhost, CPU collectives) = one;
-stopped by SIGTERM, they stop together; a killed one ends the other."""
+stopped by SIGTERM, they stop together; a killed one ends the other, the
+coordinator included."""
 
 import json
 import os
@@ -40,6 +41,11 @@ def process_config():
                         "label_state.begin": 1, "model.name": "cnn1d"})
 
 
+def _children(pid: int) -> list[int]:
+  with open(f"/proc/{pid}/task/{pid}/children") as f:
+    return [int(child) for child in f.read().split()]
+
+
 def _free_port() -> int:
   with socket.socket() as s:
     s.bind(("127.0.0.1", 0))
@@ -75,10 +81,10 @@ class TwoProcessesTest(absltest.TestCase):
     self.assertEqual([r["epoch"] for r in records], [1, 2])
 
 
-_PREEMPT_CONFIG = """
-from tests.multiprocess_test import preempt_config
+_CONFIG_FILE = """
+from tests import multiprocess_test
 def get_config():
-  return preempt_config()
+  return multiprocess_test.{}()
 """
 
 
@@ -92,14 +98,22 @@ def preempt_config():
                         "peer_timeout_seconds": 5.0})
 
 
+def coordinator_config():
+  """3 epochs of 10 steps, a checkpoint after each, a peer lost after 5 s."""
+  config = preempt_config()
+  config.num_epochs = 3
+  config.checkpoint_min_seconds = 0.0
+  return config
+
+
 class _Cluster:
   """``python -m train`` on two processes of one workdir."""
 
-  def __init__(self, workdir):
+  def __init__(self, workdir, config="preempt_config"):
     self.workdir = workdir
     self.config = os.path.join(workdir, "config.py")
     with open(self.config, "w") as f:
-      f.write(_PREEMPT_CONFIG)
+      f.write(_CONFIG_FILE.format(config))
 
   def start(self):
     address = f"127.0.0.1:{_free_port()}"
@@ -125,6 +139,18 @@ class _Cluster:
         raise AssertionError(f"no {count} records in {timeout} s")
       time.sleep(0.05)
 
+  def wait_for_checkpoint(self, timeout=120):
+    """Until a checkpoint is complete (orbax renames it to its number)."""
+    folder = os.path.join(self.workdir, contract.CHECKPOINT_DIR)
+    deadline = time.time() + timeout
+    while not (os.path.isdir(folder)
+               and any(name.isdigit() for name in os.listdir(folder))):
+      if time.time() > deadline or any(
+          p.poll() is not None for p in self.processes):
+        self.kill()
+        raise AssertionError(f"no checkpoint in {timeout} s")
+      time.sleep(0.05)
+
   def finish(self, timeout=120):
     """``[(returncode, stdout, stderr)]`` once both have ended."""
     try:
@@ -148,6 +174,10 @@ class PreemptedTwoProcessesTest(absltest.TestCase):
     cluster = _Cluster(workdir)
     # SIGTERM to process 1 alone: both stop at the same step, status 0.
     cluster.start().wait_for_records(1)
+    # The signal goes to the process launched, a parent that passes it on
+    # to the child that trains.
+    for p in cluster.processes:
+      self.assertTrue(_children(p.pid))
     cluster.processes[1].send_signal(signal.SIGTERM)
     ended = cluster.finish()
     lines = []
@@ -187,6 +217,35 @@ class PreemptedTwoProcessesTest(absltest.TestCase):
           np.testing.assert_allclose(
               np.asarray(got[key], float), np.asarray(value, float),
               rtol=1e-4, atol=1e-5, err_msg=f"epoch {want['epoch']} {key}")
+
+
+class DeadCoordinatorTest(absltest.TestCase):
+
+  def test_the_others_end_in_one_line_and_the_checkpoints_resume(self):
+    # Process 0 hosts JAX's coordination service: its death aborts the
+    # others' JAX clients from C++ (a stack trace, SIGABRT), which
+    # ``python -m train``'s supervising parent turns into one line.
+    workdir = tempfile.mkdtemp()
+    cluster = _Cluster(workdir, "coordinator_config")
+    cluster.start().wait_for_checkpoint()
+    cluster.processes[0].kill()  # the parent: its child dies with it
+    killed = time.time()
+    code, _, err = cluster.finish()[1]
+    self.assertLess(time.time() - killed, 5 + 10)
+    self.assertEqual(code, contract.PEER_LOST, err[-3000:])
+    self.assertEqual(err.strip(), contract.peer_lost_line(0))
+    self.assertNotIn("Check failure", err)
+    self.assertNotIn("*** ", err)
+
+    # The same command again: resumed from the last checkpoint written.
+    ended = cluster.start().finish(timeout=300)
+    for code, _, err in ended:
+      self.assertEqual(code, 0, err[-3000:])
+      self.assertNotIn("warning", err)
+    self.assertRegex(ended[0][1], r"resuming after epoch [12] in ")
+    self.assertIsNotNone(contract.read_run(workdir))
+    self.assertEqual([r["epoch"] for r in contract.read_records(workdir)],
+                     [1, 2, 3])
 
 
 if __name__ == "__main__":

@@ -26,7 +26,11 @@ step under way, with a checkpoint of that position and one line, ``stopped
 at epoch E, step S; rerun the same command to resume``; the status is 0
 after SIGTERM, 130 after SIGINT. In a multi-process run every process stops
 at the same step; a process that stops responding ends the others within
-``config.peer_timeout_seconds`` with status 4 and one line.
+``config.peer_timeout_seconds`` with status 4 and one line. A multi-process
+run trains in a child process that a small parent watches
+(``train/loop/supervisor.py``): when the coordinator (process 0) dies, JAX
+aborts the other processes from C++ at once, and their parents print that
+line, status 4, in place of JAX's stack trace.
 """
 
 import difflib
@@ -214,13 +218,14 @@ def _parse_flags(argv: list[str]) -> list[str]:
 _CLUSTER_FLAGS = ("coordinator_address", "num_processes", "process_id")
 
 
-def _initialize_distributed(jax, peer_timeout: float) -> None:
-  """``jax.distributed.initialize`` as the flags say, its errors in one
-  line."""
+def _cluster_flags() -> dict[str, int | str] | None:
+  """The cluster flags given (empty: JAX finds the cluster itself), or
+  ``None`` for a single-process run; a flag missing or out of range ends
+  the program in one line."""
   given = {name: flags.FLAGS[name].value for name in _CLUSTER_FLAGS
            if flags.FLAGS[name].value is not None}
   if not given and not flags.FLAGS.jax_distributed:
-    return
+    return None
   missing = [f"--{name}" for name in _CLUSTER_FLAGS if name not in given]
   if given and missing:
     _fail(f"{' and '.join(missing)} missing: a launch without a scheduler "
@@ -230,6 +235,12 @@ def _initialize_distributed(jax, peer_timeout: float) -> None:
     _fail(f"--process_id={given['process_id']}: must lie in [0, "
           f"{given['num_processes']}) for --num_processes="
           f"{given['num_processes']}")
+  return given
+
+
+def _initialize_distributed(jax, given, peer_timeout: float) -> None:
+  """``jax.distributed.initialize`` with the cluster flags ``given``, its
+  errors in one line."""
   from train.loop import peers  # pylint: disable=g-import-not-at-top
   # SIGTERM is train.loop.preemption's: the processes agree where to stop.
   jax.config.update("jax_enable_preemption_service", False)
@@ -255,6 +266,15 @@ def main(argv):
   if flags.FLAGS.workdir is None:
     _fail("--workdir=DIR is required: the folder for metrics and "
           "checkpoints")
+  cluster = _cluster_flags()
+  if cluster is not None:
+    # JAX aborts a process whose coordinator died before Python can say
+    # so: a parent that does not load JAX trains in a child and says it.
+    from train.loop import supervisor  # pylint: disable=g-import-not-at-top
+    if not supervisor.is_child():
+      supervisor.exit_with(supervisor.run([sys.executable,
+                                           *sys.orig_argv[1:]]))
+    supervisor.bind_to_parent()
   quiet = not flags.FLAGS["verbosity"].present
   # Imported here, so that a command-line error comes without loading JAX.
   import jax  # pylint: disable=g-import-not-at-top
@@ -263,14 +283,14 @@ def main(argv):
   stop = preemption.StopRequest().install()
   config, workdir = flags.FLAGS.config, flags.FLAGS.workdir
   try:
-    _run(jax, config, workdir, stop, quiet=quiet)
+    _run(jax, config, workdir, stop, cluster, quiet=quiet)
   except KeyboardInterrupt:
     _fail("interrupted again before the checkpoint was written; rerun the "
           "same command to resume from the last one",
           status=contract.INTERRUPTED)
 
 
-def _run(jax, config, workdir, stop, *, quiet: bool) -> None:
+def _run(jax, config, workdir, stop, cluster, *, quiet: bool) -> None:
   from train import errors  # pylint: disable=g-import-not-at-top
   from train.loop import peers  # pylint: disable=g-import-not-at-top
   from train.loop import preemption  # pylint: disable=g-import-not-at-top
@@ -278,7 +298,8 @@ def _run(jax, config, workdir, stop, *, quiet: bool) -> None:
   if quiet:
     # Orbax and JAX log every checkpoint and backend probe at INFO.
     logging.set_verbosity(logging.WARNING)
-  _initialize_distributed(jax, config.peer_timeout_seconds)
+  if cluster is not None:
+    _initialize_distributed(jax, cluster, config.peer_timeout_seconds)
   watch = peers.PeerWatch(config.peer_timeout_seconds).start()
   try:
     # Checks the config and finds the data before it makes the workdir.

@@ -24,9 +24,9 @@ USAGE_ERROR = 2
 # this point of a grid), not a crash, which ends with status 1.
 DIVERGED = 3
 # Another process of a multi-process run stopped responding (killed, its
-# host lost) for ``config.peer_timeout_seconds``: the run ends in one line,
-# ``PEER_LOST_LINE``; its last checkpoint is intact, and the same command
-# rerun on every host resumes it.
+# host lost) for ``config.peer_timeout_seconds``, or the coordinator
+# (process 0) died: the run ends in one line, ``peer_lost_line``; its last
+# checkpoint is intact, and the same command rerun on every host resumes it.
 PEER_LOST = 4
 # Stopped by SIGINT (Ctrl-C): 128 + 2, as a shell reports it. A run stopped
 # by SIGTERM (a preemption notice) ends with 0 and no RUN_FILE. Both first
@@ -39,6 +39,14 @@ STOPPED_LINE = ("stopped at epoch {epoch}, step {step}; rerun the same "
                 "command to resume")
 PEER_LOST_LINE = ("process {process} stopped responding; rerun the same "
                   "command on every host to resume")
+
+
+def peer_lost_line(process: int) -> str:
+  """``PEER_LOST_LINE`` for ``process``; process 0 is named the
+  coordinator (it hosts JAX's coordination service)."""
+  return PEER_LOST_LINE.format(
+      process=f"{process} (the coordinator)" if process == 0 else process)
+
 
 # ----- Files in the workdir ----------------------------------------------
 # One JSON object per epoch (``train.report.reporting``).

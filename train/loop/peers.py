@@ -8,7 +8,7 @@ function (it dies converting the status). So the run keeps a heartbeat of
 its own in the service's key-value store, one counter per process bumped
 every second, and a process that sees a peer's counter stand still for
 ``config.peer_timeout_seconds`` (or the coordinator, process 0, stop
-answering) prints ``contract.PEER_LOST_LINE`` and ends at once with
+answering) prints ``contract.peer_lost_line`` and ends at once with
 ``contract.PEER_LOST``, before JAX's own, longer timeout fires. A process
 blocked in a collective with the lost one cannot be unblocked: it is ended
 from this thread (``os._exit``). The checkpoints are written whole or not
@@ -126,6 +126,5 @@ def _get(client, key: str) -> str | None:
 
 
 def _end_run(process: int) -> None:
-  print(contract.PEER_LOST_LINE.format(process=process), file=sys.stderr,
-        flush=True)
+  print(contract.peer_lost_line(process), file=sys.stderr, flush=True)
   os._exit(contract.PEER_LOST)  # pylint: disable=protected-access
