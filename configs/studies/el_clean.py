@@ -18,24 +18,28 @@ seeds; "EL at CE's hyperparameters" (EL's default bonus weight 1 at CE's
 selected learning rate) replays the failed reproduction.
 
 Models (chosen so the study fits a few CPU hours): the 1-D CNN on MNIST-1D
-(20,000 examples: 14,400 train, 1,600 validation, 4,000 test; 40 epochs),
-an MLP (width 256) on scikit-learn's digits (1,293 / 144 / 360; 60 epochs)
-and an MLP (width 256) on Fashion-MNIST (55,000 / 5,000 / 10,000; 20
-epochs). SGD with momentum 0.9, batch 128, weight decay 1e-4. Learning
-rates: 0.01, 0.03, 0.1, 0.3, 1 on MNIST-1D, 0.03-1 on digits, 0.003-0.3 on
-Fashion-MNIST (the study first ran on 0.03-0.3, and selections reached its
-ends; on Fashion-MNIST, MAE then chose 0.01, the new lowest).
+(20,000 examples: 14,400 train, 1,600 validation, 4,000 test; 40 epochs)
+and a small strided CNN (``cnn_small``: two stride-2 3x3 convolutions of 16
+and 32 channels, a dense layer of 128) on Fashion-MNIST (55,000 / 5,000 /
+10,000; 15 epochs, no augmentation; about 1.8 min of process time a run
+on 2 CPU cores). The study first also ran an MLP on Fashion-MNIST, and an
+MLP on scikit-learn's digits, whose 360 test images (a binomial standard
+error of about 0.9 points at 97 %) cannot resolve the 0.1-1 point effects
+tested, nor could any split of its 1,797 images; both were replaced by the
+CNN. SGD with momentum 0.9, batch 128, weight decay 1e-4. Learning rates:
+0.01, 0.03, 0.1, 0.3, 1 on MNIST-1D, 0.003-0.3 on Fashion-MNIST (the
+study first ran on 0.03-0.3, and selections reached its ends; on
+Fashion-MNIST, the MLP's MAE then chose 0.01, the new lowest).
 """
 
 from experiments import study as s
 
 # One step beyond each end of 0.03-0.3 that a selection reached when the
 # study first ran on that grid (MNIST-1D: the plain bonus and MAE the
-# lowest, label smoothing the highest; digits: EL 0.5 and MSE the highest;
-# Fashion-MNIST: CE, every EL and MAE the lowest; MAE then chose 0.01, so
-# Fashion-MNIST goes a second step down).
+# lowest, label smoothing the highest; Fashion-MNIST's MLP: CE, every EL and
+# MAE the lowest; MAE then chose 0.01, so Fashion-MNIST goes a second step
+# down, a range the CNN that replaced the MLP keeps).
 _LR = {"optimizer.learning_rate": (0.01, 0.03, 0.1, 0.3, 1.0)}
-_DIGITS_LR = {"optimizer.learning_rate": (0.03, 0.1, 0.3, 1.0)}
 _FMNIST_LR = {"optimizer.learning_rate": (0.003, 0.01, 0.03, 0.1, 0.3)}
 _COMMON = {"optimizer.schedule": "cosine", "noise.name": "none",
            "noise.rate": 0.0}
@@ -57,9 +61,12 @@ def get_study():
   settings = (
       _setting("mnist1d", "mnist1d.py", "MNIST-1D, 1-D CNN", 40,
                {"dataset.num_samples": 20000}, {}),
-      _setting("digits", "digits.py", "digits, MLP", 60, {}, _DIGITS_LR),
-      _setting("fashion_mnist", "fashion_mnist.py", "Fashion-MNIST, MLP", 20,
-               {"model.name": "mlp", "model.width": 256,
+      # A new name for a new model: a ledger entry is matched to its run by
+      # its folder (setting/method/phase/point/seed) alone, so the MLP's
+      # runs, recorded as "fashion_mnist", must not be read as the CNN's.
+      _setting("fashion_mnist_cnn", "fashion_mnist.py",
+               "Fashion-MNIST, small CNN", 15,
+               {"model.name": "cnn_small", "model.width": 16,
                 "dataset.crop_padding": 0, "dataset.flip": False},
                _FMNIST_LR),
   )
