@@ -82,8 +82,8 @@ def usage() -> str:
 
 def _selected(study, root):
   collected = results.collect(study, root)
-  tuned = [(s.name, m.name) for s in study.settings for m in study.methods
-           if m.inherit_from is None]
+  tuned = [(s.name, m.name) for s in study.settings
+           for m in study.methods_in(s) if m.inherit_from is None]
   missing = [pair for pair in tuned if pair not in collected.selected]
   return {pair: point for pair, (point, _) in collected.selected.items()
           }, missing
