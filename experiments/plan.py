@@ -195,6 +195,27 @@ def ready_settings(study: Study,
                  if m.inherit_from is None)]
 
 
+def waiting_runs(study: Study,
+                 selected: Mapping[tuple[str, str], Overrides]) -> list[Run]:
+  """The runs that cannot be named yet: the final runs of settings still
+  tuning, and the tuning runs of a method whose transition matrix comes
+  from a method not yet selected. Stand-ins with their phase, setting,
+  method and seed (no point, no workdir), to count them and estimate their
+  time before they exist."""
+  ready = ready_settings(study, selected)
+  runs = []
+  for s in study.settings:
+    for m in study.methods_in(s):
+      if (m.inherit_from is None and m.transition_from is not None
+          and (s.name, m.transition_from) not in selected):
+        runs += [Run("tune", s.name, m.name, {}, seed, s.config, {}, "")
+                 for _ in m.points(s) for seed in study.seeds(s, "tune")]
+      if s.name not in ready:
+        runs += [Run("final", s.name, m.name, {}, seed, s.config, {}, "")
+                 for seed in study.seeds(s, "final")]
+  return runs
+
+
 def final_runs(study: Study, root: str,
                selected: Mapping[tuple[str, str], Overrides],
                settings: Sequence[str] | None = None) -> list[Run]:
