@@ -82,8 +82,8 @@ def usage() -> str:
 
 def _selected(study, root):
   collected = results.collect(study, root)
-  tuned = [(s.name, m.name) for s in study.settings for m in study.methods
-           if m.inherit_from is None]
+  tuned = [(s.name, m.name) for s in study.settings
+           for m in study.methods_in(s) if m.inherit_from is None]
   missing = [pair for pair in tuned if pair not in collected.selected]
   return {pair: point for pair, (point, _) in collected.selected.items()
           }, missing
@@ -106,9 +106,11 @@ def _unmatched(study, root, ledger) -> int:
 def _outlook(study, root, workers) -> tuple[str, frozenset[str]]:
   """What is left to run, by phase, with its estimated process time; and
   the workdirs whose predictions estimate another run's T."""
-  selected, missing = _selected(study, root)
+  selected, _ = _selected(study, root)
   tune = plan.tune_runs(study, root, selected)
-  final = [] if missing else plan.final_runs(study, root, selected)
+  final = plan.final_runs(study, root, selected,
+                          plan.ready_settings(study, selected))
+  waiting = plan.waiting_runs(study, selected)
   sources = frozenset(r.transition_source for r in tune + final
                       if r.transition_source)
   found = {r.workdir: results.read_result(r) for r in tune + final}
@@ -116,14 +118,15 @@ def _outlook(study, root, workers) -> tuple[str, frozenset[str]]:
   for phase, runs in (("tune", tune), ("final", final)):
     todo = [r for r in runs
             if not results.current(r, found[r.workdir], sources)]
-    total += todo
+    later = [r for r in waiting if r.phase == phase]
+    total += todo + later
     again = sum(found[r.workdir] is not None for r in todo)
     parts.append(f"{phase} {len(todo)} of {len(runs)}"
                  + (f" ({again} again: results of an older edition)"
-                    if again else ""))
-  text = (f"{study.name}: {len(total)} run(s) to run: {'; '.join(parts)}"
-          + (" (final runs are planned once every method is selected)"
-             if missing else "") + "; "
+                    if again else "")
+                 + (f" and {len(later)} named once a selection they wait "
+                    f"for is made" if later else ""))
+  text = (f"{study.name}: {len(total)} run(s) to run: {'; '.join(parts)}; "
           + progress.estimate_text(progress.estimate(tune + final, found,
                                                      total), workers))
   return text, sources

@@ -289,8 +289,11 @@ def versus_noise(study, c, path) -> bool:
   own, beside the method they ablate and the baseline, so that neither
   panel holds more lines than a reader can follow.
   """
-  groups = sorted({s.group for s in study.settings if s.x is not None})
-  if not groups or not any(c.final.values()):
+  # A curve needs runs: a group of settings still to run has no panel.
+  groups = sorted({s.group for s in study.settings if s.x is not None
+                   and any(c.final.get((s.name, m.name))
+                           for m in study.methods)})
+  if not groups:
     return False
   tuned = [m for m in study.methods if m.inherit_from is None]
   ablations = [m for m in study.methods if m.inherit_from is not None]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from experiments import study_files
 from experiments.study import Method, Overrides, Setting, Study
@@ -161,7 +161,7 @@ def tune_runs(study: Study, root: str,
   """
   runs = []
   for s in study.settings:
-    for m in study.methods:
+    for m in study.methods_in(s):
       if m.inherit_from is not None:
         continue
       source = None
@@ -171,36 +171,74 @@ def tune_runs(study: Study, root: str,
         source = (m.transition_from, selected[(s.name, m.transition_from)])
       for point in m.points(s):
         runs += [_run(study, root, "tune", s, m, point, seed, source)
-                 for seed in study.tune_seeds]
+                 for seed in study.seeds(s, "tune")]
   return runs
 
 
 def count_runs(study: Study) -> int:
   """Tune and final runs of the whole study."""
-  tune = sum(len(m.points(s)) for s in study.settings for m in study.methods
-             if m.inherit_from is None) * len(study.tune_seeds)
-  final = len(study.methods) * len(study.final_seeds)
-  return tune + len(study.settings) * final
+  tune = sum(len(m.points(s)) * len(study.seeds(s, "tune"))
+             for s in study.settings for m in study.methods_in(s)
+             if m.inherit_from is None)
+  final = sum(len(study.methods_in(s)) * len(study.seeds(s, "final"))
+              for s in study.settings)
+  return tune + final
+
+
+def ready_settings(study: Study,
+                   selected: Mapping[tuple[str, str], Overrides]
+                   ) -> list[str]:
+  """The settings whose every tuned method is selected: those whose final
+  runs can be named."""
+  return [s.name for s in study.settings
+          if all((s.name, m.name) in selected for m in study.methods_in(s)
+                 if m.inherit_from is None)]
+
+
+def waiting_runs(study: Study,
+                 selected: Mapping[tuple[str, str], Overrides]) -> list[Run]:
+  """The runs that cannot be named yet: the final runs of settings still
+  tuning, and the tuning runs of a method whose transition matrix comes
+  from a method not yet selected. Stand-ins with their phase, setting,
+  method and seed (no point, no workdir), to count them and estimate their
+  time before they exist."""
+  ready = ready_settings(study, selected)
+  runs = []
+  for s in study.settings:
+    for m in study.methods_in(s):
+      if (m.inherit_from is None and m.transition_from is not None
+          and (s.name, m.transition_from) not in selected):
+        runs += [Run("tune", s.name, m.name, {}, seed, s.config, {}, "")
+                 for _ in m.points(s) for seed in study.seeds(s, "tune")]
+      if s.name not in ready:
+        runs += [Run("final", s.name, m.name, {}, seed, s.config, {}, "")
+                 for seed in study.seeds(s, "final")]
+  return runs
 
 
 def final_runs(study: Study, root: str,
-               selected: Mapping[tuple[str, str], Overrides]) -> list[Run]:
+               selected: Mapping[tuple[str, str], Overrides],
+               settings: Sequence[str] | None = None) -> list[Run]:
   """The final phase: each method's selected point on the final seeds.
 
   Args:
     selected: (setting, method) -> the selected grid point, for every tuned
       method (``protocol.select``); inheriting methods take theirs from it.
+    settings: the names of the settings whose runs to name (default: all;
+      each needs its every tuned method in ``selected``).
   """
   runs = []
   for s in study.settings:
-    for m in study.methods:
+    if settings is not None and s.name not in settings:
+      continue
+    for m in study.methods_in(s):
       point = _final_point(study, s, m, selected)
       source = None
       if m.transition_from is not None:
         source = (m.transition_from, _final_point(
             study, s, study.method(m.transition_from), selected))
       runs += [_run(study, root, "final", s, m, point, seed, source)
-               for seed in study.final_seeds]
+               for seed in study.seeds(s, "final")]
   return runs
 
 

@@ -60,13 +60,16 @@ def estimate(runs: Sequence[Any], found: Mapping[str, Mapping | None],
   """The process time ``todo`` should take, from the results in hand.
 
   A run that ran before (run again for a newer edition) takes what it took;
-  another, the mean of the finished runs of its phase, setting and method,
-  else of its phase and setting, else of its phase.
+  another, the mean of the finished runs of its setting and method (of its
+  phase, else of any), else of its setting (likewise). Never another
+  setting's: settings differ in cost by ten times and more (a CNN on
+  Fashion-MNIST against a 1-D CNN on MNIST-1D), so a run of a setting
+  where nothing has finished is not counted, and says so.
 
   Args:
     runs: the runs (``plan.Run``) whose finished results the means use.
     found: workdir -> result (or None) of ``runs``.
-    todo: the runs to estimate.
+    todo: the runs to estimate (``plan.waiting_runs``' stand-ins too).
 
   Returns:
     Seconds, and how many runs of ``todo`` have no estimate (nothing alike
@@ -77,9 +80,7 @@ def estimate(runs: Sequence[Any], found: Mapping[str, Mapping | None],
     result = found.get(run.workdir)
     if result is None or not result.get("wall_seconds"):
       continue
-    for key in ((run.phase, run.setting, run.method), (run.phase,
-                                                       run.setting),
-                (run.phase,)):
+    for key in _keys(run):
       times.setdefault(key, []).append(result["wall_seconds"])
   seconds, unknown = 0.0, 0
   for run in todo:
@@ -87,15 +88,19 @@ def estimate(runs: Sequence[Any], found: Mapping[str, Mapping | None],
     if result is not None and result.get("wall_seconds"):
       seconds += result["wall_seconds"]
       continue
-    for key in ((run.phase, run.setting, run.method), (run.phase,
-                                                       run.setting),
-                (run.phase,)):
+    for key in _keys(run):
       if key in times:
         seconds += sum(times[key]) / len(times[key])
         break
     else:
       unknown += 1
   return seconds, unknown
+
+
+def _keys(run) -> tuple[tuple, ...]:
+  """What a run's time is estimated from, nearest first."""
+  return ((run.phase, run.setting, run.method), (run.setting, run.method),
+          (run.phase, run.setting), (run.setting,))
 
 
 def estimate_text(estimated: tuple[float, int], workers: int) -> str:

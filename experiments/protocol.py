@@ -257,7 +257,8 @@ def claim_rows(study, final: Mapping[tuple[str, str], Mapping[int, Mapping]],
   rows = []
   for claim in study.claims:
     for s in study.settings:
-      if claim.settings and s.name not in claim.settings:
+      if (claim.settings and s.name not in claim.settings
+          or not study.runs_claim(s, claim)):
         continue
       a, b = ({seed: r[claim.metric] for seed, r in
                final.get((s.name, name), {}).items()

@@ -96,6 +96,12 @@ class Collected:
   # (setting, method) -> {seed: {'best'|'last': per-example results}} of
   # the final runs that hold their test predictions (``examples.read``).
   examples: dict = dataclasses.field(default_factory=dict)
+  # (setting, method) -> the seeds whose final run diverged (finished,
+  # without scores).
+  diverged: dict = dataclasses.field(default_factory=dict)
+  # (setting, method) -> the seeds whose final result is of an earlier
+  # edition: shown, and run again by the runner (``current``).
+  stale: dict = dataclasses.field(default_factory=dict)
   # (setting, method) -> {seed: the estimated T's error} of the final runs
   # whose predictions estimated another method's T
   # (``transition_estimate.write_estimates``).
@@ -151,11 +157,12 @@ def collect(study: study_lib.Study, root: str) -> Collected:
                                                              known)
     known = {pair: point for pair, (point, _) in c.selected.items()}
   c.pending = c.total - done
-  tuned = {(s.name, m.name) for s in study.settings for m in study.methods
-           if m.inherit_from is None}
-  if not tuned <= set(c.selected):
-    return c
-  for run in plan.final_runs(study, root, known):
+  # A setting's final runs are known once its own methods are selected:
+  # the others' (a setting added later, still tuning) stay pending and
+  # leave their claims without runs, never another setting's without
+  # theirs.
+  for run in plan.final_runs(study, root, known,
+                             plan.ready_settings(study, known)):
     result = read_result(run)
     pair = (run.setting, run.method)
     c.final.setdefault(pair, {})
@@ -166,7 +173,11 @@ def collect(study: study_lib.Study, root: str) -> Collected:
     c.wall_seconds += result["wall_seconds"]
     c.replicas = max(c.replicas,
                      result.get("trained_as", {}).get("replicas", 1))
-    if result["scores"] is not None:
+    if not current(run, result):
+      c.stale.setdefault(pair, set()).add(run.seed)
+    if result["scores"] is None:
+      c.diverged.setdefault(pair, set()).add(run.seed)
+    else:
       c.final[pair][run.seed] = result["scores"]
       c.final_workdirs[pair][run.seed] = run.workdir
       if result.get("test_size"):

@@ -45,6 +45,14 @@ class Setting:
     grid: grid key -> values that replace a method's own values of that key
       in this setting (a learning-rate range suited to this dataset and
       model); methods that do not tune the key are unaffected.
+    tune_seeds, final_seeds: this setting's seeds where they differ from
+      the study's (None: the study's). Every method of the setting runs on
+      them, so its differences stay paired: more final seeds where the
+      effects tested are small, fewer where a run is dear or the effects
+      large.
+    methods: the names of the study's methods this setting runs (empty:
+      all of them), for a setting whose runs are too dear for every method;
+      a claim is tested where its method and baseline both run.
   """
   name: str
   config: str
@@ -55,6 +63,9 @@ class Setting:
   x: float | None = None
   group: str = ""
   grid: Mapping[str, Sequence[Any]] = dataclasses.field(default_factory=dict)
+  tune_seeds: tuple[int, ...] | None = None
+  final_seeds: tuple[int, ...] | None = None
+  methods: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,7 +168,8 @@ class Study:
     command: the command that runs it (printed in the summary).
     settings, methods, claims: as above.
     baseline: the method every other one is compared with.
-    tune_seeds, final_seeds: disjoint seed lists.
+    tune_seeds, final_seeds: disjoint seed lists (a setting may have its
+      own, ``Setting.tune_seeds``/``final_seeds``; see ``seeds``).
     metric: ``accuracy`` (single-label) or ``map`` (multi-label).
     figures: names of ``figures.FIGURES`` drawn by the summary.
     notes: free text for the summary page (model choice, budget, ...).
@@ -220,7 +232,26 @@ class Study:
             f"matrix from {source!r}, which must be another method that does "
             f"not estimate one itself")
     for s in self.settings:
-      untuned = set(s.grid) - {key for m in self.methods for key in m.grid}
+      if isinstance(s.methods, str):
+        raise ValueError(f"study {self.name!r}: setting {s.name!r} gives "
+                         f"methods={s.methods!r}; give a tuple of names")
+      unknown = sorted(set(s.methods) - set(names))
+      if unknown:
+        raise ValueError(f"study {self.name!r}: setting {s.name!r} runs "
+                         f"unknown methods {unknown}")
+      runs = {m.name for m in self.methods_in(s)}
+      if self.baseline not in runs:
+        raise ValueError(f"study {self.name!r}: setting {s.name!r} does not "
+                         f"run the baseline {self.baseline!r}")
+      for m in self.methods_in(s):
+        needs = {m.inherit_from, m.transition_from} - {None} - runs
+        if needs:
+          raise ValueError(
+              f"study {self.name!r}: setting {s.name!r} runs {m.name!r}, "
+              f"which takes its point or transition matrix from "
+              f"{sorted(needs)}: run those there too")
+      untuned = set(s.grid) - {key for m in self.methods_in(s)
+                               for key in m.grid}
       if untuned:
         raise ValueError(f"study {self.name!r}: setting {s.name!r} replaces "
                          f"the values of {sorted(untuned)}, which no method "
@@ -260,9 +291,31 @@ class Study:
       if unknown:
         raise ValueError(f"study {self.name!r}: claim {c.text!r} names "
                          f"unknown methods or settings {sorted(unknown)}")
+      lacking = sorted(s for s in c.settings
+                       if not self.runs_claim(self.setting(s), c))
+      if lacking:
+        raise ValueError(f"study {self.name!r}: claim {c.text!r} names "
+                         f"settings {lacking}, which do not run both "
+                         f"{c.method!r} and {c.baseline!r}")
+      if not any(self.runs_claim(s, c) for s in self.settings):
+        raise ValueError(f"study {self.name!r}: claim {c.text!r} is tested "
+                         f"on no setting: none runs both {c.method!r} and "
+                         f"{c.baseline!r}")
     if set(self.tune_seeds) & set(self.final_seeds):
       raise ValueError(f"study {self.name!r}: tuning and final seeds must "
                        f"differ (fresh seeds for the final runs)")
+    for s in self.settings:
+      tune, final = self.seeds(s, "tune"), self.seeds(s, "final")
+      for phase, seeds in (("tune", tune), ("final", final)):
+        if (not isinstance(seeds, tuple) or not seeds
+            or len(set(seeds)) != len(seeds)):
+          raise ValueError(f"study {self.name!r}: setting {s.name!r} has "
+                           f"{phase} seeds {seeds!r}; give a tuple of "
+                           f"distinct seeds")
+      if set(tune) & set(final):
+        raise ValueError(f"study {self.name!r}: setting {s.name!r}'s tuning "
+                         f"and final seeds must differ (fresh seeds for the "
+                         f"final runs)")
     if self.replicas < 1:
       raise ValueError(f"study {self.name!r}: replicas must be at least 1, "
                        f"got {self.replicas}")
@@ -276,6 +329,24 @@ class Study:
     if self.metric not in ("accuracy", "map"):
       raise ValueError(f"study {self.name!r}: metric must be 'accuracy' or "
                        f"'map', got {self.metric!r}")
+
+  def methods_in(self, setting: Setting) -> tuple[Method, ...]:
+    """The methods ``setting`` runs (``Setting.methods``), in the study's
+    order."""
+    if not setting.methods:
+      return self.methods
+    return tuple(m for m in self.methods if m.name in setting.methods)
+
+  def runs_claim(self, setting: Setting, claim: Claim) -> bool:
+    """Whether ``setting`` runs both methods ``claim`` compares."""
+    names = {m.name for m in self.methods_in(setting)}
+    return claim.method in names and claim.baseline in names
+
+  def seeds(self, setting: Setting, phase: str) -> tuple[int, ...]:
+    """The seeds of ``phase`` (``tune`` or ``final``) in ``setting``: its
+    own where it declares them, else the study's."""
+    own = getattr(setting, f"{phase}_seeds")
+    return own if own is not None else getattr(self, f"{phase}_seeds")
 
   def method(self, name: str) -> Method:
     return next(m for m in self.methods if m.name == name)

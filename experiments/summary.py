@@ -99,6 +99,24 @@ def grid_lines(study: study_lib.Study) -> list[str]:
   return lines
 
 
+def _own_seeds_text(study: study_lib.Study) -> str:
+  """`` (in *X*, tuning seeds ... and final seeds ...)`` for the settings
+  whose seeds are their own; '' when none has."""
+  parts = []
+  for s in study.settings:
+    own = [f"{phase} seeds {_seed_text(study.seeds(s, key))}"
+           for phase, key in (("tuning", "tune"), ("final", "final"))
+           if getattr(s, f"{key}_seeds") is not None]
+    if own:
+      parts.append(f"in *{s.label or s.name}*, {' and '.join(own)}")
+  return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _count_text(n: int, declared: int) -> str:
+  """``7 of 10`` seeds while some are still to run, else ``10``."""
+  return f"{n} of {declared}" if n < declared else f"{n}"
+
+
 def claim_text(claim: study_lib.Claim) -> str:
   """The claim, with the score it compares where that is not the usual."""
   return claim.text + protocol.score_tag(claim.metric)
@@ -127,17 +145,37 @@ def bootstrap_line(row: Mapping[str, Any]) -> str:
   return "not yet rerun"
 
 
-def holm_text(row: Mapping[str, Any]) -> str:
-  """Whether a confirmed or refuted verdict survives Holm's correction."""
+def holm_text(row: Mapping[str, Any], so_far: bool = False) -> str:
+  """Whether a confirmed or refuted verdict survives Holm's correction
+  (``so_far``: in a family whose claims are not all tested yet)."""
   if row["verdict"] == "inconclusive":
     return ""
-  return "survives" if row["holm"] else "does not survive"
+  return ("survives" if row["holm"] else "does not survive") + (
+      " so far" if so_far else "")
+
+
+def awaits_runs(study: study_lib.Study, c: results.Collected,
+                row: Mapping[str, Any]) -> bool:
+  """Whether a claim row can still move with runs to come: a declared
+  final seed of either method has no result of this edition yet (none, or
+  one of an earlier edition, which the runner runs again: its scores are
+  shown, and a test score's verdict reads the seed interval alone, without
+  the per-example predictions the bootstrap needs). A diverged run is a
+  result."""
+  s, claim = row["setting"], row["claim"]
+  seeds = set(study.seeds(s, "final"))
+  for name in (claim.method, claim.baseline):
+    pair = (s.name, name)
+    done = set(c.final.get(pair, {})) | c.diverged.get(pair, set())
+    if not seeds <= done - c.stale.get(pair, set()):
+      return True
+  return row["bootstrap"] is None and claim.metric in protocol.PREDICTIONS_OF
 
 
 def _two_stage_lines(study, c, s) -> list[str]:
   """Two-stage methods (Joint Optimization) in ``s``: stage 2's network on
   its own, and stage 1's network beside it."""
-  methods = [m for m in study.methods
+  methods = [m for m in study.methods_in(s)
              if {**m.overrides, **s.method_overrides.get(m.name, {})}.get(
                  "stage2.epochs")]
   if not methods:
@@ -163,7 +201,7 @@ def _two_stage_lines(study, c, s) -> list[str]:
 def _transition_lines(study, c, s) -> list[str]:
   """How far each estimated transition matrix is from the true one."""
   lines = []
-  for m in study.methods:
+  for m in study.methods_in(s):
     if m.transition_from is None:
       continue
     source = study.method(m.transition_from)
@@ -208,8 +246,8 @@ def markdown(study: study_lib.Study, c: results.Collected,
       f"{_seed_text(study.tune_seeds)}; the point with the best "
       f"mean validation {metric} (best epoch of each run) is selected, and "
       f"is trained again on fresh seeds "
-      f"{_seed_text(study.final_seeds)}, the same for every "
-      f"method: a seed fixes "
+      f"{_seed_text(study.final_seeds)}, the same for every method"
+      + _own_seeds_text(study) + ": a seed fixes "
       f"{'the validation split, ' if c.replicas <= 1 else ''}the noise "
       f"draw and the initialisation, so differences are paired. Test "
       f"{metric} is read at the epoch of best validation {metric} (the "
@@ -271,21 +309,41 @@ def markdown(study: study_lib.Study, c: results.Collected,
     lines += ["## Claims", "",
               f"Differences are in test {metric} at the epoch of best "
               f"validation {metric}, unless a claim names another score "
-              f"in brackets; in points, with 95 % intervals.", "",
-              "| claim | source | setting | difference, seeds "
+              f"in brackets; in points, with 95 % intervals.", ""]
+    waiting = [awaits_runs(study, c, row) for row in claims]
+    # A family (primary or secondary claims) with a row still to run:
+    # Holm's correction has counted only the claims tested so far.
+    open_families = {row["claim"].primary for row, w in zip(claims, waiting)
+                     if w}
+    if any(waiting):
+      lines += [f"**Awaiting runs:** {sum(waiting)} of {len(claims)} rows "
+                f"wait for final runs still to come (a declared seed not "
+                f"yet run, or runs of an earlier edition, which run again "
+                f"with their per-example test predictions). Their "
+                f"verdicts, marked *awaits runs*, read what has finished "
+                f"(the seed interval alone where the bootstrap is "
+                f"missing), and Holm's correction, marked *so far*, has "
+                f"counted only the claims tested yet in their family.", ""]
+    lines += ["| claim | source | setting | difference, seeds "
               "| seeds and test examples | seeds | verdict | Holm |",
               "|---|---|---|---|---|---|---|---|"]
-    for row in claims:
+    for row, wait in zip(claims, waiting):
       cl, s = row["claim"], row["setting"]
+      seeds = _count_text(row["paired"].n, len(study.seeds(s, "final")))
+      verdict = row["verdict"] + (" (awaits runs)" if wait else "")
       lines.append(f"| {claim_text(cl)}{' (primary)' if cl.primary else ''} "
                    f"| {cl.source} | {s.label or s.name} "
                    f"| {claim_line(row)} | {bootstrap_line(row)} "
-                   f"| {row['paired'].n} | {row['verdict']} "
-                   f"| {holm_text(row)} |")
+                   f"| {seeds} | {verdict} "
+                   f"| {holm_text(row, cl.primary in open_families)} |")
     lines.append("")
   for s in study.settings:
     n_test = c.test_size.get(s.name)
     lines += [f"## {s.label or s.name}", ""]
+    left_out = [m.label or m.name for m in study.methods
+                if m not in study.methods_in(s)]
+    if left_out:
+      lines += [f"Not run in this setting: {'; '.join(left_out)}.", ""]
     base = [r["test_at_val"] for r in
             c.final.get((s.name, study.baseline), {}).values()
             if r.get("test_at_val") is not None]
@@ -308,7 +366,8 @@ def markdown(study: study_lib.Study, c: results.Collected,
               "| test at best val | test at best clean val | test last "
               "| recovery | memorised |",
               "|---|---|---|---|---|---|---|---|---|"]
-    for m in study.methods:
+    declared = len(study.seeds(s, "final"))
+    for m in study.methods_in(s):
       pair = (s.name, m.name)
       runs = c.final.get(pair, {})
       if m.inherit_from:
@@ -321,7 +380,8 @@ def markdown(study: study_lib.Study, c: results.Collected,
       else:
         sel, val = "(tuning)", ""
       lines.append(
-          f"| {m.label or m.name} | {sel} | {val} | {len(runs)} "
+          f"| {m.label or m.name} | {sel} | {val} "
+          f"| {_count_text(len(runs), declared)} "
           f"| {_mean_std(runs, 'test_at_val')} "
           f"| {_mean_std(runs, 'test_at_clean_val')} "
           f"| {_mean_std(runs, 'test_last')} "
@@ -331,7 +391,7 @@ def markdown(study: study_lib.Study, c: results.Collected,
     lines += _shot_group_lines(study, c, s)
     lines += _two_stage_lines(study, c, s)
     lines += _transition_lines(study, c, s)
-    edges = [f"{m.label or m.name} ({text})" for m in study.methods
+    edges = [f"{m.label or m.name} ({text})" for m in study.methods_in(s)
              for text in [_edge_text(m, s, c.selected.get((s.name, m.name)))]
              if text]
     if edges:
@@ -356,14 +416,14 @@ def _shot_group_lines(study: study_lib.Study, c: results.Collected,
                       s: study_lib.Setting) -> list[str]:
   """A long-tailed setting's table of shot-group test accuracy."""
   if not any(_has_shot_groups(c.final.get((s.name, m.name), {}))
-             for m in study.methods):
+             for m in study.methods_in(s)):
     return []
   lines = ["Test accuracy of the many-, medium- and few-shot classes "
            "(thirds of the classes by training count) at the epoch of best "
            "overall validation accuracy:", "",
            "| method | many-shot | medium-shot | few-shot |",
            "|---|---|---|---|"]
-  for m in study.methods:
+  for m in study.methods_in(s):
     runs = c.final.get((s.name, m.name), {})
     lines.append(f"| {m.label or m.name} | "
                  + " | ".join(_mean_std(runs, k) for k in _SHOT_SCORES)
@@ -384,7 +444,7 @@ def write_csv(study: study_lib.Study, c: results.Collected, path: str) -> None:
     writer = csv.DictWriter(f, columns, extrasaction="ignore")
     writer.writeheader()
     for s in study.settings:
-      for m in study.methods:
+      for m in study.methods_in(s):
         pair = (s.name, m.name)
         point = c.selected.get(pair, ({}, None))[0]
         for seed, scores in sorted(c.final.get(pair, {}).items()):

@@ -140,10 +140,13 @@ class ToyStudyTest(TestCase):
     self.assertIn("toy final (dependent methods): 1 runs", done)
     # Before any run starts: how many, and their process time (nothing has
     # finished to estimate it from yet).
-    self.assertIn("toy: 3 run(s) to run: tune 3 of 3; final 0 of 0 (final "
-                  "runs are planned once every method is selected); "
-                  "estimated 0m00s of process time (0m00s with 2 worker(s))"
-                  ", 3 run(s) not counted", done)
+    # Forward correction's tuning and the final runs are counted before
+    # they can be named (they wait for ce's selection).
+    self.assertIn("toy: 7 run(s) to run: tune 3 of 3 and 1 named once a "
+                  "selection they wait for is made; final 0 of 0 and 3 named "
+                  "once a selection they wait for is made; estimated 0m00s of "
+                  "process time (0m00s with 2 worker(s)), 7 run(s) not "
+                  "counted", done)
     self.assertRegex(done, r"toy final: 2 runs, 0 finished before, 2 to run "
                      r"as 2 program\(s\) with 2 worker\(s\); estimated "
                      r"\d+m\d\ds of process time")
@@ -614,6 +617,73 @@ class StudyTest(TestCase):
       with self.assertRaisesRegex(ValueError, "method 'ce' gives grid key"):
         self._study(methods=(study_lib.Method("ce", grid={"x": bad}),))
 
+  def test_settings_with_their_own_seeds_and_methods(self):
+    study = self._study(
+        settings=(study_lib.Setting("a", "f.py"),
+                  study_lib.Setting("b", "f.py", tune_seeds=(0,),
+                                    final_seeds=(100, 101, 102),
+                                    methods=("ce", "el"))),
+        methods=(study_lib.Method("ce", grid={"x": (1, 2)}),
+                 study_lib.Method("el", inherit_from="ce",
+                                  inherit_keys=("x",)),
+                 study_lib.Method("jo", grid={"y": (1,)})),
+        claims=(study_lib.Claim("el beats ce", "p", "el", "ce"),
+                study_lib.Claim("jo beats ce", "p", "jo", "ce")))
+    tune = plan.tune_runs(study, "/r")
+    self.assertEqual(sorted({(r.setting, r.method, r.seed) for r in tune}),
+                     [("a", "ce", 0), ("a", "ce", 1), ("a", "jo", 0),
+                      ("a", "jo", 1), ("b", "ce", 0)])
+    self.assertLen(tune, 4 + 2 + 2)
+    selected = {("a", "ce"): {"x": 1}, ("a", "jo"): {"y": 1}}
+    # b is still tuning: a's final runs can be named, b's cannot.
+    self.assertEqual(plan.ready_settings(study, selected), ["a"])
+    self.assertLen(plan.final_runs(study, "/r", selected, ["a"]), 3 * 10)
+    selected[("b", "ce")] = {"x": 2}
+    final = plan.final_runs(study, "/r", selected)
+    self.assertEqual(sorted({(r.method, r.seed) for r in final
+                             if r.setting == "b"}),
+                     [(m, s) for m in ("ce", "el") for s in (100, 101, 102)])
+    self.assertEqual(plan.count_runs(study), len(tune) + len(final))
+    self.assertLen(final, 30 + 6)
+    # A claim is tested where both its methods run.
+    scores = {(r.setting, r.method): {r.seed: {"test_at_val": 0.5}}
+              for r in final}
+    self.assertEqual([(row["claim"].method, row["setting"].name)
+                      for row in protocol.claim_rows(study, scores)],
+                     [("el", "a"), ("el", "b"), ("jo", "a")])
+    methods = study.methods
+    for bad, message in (
+        (dict(methods=("ce", "nope")), r"runs unknown methods \['nope'\]"),
+        (dict(methods="ce"), "give a tuple of names"),
+        (dict(methods=("jo",)), "does not run the baseline 'ce'"),
+        (dict(final_seeds=(0, 7)), "tuning and final seeds must differ"),
+        (dict(final_seeds=()), "give a tuple of distinct seeds"),
+        (dict(tune_seeds=[0]), "give a tuple of distinct seeds")):
+      with self.subTest(bad=bad), self.assertRaisesRegex(ValueError, message):
+        self._study(methods=methods,
+                    settings=(study_lib.Setting("a", "f.py", **bad),))
+    # An inheriting method needs the method it inherits from beside it.
+    inheriting = (study_lib.Method("ce"),
+                  study_lib.Method("jo", grid={"y": (1,)}),
+                  study_lib.Method("k1", inherit_from="jo",
+                                   inherit_keys=("y",)))
+    with self.assertRaisesRegex(ValueError, r"from \['jo'\]: run those"):
+      self._study(methods=inheriting, settings=(study_lib.Setting(
+          "a", "f.py", methods=("ce", "k1")),))
+    two = (study_lib.Setting("a", "f.py"),
+           study_lib.Setting("b", "f.py", methods=("ce",)))
+    with self.assertRaisesRegex(ValueError, r"names settings \['b'\], which "
+                                "do not run both 'jo' and 'ce'"):
+      self._study(methods=methods, settings=two, claims=(
+          study_lib.Claim("c", "p", "jo", "ce", settings=("b",)),))
+    with self.assertRaisesRegex(ValueError, "is tested on no setting"):
+      self._study(methods=methods, settings=two[1:], claims=(
+          study_lib.Claim("c", "p", "jo", "ce"),))
+    # A setting's grid replaces keys its own methods tune.
+    with self.assertRaisesRegex(ValueError, "which no method tunes"):
+      self._study(methods=methods, settings=(study_lib.Setting(
+          "a", "f.py", grid={"y": (2,)}, methods=("ce", "el")),))
+
   def test_replicas_for(self):
     study = self._study(replicas=5)
     self.assertEqual(plan.replicas_for(study, None), (5, ""))
@@ -926,9 +996,11 @@ class RunnerTest(TestCase):
              for r, t in zip(done, (10.0, 30.0, 100.0))}
     todo = [run("final", "a", "ce", 1),  # its method's mean: 10
             run("final", "a", "fc", 1),  # its setting's: 20
-            run("final", "c", "ce", 1),  # its phase's: 20
-            run("other", "c", "ce", 1)]  # nothing alike
-    self.assertEqual(progress.estimate(done + todo, found, todo), (50.0, 1))
+            run("final", "b", "ce", 1),  # its method's in tuning: 100
+            # Nothing of its setting has finished: another setting's
+            # runs say nothing of its cost.
+            run("final", "c", "ce", 1)]
+    self.assertEqual(progress.estimate(done + todo, found, todo), (130.0, 1))
     self.assertEqual(progress.estimate_text((3600.0, 0), 2),
                      "estimated 1h00m of process time (30m00s with 2 "
                      "worker(s))")
@@ -1194,9 +1266,11 @@ class SummaryTest(TestCase):
     self.assertNotIn("trained as replicas", page)
     self.assertIn("| ce | learning_rate {0.03, 0.1, 0.3} |", page)
     # A claim on another score says which (recovery 80 % against 60 %).
+    # The runs are of the first edition (no edition in their results), to
+    # be run again: the rows await them.
     self.assertIn("| JO recovers labels [label recovery] | p | 20 % | "
                   "+20.00 [+20.00, +20.00] | no test score | 3 | confirmed "
-                  "| survives |", page)
+                  "(awaits runs) | survives so far |", page)
     # The binomial error at the baseline's own accuracy (80 %).
     self.assertIn("Test set: 100 examples (a binomial standard error of "
                   "4.00 points at ce's 80.0 %", page)
@@ -1269,7 +1343,9 @@ class SummaryTest(TestCase):
     study = study_lib.Study(
         name="n", title="Noise", settings=tuple(
             study_lib.Setting(f"sym{r}", "x.py", x=r / 100, group="sym")
-            for r in (20, 40)),
+            for r in (20, 40)) + (
+                # A group still to run: no empty panels for it.
+                study_lib.Setting("inst20", "x.py", x=0.2, group="inst"),),
         methods=(study_lib.Method("ce"), study_lib.Method("gce"),
                  study_lib.Method("jo"),
                  study_lib.Method("jo_k1", inherit_from="jo")),
@@ -1307,6 +1383,80 @@ class SummaryTest(TestCase):
     hollow = fig.axes[0].lines[1]
     np.testing.assert_allclose(hollow.get_xdata(), [5 / 6])
     self.assertEqual(hollow.get_markerfacecolor(), "white")
+
+  def test_page_marks_claims_awaiting_runs(self):
+    study = study_lib.Study(
+        name="aw", title="Awaiting",
+        settings=(study_lib.Setting("a", "x.py", label="A"),
+                  study_lib.Setting("b", "x.py", label="B",
+                                    final_seeds=(1, 2, 3),
+                                    methods=("ce", "el"))),
+        methods=(study_lib.Method("ce"), study_lib.Method("el"),
+                 study_lib.Method("jo")),
+        baseline="ce", claims=(
+            study_lib.Claim("EL beats CE", "p", "el", "ce", primary=True),
+            study_lib.Claim("JO beats CE", "p", "jo", "ce")),
+        tune_seeds=(0,), final_seeds=(1, 2))
+    base = np.random.default_rng(0).random(200) < 0.6
+
+    def collected(drop=(), **more):
+      """Every declared run, but those of ``drop`` ((setting, method,
+      seed)); EL and JO right on about 30 more of 200 examples than CE,
+      one more or less by the seed."""
+      final, per_example = {}, {}
+      for s in study.settings:
+        for m in study.methods_in(s):
+          for seed in study.seeds(s, "final"):
+            if (s.name, m.name, seed) in drop:
+              continue
+            right = base.copy()
+            right[100 + seed] = True
+            if m.name != "ce":
+              right[:80] = True
+              right[80 + seed] = not right[80 + seed]
+            final.setdefault((s.name, m.name), {})[seed] = {
+                "test_at_val": float(right.mean())}
+            per_example.setdefault((s.name, m.name), {})[seed] = {
+                "best": {"correct": right}}
+      return results.Collected(final=final, examples=per_example, **more)
+
+    def page(c):
+      return summary.markdown(study, c, {})
+
+    done = page(collected())
+    self.assertIn("the same for every method (in *B*, final seeds 1–3 (3 "
+                  "seeds)): a seed fixes", done)
+    self.assertIn("## B\n\nNot run in this setting: jo.\n", done)
+    self.assertNotIn("Awaiting runs", done)
+    self.assertNotIn("awaits runs", done)
+    self.assertNotIn("so far", done)
+    self.assertRegex(done, r"\| EL beats CE \(primary\) \| p \| B \| .* \| 3 "
+                     r"\| confirmed \| survives \|")
+    # A seed still to run: its row awaits, and Holm counts its family
+    # (the primary claims) so far; the secondary family is complete.
+    partial = page(collected(drop={("b", "el", 3)}))
+    self.assertIn("**Awaiting runs:** 1 of 3 rows", partial)
+    self.assertRegex(partial, r"\| EL beats CE \(primary\) \| p \| B \| .* "
+                     r"\| 2 of 3 \| confirmed \(awaits runs\) \| survives so "
+                     r"far \|")
+    self.assertRegex(partial, r"\| EL beats CE \(primary\) \| p \| A \| .* "
+                     r"\| 2 \| confirmed \| survives so far \|")
+    self.assertRegex(partial, r"\| JO beats CE \| p \| A \| .* \| 2 "
+                     r"\| confirmed \| survives \|")
+    # A diverged run is a result: nothing awaits it.
+    diverged = page(collected(drop={("b", "el", 3)},
+                              diverged={("b", "el"): {3}}))
+    self.assertNotIn("awaits runs", diverged)
+    # Runs of an earlier edition are shown, and run again: they await.
+    stale = collected(stale={("a", "jo"): {1, 2}})
+    del stale.examples[("a", "jo")]  # kept no predictions
+    old = page(stale)
+    self.assertRegex(old, r"\| JO beats CE \| p \| A \| \+[\d.]+ \[.*\] \| not "
+                     r"yet rerun \| 2 \| confirmed \(awaits runs\) \| survives "
+                     r"so far \|")
+    # The primary family is complete: its marks are final.
+    self.assertRegex(old, r"\| EL beats CE \(primary\) \| p \| A \| .* \| 2 "
+                     r"\| confirmed \| survives \|")
 
   def test_page_without_baseline_runs(self):
     # An accuracy study whose baseline has not finished: no binomial error
