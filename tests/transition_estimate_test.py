@@ -1,6 +1,7 @@
 """Tests of experiments/transition_estimate.py against data with a known T."""
 
 import os
+import tempfile
 
 import numpy as np
 from absl.testing import absltest
@@ -103,7 +104,8 @@ class TrainedNetworkTest(absltest.TestCase):
         "noise.name": "pair_flip", "noise.rate": 0.3, "num_epochs": 8,
         "model.width": 64, "save_train_probabilities": True,
         "tensorboard": False, "progress": False})
-    workdir = self.create_tempdir().full_path
+    # Not self.create_tempdir(): it reads --test_tmpdir, unparsed under pytest.
+    workdir = self.enterContext(tempfile.TemporaryDirectory())
     trainer.train_and_evaluate(config, workdir)
     true = np.load(os.path.join(workdir, contract.TRANSITION_TRUE_FILE))
     np.testing.assert_allclose(np.diagonal(true), 0.7, atol=0.01)
