@@ -132,12 +132,14 @@ class _Run:
                                    (state, label_state))
     else:
       self.step_data, step_arrays = self.train_data, (state, label_state)
+    # Over the state's leaves, which ``run_epoch`` holds between calls: a
+    # dispatch of flax's Variables costs the host more than a short step.
     if self.streams is None:
       self.train_step = steps.make_train_step(cfg, *step_arrays,
-                                              self.step_data)
+                                              self.step_data, flat_state=True)
     else:
       self.train_step = steps.make_stream_step(
-          cfg, *step_arrays, self.streams.train.batch_spec())
+          cfg, *step_arrays, self.streams.train.batch_spec(), flat_state=True)
     self.update_labels = None if stage.label_update == "none" else (
         steps.make_label_update(self.mesh, begin=self.settings.label_begin,
                                 mode=stage.label_update,
@@ -255,6 +257,8 @@ class _Run:
     single = self.replicas == 1
     if single:
       state, label_state = self._leave_replicas((state, label_state))
+    # The step takes and returns the state's leaves (``steps.on_leaves``).
+    leaves, structure = jax.tree.flatten(state)
     sums = self.zero_sums()
     if paused is not None:
       sums = jax.tree.map(
@@ -267,8 +271,8 @@ class _Run:
     every = settings.log_every_steps
     done = reported = 0 if paused is None else paused.step
     for count, inputs in self._epoch_inputs(epoch, single, first=done):
-      state, label_state, sums = self.train_step(state, label_state, sums,
-                                                 *inputs)
+      leaves, label_state, sums = self.train_step(leaves, label_state, sums,
+                                                  *inputs)
       done += count
       if done == self.steps_per_epoch or (every and
                                           done - reported >= every):
@@ -280,9 +284,11 @@ class _Run:
       if done < self.steps_per_epoch and stop is not None and stop():
         sums = jax.tree.map(lambda x: np.asarray(x).tolist(),
                             jax.device_get(sums))
+        state = jax.tree.unflatten(structure, leaves)
         if single:
           state, label_state = self._enter_replicas((state, label_state))
         return state, label_state, _Paused(done, sums)
+    state = jax.tree.unflatten(structure, leaves)
     if single:
       state, label_state = self._enter_replicas((state, label_state))
     update_start = time.perf_counter()

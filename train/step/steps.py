@@ -87,6 +87,30 @@ def init_state(classifier: models.Classifier,
           "rng": jax.random.key_data(jax.random.key(seed))}
 
 
+def on_leaves(step, state: TrainState):
+  """``step(state, ...) -> (state, ...)`` taking and returning the train
+  state as its list of leaves (``jax.tree.leaves(state)``; ``state``: any
+  tree of its structure).
+
+  A jitted call flattens its arguments and rebuilds its results on the
+  host, every call. The train state's parameters, model state and
+  optimiser moments are flax ``Variable``s, whose flattening runs in
+  Python: PreAct ResNet-32's 256 of them cost the host about a millisecond
+  a call each way, as long as the whole step of a small model on a GPU. A
+  list of arrays costs microseconds, so the loop holds the state's leaves
+  between calls and rebuilds the state once an epoch
+  (``jax.tree.unflatten``); the compiled program is the same.
+  """
+  structure = jax.tree.structure(state)
+
+  def over_leaves(leaves, *args, **kwargs):
+    state, *rest = step(jax.tree.unflatten(structure, leaves), *args,
+                        **kwargs)
+    return (jax.tree.leaves(state), *rest)
+
+  return functools.wraps(step)(over_leaves)
+
+
 def data_axes(data: Mapping[str, Any]) -> dict[str, int | None]:
   """``vmap`` axes of the training data: 0 for per-replica arrays."""
   return {k: 0 if k in sharding.PER_REPLICA_DATA else None for k in data}
@@ -181,21 +205,25 @@ def _step_shardings(cfg: StepConfig, state, mesh):
 
 def make_train_step(cfg: StepConfig, state: TrainState,
                     label_state: label_state_lib.LabelState,
-                    data: Mapping[str, jax.Array]):
+                    data: Mapping[str, jax.Array], *,
+                    flat_state: bool = False):
   """``steps(state, label_state, sums, data, order, epoch, first[, count])``.
 
   Jitted: runs batches ``first, ..., first + count - 1`` of the epoch
   (``order`` is the epoch's ``[num_batches, B]`` indices, split along ``B``)
   and returns ``(state, label_state, sums)``; ``count`` is static, and more
   than one step per call (unrolled: ``count`` times the compile time) saves
-  the host's dispatch for models whose step is shorter than it. Nothing per step comes back to the
-  host: the losses are summed in ``sums`` (with the count of non-finite
-  ones), which the caller fetches when it wants. The arguments' values are
+  the host's dispatch for models whose step is shorter than it. Nothing per
+  step comes back to the host: the losses are summed in ``sums`` (with the
+  count of non-finite ones), which the caller fetches when it wants. The arguments' values are
   only used for their shardings' structure.
 
   With ``cfg.integer_labels`` the loss gets the batch's integer labels (the
   losses' fast paths; a sigmoid loss their one-hot) instead of rows gathered
   from the label state: right whenever the label state never relabels.
+
+  With ``flat_state`` the train state is given and returned as its leaves
+  (``jax.tree.leaves``; ``on_leaves``).
   """
   on_batch = _train_on_batch(cfg)
 
@@ -225,6 +253,8 @@ def make_train_step(cfg: StepConfig, state: TrainState,
   order_sh = sharding.order_sharding(mesh, replicas=cfg.replicas)
   scalar = sharding.replicated(mesh)
   del label_state
+  if flat_state:
+    steps, state_sh = on_leaves(steps, state), jax.tree.leaves(state_sh)
   return jax.jit(steps,
                  in_shardings=(state_sh, label_sh, sums_sh, data_sh,
                                order_sh, scalar, scalar),
@@ -234,14 +264,14 @@ def make_train_step(cfg: StepConfig, state: TrainState,
 
 def make_stream_step(cfg: StepConfig, state: TrainState,
                      label_state: label_state_lib.LabelState,
-                     batch: Mapping[str, Any]):
+                     batch: Mapping[str, Any], *, flat_state: bool = False):
   """``step(state, label_state, sums, batch)``: one step on a streamed batch.
 
   Jitted. ``batch`` is what ``stream.TrainStream`` yields (``image``
   decoded and augmented on the host, ``label``, ``clean_label``,
   ``index``), its batch axis split along ``'data'``; ``batch``'s values
   (arrays or ``ShapeDtypeStruct``) are used for their shardings. The step's
-  body is ``make_train_step``'s.
+  body is ``make_train_step``'s, ``flat_state`` as there.
   """
   on_batch = over_replicas(_train_on_batch(cfg),
                            (0, 0, 0, 0, data_axes(batch)), cfg.replicas)
@@ -253,6 +283,8 @@ def make_stream_step(cfg: StepConfig, state: TrainState,
   state_sh, label_sh, sums_sh = _step_shardings(cfg, state, cfg.mesh)
   batch_sh = {k: v.sharding for k, v in batch.items()}
   del label_state
+  if flat_state:
+    step, state_sh = on_leaves(step, state), jax.tree.leaves(state_sh)
   return jax.jit(step, in_shardings=(state_sh, label_sh, sums_sh, batch_sh),
                  out_shardings=(state_sh, label_sh, sums_sh),
                  donate_argnums=(0, 1, 2))
