@@ -169,8 +169,10 @@ def _setup(name: str, num_examples: int, batch: int, *,
   return mesh, data, order, classifier, labels, (crop, flip)
 
 
-def plain_ce_step(classifier, optimizer, mesh, augment):
-  """The baseline: pipeline + CE on integer labels + SGD, nothing else."""
+def plain_ce_step(classifier, optimizer, mesh, augment, state):
+  """The baseline: pipeline + CE on integer labels + SGD, nothing else;
+  over the train state's leaves (``state``: its structure), as the loop's
+  step is (``steps.on_leaves``)."""
   crop, flip = augment
 
   def step(state, data, order, i):
@@ -192,7 +194,7 @@ def plain_ce_step(classifier, optimizer, mesh, augment):
             "model_state": model_state, "opt_state": opt_state,
             "step": state["step"] + 1}, loss
 
-  return jax.jit(step, donate_argnums=(0,))
+  return jax.jit(steps.on_leaves(step, state), donate_argnums=(0,))
 
 
 STEP_VARIANTS = ("plain_ce", "trainer_ce", "jo_label_state")
@@ -215,12 +217,14 @@ def measure_model(name: str, batch: int, num_steps: int, repeats: int, *,
   replicated = sharding.replicate(state, mesh)
 
   def fresh_state():  # each step donates its state: a copy per measure
-    return jax.device_put(jax.tree.map(jnp.copy, state), replicated)
+    # The state's leaves: the steps take them, as the loop's does.
+    return jax.tree.leaves(jax.device_put(jax.tree.map(jnp.copy, state),
+                                          replicated))
   nb = num_examples // batch
   timings = {}
 
   if "plain_ce" in variants:
-    plain = plain_ce_step(classifier, optimizer, mesh, augment)
+    plain = plain_ce_step(classifier, optimizer, mesh, augment, state)
     box = {"state": fresh_state()}
 
     def run_plain(i):
@@ -246,7 +250,7 @@ def measure_model(name: str, batch: int, num_steps: int, repeats: int, *,
     box = {"state": fresh_state(), "labels": ls,
            "sums": jax.device_put(metrics.zeros_like_sums(10),
                                   sharding.replicated(mesh))}
-    step = steps.make_train_step(cfg, box["state"], ls, data)
+    step = steps.make_train_step(cfg, state, ls, data, flat_state=True)
 
     def run(i, step=step, box=box):
       box["state"], box["labels"], box["sums"] = step(
@@ -414,10 +418,11 @@ def bare_epoch(config, data=None):
   # rate: what the loop adds is measured, not what the config asks for.
   optimizer = stages.make_optimizer(config.optimizer,
                                     config.optimizer.learning_rate)
-  box = {"state": jax.device_put(steps.init_state(classifier, optimizer, 0),
-                                 sharding.replicated(mesh))}
+  state = steps.init_state(classifier, optimizer, 0)
+  box = {"state": jax.tree.leaves(jax.device_put(state,
+                                                 sharding.replicated(mesh)))}
   step = plain_ce_step(classifier, optimizer, mesh,
-                       (data.crop_padding, data.flip))
+                       (data.crop_padding, data.flip), state)
   num_steps = data.num_train // batch
   seconds = []
 
