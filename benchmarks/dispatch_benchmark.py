@@ -52,7 +52,9 @@ _EXAMPLES = flags.DEFINE_integer(
     "loop_examples", 32000, "MNIST-1D examples of the loop's run (with "
     "1,000 for validation, a fifth for test, the rest trains).")
 
-_INPUTS = {"mlp": (40, 1), "preact_resnet32": (32, 32, 3),
+# Each model's input in the state measure (the state's arrays follow it).
+_INPUTS = {"mlp": (40, 1), "cnn1d": (40, 1), "cnn": (28, 28, 1),
+           "preact_resnet32": (32, 32, 3), "resnet18": (32, 32, 3),
            "resnet50": (224, 224, 3)}
 
 
@@ -169,6 +171,10 @@ def measure_loop(examples: int, rounds: int) -> None:
 
 def main(argv):
   del argv
+  unknown = sorted(set(_MODELS.value) - set(_INPUTS))
+  if unknown:
+    raise app.UsageError(f"--state_models: unknown {', '.join(unknown)}; "
+                         f"one of {', '.join(_INPUTS)}")
   logging.set_verbosity(logging.WARNING)  # orbax's lines at each save
   print(f"{jax.devices()[0].platform}, jax {jax.__version__}", flush=True)
   if "state" in _MEASURE.value:
