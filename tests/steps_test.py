@@ -128,6 +128,7 @@ class DispatchTest(absltest.TestCase):
         hparam_schedules={}, mesh=mesh, record=False,
         integer_labels=integer_labels, num_classes=C)
     step = steps.make_train_step(cfg, state, labels, data)
+    self.cfg = cfg
     sums = metrics.zeros_like_sums(10)
     order = jax.device_put(pipeline.epoch_indices(0, 0, N, B),
                            jax.sharding.NamedSharding(
@@ -149,6 +150,29 @@ class DispatchTest(absltest.TestCase):
     for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(three)):
       np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float),
                                  rtol=1e-5, atol=1e-6)
+
+  def test_the_state_as_its_leaves_trains_alike(self):
+    # What the loop passes (flat_state): the same program, the same bits.
+    mesh = sharding.make_mesh()
+    step, state, labels, sums, data, order = self._setup(
+        mesh, "cross_entropy", False)
+    tree = (state, labels, sums)
+    for i in range(3):
+      tree = step(*tree, data, order, 0, i)
+    _, state, labels, sums, data, order = self._setup(
+        mesh, "cross_entropy", False)
+    flat_step = steps.make_train_step(self.cfg, state, labels, data,
+                                      flat_state=True)
+    leaves, structure = jax.tree.flatten(state)
+    flat = (leaves, labels, sums)
+    for i in range(3):
+      flat = flat_step(*flat, data, order, 0, i)
+    self.assertIsInstance(flat[0], list)
+    self.assertEqual(jax.tree.structure(tree[0]), structure)
+    for a, b in zip(jax.tree.leaves(tree),
+                    jax.tree.leaves((jax.tree.unflatten(structure, flat[0]),
+                                     *flat[1:]))):
+      np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
   def test_integer_labels_bypass_the_label_state(self):
     mesh = sharding.make_mesh()
