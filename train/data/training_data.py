@@ -229,6 +229,21 @@ class Placed:
   streams: Streams | None = None
 
 
+def by_replica(arrays: list[np.ndarray]) -> np.ndarray:
+  """``[R, ...]``: each replica's array stacked; one replica's as a view of
+  its own (no copy of a label per example)."""
+  return arrays[0][None] if len(arrays) == 1 else np.stack(arrays)
+
+
+def pad_rows(labels: np.ndarray, rows: int, value=0) -> np.ndarray:
+  """``[R, N, ...]`` padded with ``value`` to ``rows`` along axis 1 (no copy
+  where ``N`` is ``rows`` already)."""
+  if labels.shape[1] == rows:
+    return labels
+  pad = [(0, 0), (0, rows - labels.shape[1])] + [(0, 0)] * (labels.ndim - 2)
+  return np.pad(labels, pad, constant_values=value)
+
+
 def _eval_labels(run_data: RunData) -> dict[str, tuple[int, dict]]:
   """Split -> (examples, label sets by prefix, each ``[R, N]``)."""
   data, val_noisy, stack = run_data.dataset, run_data.val, np.stack
@@ -248,14 +263,12 @@ def _label_rows(run_data: RunData, mesh) -> tuple[jax.Array, jax.Array]:
   rows = sharding.padded_rows(run_data.dataset.num_train, mesh)
 
   def padded(labels):
-    pad = [(0, 0), (0, rows - labels.shape[1])] + [(0, 0)] * (
-        labels.ndim - 2)
-    return sharding.put(np.pad(labels, pad, constant_values=-1),
+    return sharding.put(pad_rows(labels, rows, -1),
                         sharding.rows_sharding(mesh, labels.ndim,
                                                replicas=True))
 
-  return (padded(np.stack([n.clean_labels for n in noisy])),
-          padded(np.stack([n.labels for n in noisy])))
+  return (padded(by_replica([n.clean_labels for n in noisy])),
+          padded(by_replica([n.labels for n in noisy])))
 
 
 def place(run_data: RunData, mesh: jax.sharding.Mesh, *,
@@ -263,7 +276,7 @@ def place(run_data: RunData, mesh: jax.sharding.Mesh, *,
   """Puts ``run_data`` on ``mesh`` (``sharding.put``: no all-gather)."""
   data, noisy = run_data.dataset, run_data.train
   train = {"image": data.train_x,
-           "label": np.stack([n.labels for n in noisy]),
+           "label": by_replica([n.labels for n in noisy]),
            "clean_label": noisy[0].clean_labels}
   train = sharding.put(train, sharding.data_shardings(train, mesh,
                                                      replicas=True))
@@ -307,7 +320,7 @@ def place_stream(config, run_data: RunData,
 
   train = stream.TrainStream(
       streamed.sources["train"],
-      noisy_labels=np.stack([n.labels for n in noisy]),
+      noisy_labels=by_replica([n.labels for n in noisy]),
       clean_labels=noisy[0].clean_labels, seed=config.seed,
       batch_size=config.batch_size,
       num_epochs=config.num_epochs + config.stage2.epochs, mesh=mesh,

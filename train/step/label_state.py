@@ -104,7 +104,9 @@ def create(noisy_labels: np.ndarray, num_classes: int, *, history: int,
       noisy_labels.ndim - 1 - lead)
   # Only the int labels ([N], small) cross from the host; the one-hot rows
   # are made on the devices, already sharded.
-  rows = sharding.put(np.pad(noisy_labels, pad), sharding.rows_sharding(
+  if num_rows != num_examples:  # (no copy of the labels where none pads)
+    noisy_labels = np.pad(noisy_labels, pad)
+  rows = sharding.put(noisy_labels, sharding.rows_sharding(
       mesh, noisy_labels.ndim, replicas=replicas))
 
   def init(rows):
