@@ -18,6 +18,7 @@ instead of placing the inputs.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import jax
 import numpy as np
@@ -195,16 +196,24 @@ class Streams:
     train: the training batches, epoch after epoch.
     eval: split name -> its evaluation batches, in order.
     train_in_order: the training split in order, unaugmented (the training
-      probabilities of ``save_train_probabilities``).
+      probabilities of ``save_train_probabilities``), made on first use:
+      most runs never read it, and its order costs 5 bytes a row.
   """
 
   train: stream.TrainStream
   eval: dict[str, stream.EvalStream]
-  train_in_order: stream.EvalStream
+  open_train_in_order: Callable[[], stream.EvalStream]
+  _train_in_order: list = dataclasses.field(default_factory=list)
+
+  @property
+  def train_in_order(self) -> stream.EvalStream:
+    if not self._train_in_order:
+      self._train_in_order.append(self.open_train_in_order())
+    return self._train_in_order[0]
 
   def close(self) -> None:
     """Stops the readers' worker processes."""
-    for reader in (self.train, *self.eval.values(), self.train_in_order):
+    for reader in (self.train, *self.eval.values(), *self._train_in_order):
       reader.close()
 
 
@@ -258,12 +267,20 @@ def _eval_labels(run_data: RunData) -> dict[str, tuple[int, dict]]:
 
 
 def _label_rows(run_data: RunData, mesh) -> tuple[jax.Array, jax.Array]:
-  """The clean and noisy training labels padded like the label state."""
-  noisy = run_data.train
-  rows = sharding.padded_rows(run_data.dataset.num_train, mesh)
+  """The clean and noisy training labels padded like the label state, in
+  the smallest type that holds them (they are only compared): int16
+  classes (int32 beyond 32,767 classes), multi-hot rows as bool."""
+  noisy, data = run_data.train, run_data.dataset
+  rows = sharding.padded_rows(data.num_train, mesh)
+  if data.multi_label:
+    dtype, pad = np.bool_, False
+  else:
+    dtype = np.int16 if data.num_classes <= np.iinfo(np.int16).max else (
+        np.int32)
+    pad = -1
 
   def padded(labels):
-    return sharding.put(pad_rows(labels, rows, -1),
+    return sharding.put(pad_rows(labels.astype(dtype), rows, pad),
                         sharding.rows_sharding(mesh, labels.ndim,
                                                replicas=True))
 
@@ -341,7 +358,8 @@ def place_stream(config, run_data: RunData,
   return Placed(train={}, eval_sets=eval_sets, clean_rows=clean_rows,
                 noisy_rows=noisy_rows, streams=Streams(
                     train=train, eval=eval_streams,
-                    train_in_order=in_order(streamed.sources["train"])))
+                    open_train_in_order=lambda: in_order(
+                        streamed.sources["train"])))
 
 
 def build(config, mesh: jax.sharding.Mesh) -> tuple[RunData, Placed]:
