@@ -55,9 +55,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import json
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -124,7 +127,13 @@ _RSS_SIZES = flags.DEFINE_list("rss_sizes", ["10000", "1000000"],
                                "Generated training records of stream_rss.")
 _RSS_DIR = flags.DEFINE_string("rss_dir", None,
                                "Folder of stream_rss's records (default: "
-                               "a temporary folder).")
+                               "the temporary folder).")
+_RSS_KEEP = flags.DEFINE_bool("rss_keep", False,
+                              "Keep stream_rss's records in --rss_dir (a "
+                              "rerun does not write them again).")
+_RSS_ONCE = flags.DEFINE_integer(
+    "rss_once", None, "Internal: the stream_rss run at this N, in this "
+    "process (--measure=stream_rss_once), printed as one JSON line.")
 _CNN_TRAIN = flags.DEFINE_integer("cnn_train_size", 5120,
                                   "Fashion-MNIST training examples of the "
                                   "2-D CNN's loop measure.")
@@ -490,12 +499,19 @@ class _Cycled:
     return self.pool[i % len(self.pool)]
 
 
-def generated_cifar(n: int, pool: int = 1024) -> datasets.Dataset:
+def _eval_sizes(n: int, eval_size: int | None) -> tuple[int, int]:
+  return ((min(n // 11, 5000), min(2 * n // 11, 5000)) if eval_size is None
+          else (eval_size, eval_size))
+
+
+def generated_cifar(n: int, pool: int = 1024,
+                    eval_size: int | None = None) -> datasets.Dataset:
   """CIFAR-sized uint8 images (``pool`` random ones, cycled), 10 classes;
-  validation and test of ``n / 11`` and ``2 n / 11`` rows (at most 5,000)."""
+  validation and test of ``n / 11`` and ``2 n / 11`` rows (at most 5,000),
+  or of ``eval_size`` each."""
   rng = np.random.default_rng(0)
   images = rng.integers(0, 256, (pool, 32, 32, 3), np.uint8)
-  sizes = [n, min(n // 11, 5000), min(2 * n // 11, 5000)]
+  sizes = [n, *_eval_sizes(n, eval_size)]
   labels = [rng.integers(0, 10, m).astype(np.int32) for m in sizes]
   xs = [_Cycled(images, m) for m in sizes]
   return datasets.Dataset(
@@ -505,19 +521,19 @@ def generated_cifar(n: int, pool: int = 1024) -> datasets.Dataset:
       crop_padding=4, flip=True)
 
 
-def streamed_config(model: str, n: int, cache: str, epochs: int,
-                    **overrides):
-  """A streamed JO run on ``generated_cifar(n)``, written to the cache
-  folder the config reads (so no conversion runs)."""
+def streamed_config(model: str, n: int, cache: str, epochs: int, *,
+                    eval_size: int | None = None, **overrides):
+  """A streamed JO run on ``generated_cifar(n, eval_size=eval_size)``,
+  written to the cache folder the config reads (so no conversion runs)."""
   c = loop_config("cnn", "jo", epochs, **{
       "model.name": model, "model.width": None,
       "dataset.pipeline": "stream", "dataset.stream_workers": 0,
       "dataset.cache_dir": cache, "dataset.train_size": n,
-      "dataset.val_size": min(n // 11, 5000), "checkpoint_min_seconds": 1e6,
-      **overrides})
+      "dataset.val_size": _eval_sizes(n, eval_size)[0],
+      "checkpoint_min_seconds": 1e6, **overrides})
   directory = convert.cache_dir(c)
   if not convert.is_complete(directory):
-    convert.write_dataset(generated_cifar(n), directory,
+    convert.write_dataset(generated_cifar(n, eval_size=eval_size), directory,
                           key=convert.cache_key(c))
   return c
 
@@ -545,63 +561,128 @@ def measure_stream_loop(n: int) -> None:
           f"{ratio:.3f}", flush=True)
 
 
-def _rss_bytes() -> tuple[int, int]:
-  """(resident bytes, of which anonymous: not pages of mapped files)."""
+def _rss_bytes() -> tuple[int, int, int]:
+  """(resident bytes, of which anonymous (not pages of mapped files), the
+  peak resident bytes since ``_reset_peak``)."""
   fields = {}
   with open("/proc/self/status") as f:
     for line in f:
       name, _, value = line.partition(":")
-      if name in ("VmRSS", "RssAnon"):
+      if name in ("VmRSS", "RssAnon", "VmHWM"):
         fields[name] = int(value.split()[0]) * 1024
-  return fields["VmRSS"], fields["RssAnon"]
+  return fields["VmRSS"], fields["RssAnon"], fields["VmHWM"]
 
 
-def measure_stream_rss(sizes: list[int], root: str | None) -> None:
-  """Peak RSS rise over a streamed epoch against the label state's bytes."""
+def _reset_peak() -> bool:
+  """Resets the kernel's peak RSS of this process (VmHWM); False where the
+  kernel does not let it (then the 50 ms samples alone give the peak)."""
+  try:
+    with open("/proc/self/clear_refs", "w") as f:
+      f.write("5")
+    return True
+  except OSError:
+    return False
+
+
+# stream_rss's validation and test sets: one size at every N, so that the
+# rise's slope over N is the training set's alone.
+RSS_EVAL_SIZE = 5000
+
+
+def _rss_config(n: int, cache: str):
+  return streamed_config("mlp", n, cache, 1, eval_size=RSS_EVAL_SIZE,
+                         batch_size=512, eval_batch_size=1000,
+                         **{"model.width": 32})
+
+
+def stream_rss_once(n: int, cache: str) -> dict:
+  """One streamed epoch at ``n`` in this process (its records already
+  written to ``cache``): RSS before, at its peak, the label state's bytes."""
+  config = _rss_config(n, cache)
+  state = jax.device_count() * label_state.bytes_per_device(
+      n, 10, history=config.label_state.history,
+      data_devices=jax.device_count())
+  before, anon_before, _ = _rss_bytes()
+  exact = _reset_peak()
+  box, done = {"peak": before, "anon": anon_before}, threading.Event()
+
+  def sample():
+    while not done.wait(0.05):
+      rss, anon, _ = _rss_bytes()
+      box["peak"] = max(box["peak"], rss)
+      box["anon"] = max(box["anon"], anon)
+
+  sampler = threading.Thread(target=sample, daemon=True)
+  sampler.start()
+  try:
+    with tempfile.TemporaryDirectory() as workdir, \
+        contextlib.redirect_stdout(io.StringIO()):
+      trainer.train_and_evaluate(config, workdir)
+  finally:
+    done.set()
+    sampler.join()
+  peak = max(box["peak"], _rss_bytes()[2] if exact else 0)
+  return {"n": n, "before": before, "peak": peak,
+          "anon_rise": box["anon"] - anon_before, "state": state,
+          "history": config.label_state.history}
+
+
+def measure_stream_rss(sizes: list[int], root: str | None,
+                       keep: bool) -> None:
+  """Peak RSS rise over a streamed epoch against the label state's bytes,
+  each N in a fresh process; the rise split into a part per example (the
+  slope over N) and a constant."""
   print("\nhost RSS over one streamed epoch (tiny MLP, JO, batch 512, "
-        "generated CIFAR-sized uint8 records, 0 grain workers)")
+        "generated CIFAR-sized uint8 records, 0 grain workers), each N in a "
+        "fresh process")
   header = (f"{'N':>9}{'records GB':>11}{'RSS before MB':>15}"
             f"{'peak MB':>9}{'rise MB':>9}{'anon rise MB':>14}"
-            f"{'label state MB':>16}{'rise - state MB':>17}")
+            f"{'label state MB':>16}{'rise - state MB':>17}"
+            f"{'(rise - state) / state':>24}")
   print(header)
   print("-" * len(header))
+  mb, rows = 2 ** 20, []
+  root = root or tempfile.gettempdir()
   for n in sizes:
-    cache = tempfile.mkdtemp(dir=root)
+    cache = os.path.join(root, f"stream_rss_{n}")
     try:
-      config = streamed_config("mlp", n, cache, 1, batch_size=512,
-                               eval_batch_size=1000,
-                               **{"model.width": 32})
+      _rss_config(n, cache)  # writes the records here, not in the child
       disk = sum(os.path.getsize(os.path.join(d, f))
                  for d, _, fs in os.walk(cache) for f in fs)
-      state = jax.device_count() * label_state.bytes_per_device(
-          n, 10, history=config.label_state.history,
-          data_devices=jax.device_count())
-      before, anon_before = _rss_bytes()
-      box, done = {"peak": before, "anon": anon_before}, threading.Event()
-
-      def sample():
-        while not done.wait(0.05):
-          rss, anon = _rss_bytes()
-          box["peak"] = max(box["peak"], rss)
-          box["anon"] = max(box["anon"], anon)
-
-      sampler = threading.Thread(target=sample, daemon=True)
-      sampler.start()
-      try:
-        with tempfile.TemporaryDirectory() as workdir, \
-            contextlib.redirect_stdout(io.StringIO()):
-          trainer.train_and_evaluate(config, workdir)
-      finally:
-        done.set()
-        sampler.join()
-      rise = box["peak"] - before
-      mb = 2 ** 20
-      print(f"{n:>9}{disk / 1e9:>11.2f}{before / mb:>15.0f}"
-            f"{box['peak'] / mb:>9.0f}{rise / mb:>9.0f}"
-            f"{(box['anon'] - anon_before) / mb:>14.0f}{state / mb:>16.1f}"
-            f"{(rise - state) / mb:>17.1f}", flush=True)
+      child = subprocess.run(
+          [sys.executable, "-m", "benchmarks.train_benchmark",
+           "--measure=stream_rss_once", f"--rss_once={n}",
+           f"--rss_dir={cache}"], capture_output=True, text=True,
+          check=False)
+      if child.returncode:
+        raise RuntimeError(f"stream_rss at N = {n} failed:\n"
+                           f"{child.stderr[-3000:]}")
+      row = json.loads(child.stdout.strip().splitlines()[-1])
     finally:
-      shutil.rmtree(cache, ignore_errors=True)
+      if not keep:
+        shutil.rmtree(cache, ignore_errors=True)
+    rows.append(row)
+    rise = row["peak"] - row["before"]
+    print(f"{n:>9}{disk / 1e9:>11.2f}{row['before'] / mb:>15.0f}"
+          f"{row['peak'] / mb:>9.0f}{rise / mb:>9.0f}"
+          f"{row['anon_rise'] / mb:>14.0f}{row['state'] / mb:>16.1f}"
+          f"{(rise - row['state']) / mb:>17.1f}"
+          f"{(rise - row['state']) / row['state']:>24.2f}", flush=True)
+  if len(rows) < 2:
+    return
+  # rise(N) = constant + N x (bytes per example): least squares over N.
+  ns = np.array([r["n"] for r in rows], np.float64)
+  rises = np.array([r["peak"] - r["before"] for r in rows], np.float64)
+  per_example, constant = np.polyfit(ns, rises, 1)
+  state = rows[-1]["state"] / rows[-1]["n"]
+  beyond = per_example - state
+  print(f"  per example (the slope of the rise over N): {per_example:.0f} "
+        f"bytes; the label state's {state:.0f} (K = {rows[-1]['history']}, "
+        f"10 classes); beyond it {beyond:.0f} bytes = "
+        f"{beyond / state:.1%} of the label state's own bytes")
+  print(f"  independent of N (the intercept: the JAX runtime, compiled "
+        f"programs, reader threads, evaluation's read-ahead): "
+        f"{constant / mb:.0f} MB")
 
 
 def measure_variants(model: str, variants: dict[str, dict], epochs: int,
@@ -647,7 +728,11 @@ def main(argv):
   if "stream" in _MEASURE.value:
     measure_stream_loop(_STREAM_EXAMPLES.value)
   if "stream_rss" in _MEASURE.value:
-    measure_stream_rss([int(n) for n in _RSS_SIZES.value], _RSS_DIR.value)
+    measure_stream_rss([int(n) for n in _RSS_SIZES.value], _RSS_DIR.value,
+                       _RSS_KEEP.value)
+  if "stream_rss_once" in _MEASURE.value:
+    print(json.dumps(stream_rss_once(_RSS_ONCE.value, _RSS_DIR.value)))
+    return
   if "steps" not in _MEASURE.value:
     return
   batch, num_steps, repeats = _BATCH.value, _STEPS.value, _REPEATS.value

@@ -15,6 +15,7 @@ from tests import tiny
 from train import sharding
 from train.data import pipeline
 from train.step import label_state
+from train.step import steps
 
 AXIS = sharding.DATA_AXIS
 
@@ -176,6 +177,48 @@ class LabelStateTest(parameterized.TestCase):
                               np.ones((2, 2), np.float32), mesh)
     self.assertIs(same, state)
     self.assertIs(label_state.update(state, 5, begin=0, mode="soft"), state)
+
+  def _filled(self, replicas: int, num_examples: int, num_classes: int,
+              history: int):
+    """A state with ``replicas`` replicas, its buffers filled at random
+    (some entries unwritten, each replica at its own slot)."""
+    rng = np.random.default_rng(3)
+    mesh = sharding.make_mesh()
+    state = label_state.create(
+        rng.integers(0, num_classes, (replicas, num_examples)).astype(
+            np.int32), num_classes, history=history, mesh=mesh,
+        replicas=True)
+    return state._replace(
+        history=jax.numpy.asarray(rng.dirichlet(
+            np.ones(num_classes), (replicas, history, num_examples)).astype(
+                np.float32)),
+        written=jax.numpy.asarray(
+            rng.random((replicas, history, num_examples)) < 0.7),
+        slot=jax.numpy.asarray(np.arange(replicas, dtype=np.int32) % history))
+
+  @parameterized.parameters("soft", "hard")
+  def test_replica_axis_updates_each_replica_alone(self, mode):
+    state = self._filled(3, 40, 5, 4)
+    both = label_state.update(state, 2, begin=1, mode=mode)
+    for r in range(3):
+      alone = label_state.update(jax.tree.map(lambda x, r=r: x[r], state), 2,
+                                 begin=1, mode=mode)
+      for got, want in zip(both, alone):
+        np.testing.assert_array_equal(np.asarray(got)[r], np.asarray(want))
+
+  def test_update_keeps_no_copy_of_the_labels(self):
+    # Between epochs the update writes the new labels over the donated
+    # ones in one pass: its temporaries are a few bytes a row, not the
+    # [N, C] mean (40 bytes a row here) a sum over the buffer kept.
+    num_examples, num_classes = 10_000, 10
+    state = self._filled(1, num_examples, num_classes, 3)
+    update = steps.make_label_update(sharding.make_mesh(), begin=1,
+                                     mode="soft", multi_label=False,
+                                     replicas=True)
+    stats = update.lower(state, 0).compile().memory_analysis()
+    self.assertLess(stats.temp_size_in_bytes, num_examples * 16)
+    self.assertGreaterEqual(stats.alias_size_in_bytes,
+                            state.labels.nbytes + state.history.nbytes)
 
   def test_bad_mode(self):
     mesh = sharding.make_mesh()

@@ -149,6 +149,29 @@ class StreamTrainingTest(absltest.TestCase):
     np.testing.assert_array_equal(placed.noisy_rows, placed_device.noisy_rows)
     placed.streams.close()
 
+  def test_per_example_host_arrays_are_held_once(self):
+    # What a streamed run keeps per training example besides the label
+    # state: the int32 noisy and clean labels once (the stream's labels are
+    # views of the draw's, the clean ones the dataset's own array), the
+    # label rows of the metrics in int16, and no training-set order until
+    # the training set is read in order.
+    mesh = sharding.make_mesh()
+    run_data, placed = training_data.build(self.config("stream"), mesh)
+    try:
+      draw, train = run_data.train[0], placed.streams.train
+      for array in (draw.labels, draw.clean_labels):
+        self.assertEqual(array.dtype, np.int32)
+        self.assertEqual(array.shape, (run_data.dataset.num_train,))
+      self.assertIs(draw.clean_labels, run_data.dataset.train_y)
+      self.assertTrue(np.shares_memory(train.noisy_labels, draw.labels))
+      self.assertIs(train.clean_labels, draw.clean_labels)
+      for rows in (placed.clean_rows, placed.noisy_rows):
+        self.assertEqual(rows.dtype, np.int16)
+      self.assertEqual(placed.streams._train_in_order, [])
+      self.assertEqual(placed.streams.train.order.columns(0).dtype, np.int32)
+    finally:
+      placed.streams.close()
+
   def test_without_augmentation_a_streamed_run_is_the_device_run(self):
     # Two replicas (replica 0's order is streamed to both), relabelling,
     # the training probabilities at the end.

@@ -106,7 +106,9 @@ def _check_labels(labels, num_classes: int) -> np.ndarray:
     raise ValueError(
         f"labels must lie in [0, {num_classes}), got [{labels.min()}, "
         f"{labels.max()}]")
-  return labels.astype(np.int32)
+  # int32 labels are kept as they are, not copied: the clean labels of a
+  # draw are the dataset's own array (nothing writes to either).
+  return labels.astype(np.int32, copy=False)
 
 
 def _check_transition_matrix(matrix, num_classes: int | None = None):

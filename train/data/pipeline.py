@@ -43,10 +43,12 @@ def epoch_indices(seed: int, epoch: int, num_examples: int,
   if not 0 < batch_size <= num_examples:
     raise ValueError(f"batch_size must lie in [1, {num_examples}], got "
                      f"{batch_size}")
-  order = np.random.default_rng((seed, epoch)).permutation(num_examples)
+  # The draws of ``permutation(num_examples)`` (which shuffles an int64
+  # arange), shuffled in place in int32: no int64 copy of N entries.
+  order = np.arange(num_examples, dtype=np.int32)
+  np.random.default_rng((seed, epoch)).shuffle(order)
   num_batches = num_examples // batch_size
-  return order[:num_batches * batch_size].reshape(
-      num_batches, batch_size).astype(np.int32)
+  return order[:num_batches * batch_size].reshape(num_batches, batch_size)
 
 
 def eval_indices(num_examples: int,
@@ -57,9 +59,9 @@ def eval_indices(num_examples: int,
   keeps one shape and sees every example exactly once.
   """
   num_batches = -(-num_examples // batch_size)
-  flat = np.arange(num_batches * batch_size)
+  flat = np.arange(num_batches * batch_size, dtype=np.int32)
   mask = flat < num_examples
-  indices = np.where(mask, flat, 0).astype(np.int32)
+  indices = np.where(mask, flat, 0)
   return (indices.reshape(num_batches, batch_size),
           mask.reshape(num_batches, batch_size))
 

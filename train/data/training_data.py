@@ -19,6 +19,7 @@ instead of placing the inputs.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import jax
 import numpy as np
@@ -196,16 +197,24 @@ class Streams:
     train: the training batches, epoch after epoch.
     eval: split name -> its evaluation batches, in order.
     train_in_order: the training split in order, unaugmented (the training
-      probabilities of ``save_train_probabilities``).
+      probabilities of ``save_train_probabilities``), made on first use:
+      most runs never read it, and its order costs 5 bytes a row.
   """
 
   train: stream.TrainStream
   eval: dict[str, stream.EvalStream]
-  train_in_order: stream.EvalStream
+  open_train_in_order: Callable[[], stream.EvalStream]
+  _train_in_order: list = dataclasses.field(default_factory=list)
+
+  @property
+  def train_in_order(self) -> stream.EvalStream:
+    if not self._train_in_order:
+      self._train_in_order.append(self.open_train_in_order())
+    return self._train_in_order[0]
 
   def close(self) -> None:
     """Stops the readers' worker processes."""
-    for reader in (self.train, *self.eval.values(), self.train_in_order):
+    for reader in (self.train, *self.eval.values(), *self._train_in_order):
       reader.close()
 
 
@@ -230,6 +239,21 @@ class Placed:
   streams: Streams | None = None
 
 
+def by_replica(arrays: list[np.ndarray]) -> np.ndarray:
+  """``[R, ...]``: each replica's array stacked; one replica's as a view of
+  its own (no copy of a label per example)."""
+  return arrays[0][None] if len(arrays) == 1 else np.stack(arrays)
+
+
+def pad_rows(labels: np.ndarray, rows: int, value=0) -> np.ndarray:
+  """``[R, N, ...]`` padded with ``value`` to ``rows`` along axis 1 (no copy
+  where ``N`` is ``rows`` already)."""
+  if labels.shape[1] == rows:
+    return labels
+  pad = [(0, 0), (0, rows - labels.shape[1])] + [(0, 0)] * (labels.ndim - 2)
+  return np.pad(labels, pad, constant_values=value)
+
+
 def _eval_labels(run_data: RunData) -> dict[str, tuple[int, dict]]:
   """Split -> (examples, label sets by prefix, each ``[R, N]``)."""
   data, val_noisy, stack = run_data.dataset, run_data.val, np.stack
@@ -244,19 +268,25 @@ def _eval_labels(run_data: RunData) -> dict[str, tuple[int, dict]]:
 
 
 def _label_rows(run_data: RunData, mesh) -> tuple[jax.Array, jax.Array]:
-  """The clean and noisy training labels padded like the label state."""
-  noisy = run_data.train
-  rows = sharding.padded_rows(run_data.dataset.num_train, mesh)
+  """The clean and noisy training labels padded like the label state, in
+  the smallest type that holds them (they are only compared): int16
+  classes (int32 beyond 32,767 classes), multi-hot rows as bool."""
+  noisy, data = run_data.train, run_data.dataset
+  rows = sharding.padded_rows(data.num_train, mesh)
+  if data.multi_label:
+    dtype, pad = np.bool_, False
+  else:
+    dtype = np.int16 if data.num_classes <= np.iinfo(np.int16).max else (
+        np.int32)
+    pad = -1
 
   def padded(labels):
-    pad = [(0, 0), (0, rows - labels.shape[1])] + [(0, 0)] * (
-        labels.ndim - 2)
-    return sharding.put(np.pad(labels, pad, constant_values=-1),
+    return sharding.put(pad_rows(labels.astype(dtype), rows, pad),
                         sharding.rows_sharding(mesh, labels.ndim,
                                                replicas=True))
 
-  return (padded(np.stack([n.clean_labels for n in noisy])),
-          padded(np.stack([n.labels for n in noisy])))
+  return (padded(by_replica([n.clean_labels for n in noisy])),
+          padded(by_replica([n.labels for n in noisy])))
 
 
 def place(run_data: RunData, mesh: jax.sharding.Mesh, *,
@@ -264,7 +294,7 @@ def place(run_data: RunData, mesh: jax.sharding.Mesh, *,
   """Puts ``run_data`` on ``mesh`` (``sharding.put``: no all-gather)."""
   data, noisy = run_data.dataset, run_data.train
   train = {"image": data.train_x,
-           "label": np.stack([n.labels for n in noisy]),
+           "label": by_replica([n.labels for n in noisy]),
            "clean_label": noisy[0].clean_labels}
   train = sharding.put(train, sharding.data_shardings(train, mesh,
                                                      replicas=True))
@@ -308,7 +338,7 @@ def place_stream(config, run_data: RunData,
 
   train = stream.TrainStream(
       streamed.sources["train"],
-      noisy_labels=np.stack([n.labels for n in noisy]),
+      noisy_labels=by_replica([n.labels for n in noisy]),
       clean_labels=noisy[0].clean_labels, seed=config.seed,
       batch_size=config.batch_size,
       num_epochs=config.num_epochs + config.stage2.epochs, mesh=mesh,
@@ -329,7 +359,8 @@ def place_stream(config, run_data: RunData,
   return Placed(train={}, eval_sets=eval_sets, clean_rows=clean_rows,
                 noisy_rows=noisy_rows, streams=Streams(
                     train=train, eval=eval_streams,
-                    train_in_order=in_order(streamed.sources["train"])))
+                    open_train_in_order=lambda: in_order(
+                        streamed.sources["train"])))
 
 
 def build(config, mesh: jax.sharding.Mesh) -> tuple[RunData, Placed]:

@@ -99,7 +99,8 @@ class _Run:
 
   def fresh_label_state(self) -> label_state_lib.LabelState:
     return label_state_lib.create(
-        np.stack([n.labels for n in self.noisy]), self.data.num_classes,
+        training_data.by_replica([n.labels for n in self.noisy]),
+        self.data.num_classes,
         history=self.settings.label_history, mesh=self.mesh, replicas=True,
         history_dtype=self.settings.label_history_dtype)
 

@@ -26,6 +26,7 @@ each shard.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -104,7 +105,9 @@ def create(noisy_labels: np.ndarray, num_classes: int, *, history: int,
       noisy_labels.ndim - 1 - lead)
   # Only the int labels ([N], small) cross from the host; the one-hot rows
   # are made on the devices, already sharded.
-  rows = sharding.put(np.pad(noisy_labels, pad), sharding.rows_sharding(
+  if num_rows != num_examples:  # (no copy of the labels where none pads)
+    noisy_labels = np.pad(noisy_labels, pad)
+  rows = sharding.put(noisy_labels, sharding.rows_sharding(
       mesh, noisy_labels.ndim, replicas=replicas))
 
   def init(rows):
@@ -184,6 +187,14 @@ def update(state: LabelState, epoch: jax.Array, *, begin: int, mode: str,
   ``begin``-th epoch. An example with nothing written keeps its label. The
   buffer then moves to its next slot, cleared for the next epoch.
 
+  The state may carry a leading replica axis (``create(replicas=True)``):
+  every step is elementwise over the rows, so the replicas need no ``vmap``,
+  and the mean is a sum over the ``K`` slots written out, which XLA fuses
+  into the one pass that writes the new labels over the old (donated)
+  ones. (A ``sum`` over the buffer's axis, or a ``vmap`` over the replica
+  axis, made XLA keep the ``[N, C]`` mean, and a second ``[N, C]`` for the
+  new labels, in temporaries: 80 bytes a row at 10 classes.)
+
   Args:
     state: the label state.
     epoch: the epoch just finished, 0-based (traced).
@@ -194,14 +205,18 @@ def update(state: LabelState, epoch: jax.Array, *, begin: int, mode: str,
   if mode not in UPDATES:
     raise ValueError(f"label update mode must be one of {UPDATES}, got "
                      f"{mode!r}")
-  size = state.history.shape[0]
+  size = state.history.shape[-3]
   if mode == "none" or size == 0:
     return state
-  weight = state.written.astype(jnp.float32)[..., None]
-  count = weight.sum(axis=0)
+  lead = (slice(None),) * (state.history.ndim - 3)  # the replica axis
+  weights = [state.written[lead + (k,)].astype(jnp.float32)[..., None]
+             for k in range(size)]
+  count = functools.reduce(jnp.add, weights)
   # Summed in float32 whatever the buffer stores.
-  mean = (state.history.astype(jnp.float32) * weight).sum(axis=0) / (
-      jnp.maximum(count, 1.0))
+  total = functools.reduce(jnp.add, [
+      state.history[lead + (k,)].astype(jnp.float32) * weights[k]
+      for k in range(size)])
+  mean = total / jnp.maximum(count, 1.0)
   if mode == "hard":
     if multi_label:
       mean = (mean > 0.5).astype(jnp.float32)
@@ -211,7 +226,9 @@ def update(state: LabelState, epoch: jax.Array, *, begin: int, mode: str,
   relabel = (epoch + 1 >= begin) & (count > 0)
   labels = jnp.where(relabel, mean, state.labels)
   slot = (state.slot + 1) % size
-  written = state.written.at[slot].set(False)
+  # The next slot cleared: [(R,) K] False at each replica's slot.
+  keep = jnp.arange(size) != slot[..., None]
+  written = state.written & keep[..., None]
   return LabelState(labels=labels, history=state.history, written=written,
                     slot=slot)
 

@@ -393,9 +393,9 @@ def make_label_update(mesh: jax.sharding.Mesh, *, begin: int, mode: str,
   Jitted once per stage, the state donated and kept split along ``'data'``.
   """
   rows = label_state_lib.shardings(mesh, replicas=replicas)
-  update = over_replicas(
-      functools.partial(label_state_lib.update, begin=begin, mode=mode,
-                        multi_label=multi_label), (0, None), replicas)
+  # (label_state.update takes the replica axis as it comes: no vmap.)
+  update = functools.partial(label_state_lib.update, begin=begin, mode=mode,
+                             multi_label=multi_label)
   return jax.jit(update, in_shardings=(rows, sharding.replicated(mesh)),
                  out_shardings=rows, donate_argnums=(0,))
 
