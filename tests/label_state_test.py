@@ -220,6 +220,14 @@ class LabelStateTest(parameterized.TestCase):
     self.assertGreaterEqual(stats.alias_size_in_bytes,
                             state.labels.nbytes + state.history.nbytes)
 
+  def test_rows_pad_along_the_example_axis_only_when_short(self):
+    labels = np.arange(6, dtype=np.int32).reshape(2, 3)  # [R, N]
+    padded = sharding.pad_rows(labels, 4, axis=1, value=-1)
+    np.testing.assert_array_equal(padded, [[0, 1, 2, -1], [3, 4, 5, -1]])
+    self.assertIs(sharding.pad_rows(labels, 3, axis=1), labels)
+    np.testing.assert_array_equal(sharding.pad_rows(labels[0], 5),
+                                  [0, 1, 2, 0, 0])
+
   def test_bad_mode(self):
     mesh = sharding.make_mesh()
     state = label_state.create(np.zeros(4, np.int32), 2, history=1,

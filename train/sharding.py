@@ -128,6 +128,17 @@ def padded_rows(num_examples: int, mesh: jax.sharding.Mesh) -> int:
   return math.ceil(num_examples / devices) * devices
 
 
+def pad_rows(array: np.ndarray, rows: int, *, axis: int = 0,
+             value=0) -> np.ndarray:
+  """``array`` padded with ``value`` to ``rows`` along its example axis
+  ``axis`` (``padded_rows``); itself, not a copy, where nothing pads."""
+  if array.shape[axis] == rows:
+    return array
+  pad = [(0, 0)] * array.ndim
+  pad[axis] = (0, rows - array.shape[axis])
+  return np.pad(array, pad, constant_values=value)
+
+
 def rows_sharding(mesh: jax.sharding.Mesh, ndim: int, *,
                   replicas: bool = False) -> NamedSharding:
   """A per-example array of ``ndim`` axes (replica axis included), its rows

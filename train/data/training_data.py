@@ -245,15 +245,6 @@ def by_replica(arrays: list[np.ndarray]) -> np.ndarray:
   return arrays[0][None] if len(arrays) == 1 else np.stack(arrays)
 
 
-def pad_rows(labels: np.ndarray, rows: int, value=0) -> np.ndarray:
-  """``[R, N, ...]`` padded with ``value`` to ``rows`` along axis 1 (no copy
-  where ``N`` is ``rows`` already)."""
-  if labels.shape[1] == rows:
-    return labels
-  pad = [(0, 0), (0, rows - labels.shape[1])] + [(0, 0)] * (labels.ndim - 2)
-  return np.pad(labels, pad, constant_values=value)
-
-
 def _eval_labels(run_data: RunData) -> dict[str, tuple[int, dict]]:
   """Split -> (examples, label sets by prefix, each ``[R, N]``)."""
   data, val_noisy, stack = run_data.dataset, run_data.val, np.stack
@@ -281,7 +272,8 @@ def _label_rows(run_data: RunData, mesh) -> tuple[jax.Array, jax.Array]:
     pad = -1
 
   def padded(labels):
-    return sharding.put(pad_rows(labels.astype(dtype), rows, pad),
+    return sharding.put(sharding.pad_rows(labels.astype(dtype), rows,
+                                          axis=1, value=pad),
                         sharding.rows_sharding(mesh, labels.ndim,
                                                replicas=True))
 

@@ -101,12 +101,9 @@ def create(noisy_labels: np.ndarray, num_classes: int, *, history: int,
   lead = 1 if replicas else 0
   num_examples = noisy_labels.shape[lead]
   num_rows = sharding.padded_rows(num_examples, mesh)
-  pad = [(0, 0)] * lead + [(0, num_rows - num_examples)] + [(0, 0)] * (
-      noisy_labels.ndim - 1 - lead)
   # Only the int labels ([N], small) cross from the host; the one-hot rows
   # are made on the devices, already sharded.
-  if num_rows != num_examples:  # (no copy of the labels where none pads)
-    noisy_labels = np.pad(noisy_labels, pad)
+  noisy_labels = sharding.pad_rows(noisy_labels, num_rows, axis=lead)
   rows = sharding.put(noisy_labels, sharding.rows_sharding(
       mesh, noisy_labels.ndim, replicas=replicas))
 
