@@ -40,12 +40,19 @@ r"""The training program's speed: the real loop, replicas, dtypes, steps.
    step on the same images held on the devices. Target: loop / bare >= 0.95.
 7. **stream_rss**: the host's resident memory over one streamed epoch of
    a tiny MLP (JO, so the label state is there) on generated CIFAR-sized
-   records, at each N of ``--rss_sizes``: the rise of RSS over the run
-   (peak, sampled every 50 ms, less the RSS before it) against the label
+   records, at each N of ``--rss_sizes`` (5,000 validation and 5,000 test
+   records at every N), each run in a fresh process, ``--rss_repeats``
+   times (the median counts): the rise of RSS over the run (its peak, the
+   kernel's high-water mark, less the RSS before it) against the label
    state's bytes (``label_state.bytes_per_device`` x devices: on a CPU the
-   devices' memory is the host's). The records stay on disk: what grows
-   with N beyond the label state should be the labels' few bytes a row.
-   ``--rss_dir`` holds the records (3 GB at N = 1 M), deleted after.
+   devices' memory is the host's). A fit over N splits the rise into bytes
+   per training example (the slope: the label state's own, and what grows
+   with N beyond it) and a constant (the JAX runtime, compiled programs,
+   grain's threads, evaluation's read-ahead, memory glibc keeps after
+   frees); the same for the live allocations alone (glibc's
+   ``mallinfo2``), which the allocator's retained memory does not blur.
+   ``--rss_dir`` holds the records (3.2 GB at N = 1 M), deleted after
+   unless ``--rss_keep``.
 
     python -m benchmarks.train_benchmark --measure=stream,stream_rss
 """
