@@ -40,12 +40,19 @@ r"""The training program's speed: the real loop, replicas, dtypes, steps.
    step on the same images held on the devices. Target: loop / bare >= 0.95.
 7. **stream_rss**: the host's resident memory over one streamed epoch of
    a tiny MLP (JO, so the label state is there) on generated CIFAR-sized
-   records, at each N of ``--rss_sizes``: the rise of RSS over the run
-   (peak, sampled every 50 ms, less the RSS before it) against the label
+   records, at each N of ``--rss_sizes`` (5,000 validation and 5,000 test
+   records at every N), each run in a fresh process, ``--rss_repeats``
+   times (the median counts): the rise of RSS over the run (its peak, the
+   kernel's high-water mark, less the RSS before it) against the label
    state's bytes (``label_state.bytes_per_device`` x devices: on a CPU the
-   devices' memory is the host's). The records stay on disk: what grows
-   with N beyond the label state should be the labels' few bytes a row.
-   ``--rss_dir`` holds the records (3 GB at N = 1 M), deleted after.
+   devices' memory is the host's). A fit over N splits the rise into bytes
+   per training example (the slope: the label state's own, and what grows
+   with N beyond it) and a constant (the JAX runtime, compiled programs,
+   grain's threads, evaluation's read-ahead, memory glibc keeps after
+   frees); the same for the live allocations alone (glibc's
+   ``mallinfo2``), which the allocator's retained memory does not blur.
+   ``--rss_dir`` holds the records (3.2 GB at N = 1 M), deleted after
+   unless ``--rss_keep``.
 
     python -m benchmarks.train_benchmark --measure=stream,stream_rss
 """
@@ -53,6 +60,7 @@ r"""The training program's speed: the real loop, replicas, dtypes, steps.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import io
 import json
@@ -131,6 +139,9 @@ _RSS_DIR = flags.DEFINE_string("rss_dir", None,
 _RSS_KEEP = flags.DEFINE_bool("rss_keep", False,
                               "Keep stream_rss's records in --rss_dir (a "
                               "rerun does not write them again).")
+_RSS_REPEATS = flags.DEFINE_integer(
+    "rss_repeats", 3, "Runs of stream_rss at each N (the median counts: "
+    "the allocator's threads make the rise vary by tens of MB).")
 _RSS_ONCE = flags.DEFINE_integer(
     "rss_once", None, "Internal: the stream_rss run at this N, in this "
     "process (--measure=stream_rss_once), printed as one JSON line.")
@@ -573,6 +584,24 @@ def _rss_bytes() -> tuple[int, int, int]:
   return fields["VmRSS"], fields["RssAnon"], fields["VmHWM"]
 
 
+class _MallInfo2(ctypes.Structure):
+  _fields_ = [(name, ctypes.c_size_t) for name in (
+      "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+      "uordblks", "fordblks", "keepcost")]
+
+
+def _live_bytes() -> int | None:
+  """Bytes malloc has handed out and not had back (glibc's mallinfo2, all
+  arenas; None elsewhere): RSS less what the allocator keeps freed."""
+  try:
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = _MallInfo2
+  except (OSError, AttributeError):
+    return None
+  info = libc.mallinfo2()
+  return info.uordblks + info.hblkhd
+
+
 def _reset_peak() -> bool:
   """Resets the kernel's peak RSS of this process (VmHWM); False where the
   kernel does not let it (then the 50 ms samples alone give the peak)."""
@@ -603,14 +632,18 @@ def stream_rss_once(n: int, cache: str) -> dict:
       n, 10, history=config.label_state.history,
       data_devices=jax.device_count())
   before, anon_before, _ = _rss_bytes()
+  live_before = _live_bytes()
   exact = _reset_peak()
-  box, done = {"peak": before, "anon": anon_before}, threading.Event()
+  box, done = {"peak": before, "anon": anon_before,
+               "live": live_before}, threading.Event()
 
   def sample():
     while not done.wait(0.05):
       rss, anon, _ = _rss_bytes()
       box["peak"] = max(box["peak"], rss)
       box["anon"] = max(box["anon"], anon)
+      if live_before is not None:
+        box["live"] = max(box["live"], _live_bytes())
 
   sampler = threading.Thread(target=sample, daemon=True)
   sampler.start()
@@ -624,65 +657,88 @@ def stream_rss_once(n: int, cache: str) -> dict:
   peak = max(box["peak"], _rss_bytes()[2] if exact else 0)
   return {"n": n, "before": before, "peak": peak,
           "anon_rise": box["anon"] - anon_before, "state": state,
+          "live_rise": (None if live_before is None
+                        else box["live"] - live_before),
           "history": config.label_state.history}
 
 
-def measure_stream_rss(sizes: list[int], root: str | None,
-                       keep: bool) -> None:
+def measure_stream_rss(sizes: list[int], root: str | None, keep: bool,
+                       repeats: int) -> None:
   """Peak RSS rise over a streamed epoch against the label state's bytes,
-  each N in a fresh process; the rise split into a part per example (the
-  slope over N) and a constant."""
-  print("\nhost RSS over one streamed epoch (tiny MLP, JO, batch 512, "
-        "generated CIFAR-sized uint8 records, 0 grain workers), each N in a "
-        "fresh process")
+  each N ``repeats`` times, each run in a fresh process; the median rise
+  split into a part per example (the slope over N) and a constant."""
+  print(f"\nhost RSS over one streamed epoch (tiny MLP, JO, batch 512, "
+        f"generated CIFAR-sized uint8 records, 0 grain workers, "
+        f"{RSS_EVAL_SIZE} validation and {RSS_EVAL_SIZE} test records); "
+        f"median of {repeats} runs of each N, each in a fresh process")
   header = (f"{'N':>9}{'records GB':>11}{'RSS before MB':>15}"
-            f"{'peak MB':>9}{'rise MB':>9}{'anon rise MB':>14}"
-            f"{'label state MB':>16}{'rise - state MB':>17}"
-            f"{'(rise - state) / state':>24}")
+            f"{'rise MB':>9}{'(min-max)':>11}{'anon rise MB':>14}"
+            f"{'live rise MB':>14}{'label state MB':>16}"
+            f"{'rise - state MB':>17}{'(rise - state) / state':>24}")
   print(header)
   print("-" * len(header))
-  mb, rows = 2 ** 20, []
+  mb, medians, state = 2 ** 20, [], None
   root = root or tempfile.gettempdir()
   for n in sizes:
     cache = os.path.join(root, f"stream_rss_{n}")
+    runs = []
     try:
-      _rss_config(n, cache)  # writes the records here, not in the child
+      _rss_config(n, cache)  # writes the records here, not in the children
       disk = sum(os.path.getsize(os.path.join(d, f))
                  for d, _, fs in os.walk(cache) for f in fs)
-      child = subprocess.run(
-          [sys.executable, "-m", "benchmarks.train_benchmark",
-           "--measure=stream_rss_once", f"--rss_once={n}",
-           f"--rss_dir={cache}"], capture_output=True, text=True,
-          check=False)
-      if child.returncode:
-        raise RuntimeError(f"stream_rss at N = {n} failed:\n"
-                           f"{child.stderr[-3000:]}")
-      row = json.loads(child.stdout.strip().splitlines()[-1])
+      for _ in range(repeats):
+        child = subprocess.run(
+            [sys.executable, "-m", "benchmarks.train_benchmark",
+             "--measure=stream_rss_once", f"--rss_once={n}",
+             f"--rss_dir={cache}"], capture_output=True, text=True,
+            check=False)
+        if child.returncode:
+          raise RuntimeError(f"stream_rss at N = {n} failed:\n"
+                             f"{child.stderr[-3000:]}")
+        runs.append(json.loads(child.stdout.strip().splitlines()[-1]))
     finally:
       if not keep:
         shutil.rmtree(cache, ignore_errors=True)
-    rows.append(row)
-    rise = row["peak"] - row["before"]
-    print(f"{n:>9}{disk / 1e9:>11.2f}{row['before'] / mb:>15.0f}"
-          f"{row['peak'] / mb:>9.0f}{rise / mb:>9.0f}"
-          f"{row['anon_rise'] / mb:>14.0f}{row['state'] / mb:>16.1f}"
-          f"{(rise - row['state']) / mb:>17.1f}"
-          f"{(rise - row['state']) / row['state']:>24.2f}", flush=True)
-  if len(rows) < 2:
+    rises = [r["peak"] - r["before"] for r in runs]
+    rise = statistics.median(rises)
+    lives = [r["live_rise"] for r in runs if r["live_rise"] is not None]
+    live = statistics.median(lives) if lives else None
+    state = runs[0]["state"]
+    medians.append((n, rise, live, state, runs[0]["history"]))
+    print(f"{n:>9}{disk / 1e9:>11.2f}"
+          f"{statistics.median(r['before'] for r in runs) / mb:>15.0f}"
+          f"{rise / mb:>9.0f}"
+          f"{f'({min(rises) / mb:.0f}-{max(rises) / mb:.0f})':>11}"
+          f"{statistics.median(r['anon_rise'] for r in runs) / mb:>14.0f}"
+          f"{'-' if live is None else f'{live / mb:.0f}':>14}"
+          f"{state / mb:>16.1f}{(rise - state) / mb:>17.1f}"
+          f"{(rise - state) / state:>24.2f}", flush=True)
+  if len(medians) < 2:
     return
-  # rise(N) = constant + N x (bytes per example): least squares over N.
-  ns = np.array([r["n"] for r in rows], np.float64)
-  rises = np.array([r["peak"] - r["before"] for r in rows], np.float64)
-  per_example, constant = np.polyfit(ns, rises, 1)
-  state = rows[-1]["state"] / rows[-1]["n"]
+  ns = np.array([m[0] for m in medians], np.float64)
+  n, _, _, state, history = medians[-1]
+  state /= n
+
+  def split(values) -> tuple[float, float]:
+    # rise(N) = constant + N x (bytes per example): least squares over N.
+    return tuple(np.polyfit(ns, np.array(values, np.float64), 1))
+
+  per_example, constant = split([m[1] for m in medians])
   beyond = per_example - state
-  print(f"  per example (the slope of the rise over N): {per_example:.0f} "
-        f"bytes; the label state's {state:.0f} (K = {rows[-1]['history']}, "
-        f"10 classes); beyond it {beyond:.0f} bytes = "
+  print(f"  per example (the slope of the median rise over N): "
+        f"{per_example:.0f} bytes, of which the label state's {state:.0f} "
+        f"(K = {history}, 10 classes); beyond it {beyond:.0f} bytes = "
         f"{beyond / state:.1%} of the label state's own bytes")
   print(f"  independent of N (the intercept: the JAX runtime, compiled "
-        f"programs, reader threads, evaluation's read-ahead): "
+        f"programs, reader threads and their buffers, evaluation's "
+        f"read-ahead, memory the allocator keeps after frees): "
         f"{constant / mb:.0f} MB")
+  if all(m[2] is not None for m in medians):
+    live, live_constant = split([m[2] for m in medians])
+    print(f"  live allocations alone (malloc's bytes in use, without what it "
+          f"keeps freed): {live:.0f} bytes per example, beyond the label "
+          f"state {live - state:.0f} = {(live - state) / state:.1%}; "
+          f"{live_constant / mb:.0f} MB independent of N")
 
 
 def measure_variants(model: str, variants: dict[str, dict], epochs: int,
@@ -729,7 +785,7 @@ def main(argv):
     measure_stream_loop(_STREAM_EXAMPLES.value)
   if "stream_rss" in _MEASURE.value:
     measure_stream_rss([int(n) for n in _RSS_SIZES.value], _RSS_DIR.value,
-                       _RSS_KEEP.value)
+                       _RSS_KEEP.value, _RSS_REPEATS.value)
   if "stream_rss_once" in _MEASURE.value:
     print(json.dumps(stream_rss_once(_RSS_ONCE.value, _RSS_DIR.value)))
     return

@@ -14,12 +14,13 @@ and holds two items:
   count, label-state rows), to explain a mismatch. An input pipeline that
   keeps an iterator can store its state in the position too.
 
-Saving is asynchronous (training goes on while orbax writes); a checkpoint
-is only listed once complete, so a run killed while saving resumes from the
-previous one. One damaged after it was written (a file truncated or
-garbled) is passed over with a one-line warning for the one before it. The
-training order and every random draw are functions of ``(seed, epoch,
-step)``, so resuming at any position reproduces the run.
+Saving is asynchronous (training goes on while orbax writes), in chunks of
+``CHUNK_BYTES``, so that it holds no second copy of the label state; a
+checkpoint is only listed once complete, so a run killed while saving
+resumes from the previous one. One damaged after it was written (a file
+truncated or garbled) is passed over with a one-line warning for the one
+before it. The training order and every random draw are functions of
+``(seed, epoch, step)``, so resuming at any position reproduces the run.
 """
 
 from __future__ import annotations
