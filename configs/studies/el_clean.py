@@ -13,8 +13,8 @@ again with ``1 - p_y``, as cross entropy's does, but stays ``1 + rho p_y /
 published attempt on CIFAR-10 trained EL with cross entropy's
 hyperparameters and found the opposite (CE 92.67 vs EL 91.13). Here
 every method is tuned the same way on validation (learning rate with a
-cosine decay, and its own hyperparameters), then run on 10 fresh paired
-seeds; "EL at CE's hyperparameters" (EL's default bonus weight 1 at CE's
+cosine decay, and its own hyperparameters), then run on 10 or 15 fresh
+paired seeds; "EL at CE's hyperparameters" (EL's default bonus weight 1 at CE's
 selected learning rate) replays the failed reproduction.
 
 Models: the 1-D CNN on MNIST-1D (20,000 examples: 14,400 train, 1,600
@@ -63,6 +63,36 @@ two at once on two cores is close to its CPU time; the ledger's MNIST-1D
 runs took 0.7-1.0 times theirs). All reruns of the issue: el_clean 1.9 h,
 noisy_labels 4.5 h, multilabel 1.5 h, imbalanced about 4.1 h (the same
 model for its CNN settings), 12.0 h in all.
+
+Changes from the first edition. Its verdicts read the seed interval
+alone; this edition's read the wider of it and the interval over seeds and
+test examples, and no verdict moved for that reason alone.
+
+* MNIST-1D, "EL (log_end 0.9) beats CE": inconclusive (+0.36 [-0.02,
+  +0.74], 10 seeds) is now confirmed (+0.40 [+0.24, +0.55]; over seeds and
+  test examples [+0.17, +0.64]; 15 seeds). Two causes: five more seeds, and
+  new draws of the same seeds. Since the first edition the 1-D CNN
+  computes its convolutions as one matrix product over flattened columns
+  (it was an einsum over a window axis): the same sums in another order,
+  which differ in the last bit of some activations, and forty epochs of
+  SGD turn that into a different run (seed 100's CE scored 96.57 then and
+  97.22 now; the model's arithmetic is as exact either way). The first
+  edition's tuning runs stand, so the selections were made on the old
+  arithmetic's validation scores. Every other MNIST-1D verdict is as it
+  was.
+* Fashion-MNIST moved from the MLP to the small CNN (see Models), so its
+  verdicts are about another model. "EL (log_end 0.75) beats CE" holds
+  (MLP +0.35 [+0.18, +0.52]; CNN +0.37 [+0.07, +0.67], [+0.05, +0.72]).
+  "EL with CE's hyperparameters trails CE" was refuted on the MLP (+0.35
+  [+0.18, +0.52]: both losses had selected learning rate 0.03, so "EL at
+  CE's learning rate" was EL's own selection) and is confirmed on the CNN
+  (-0.44 [-0.80, -0.08], [-0.83, -0.06]): CE selects 0.1 there, EL 0.03, and
+  EL at 0.1 trails, as in the published reproduction. "EL (log_end 0.75)
+  beats CE with label smoothing 0.1" was inconclusive on the MLP (-0.02
+  [-0.16, +0.13]) and is refuted on the CNN (-0.43 [-0.63, -0.23], [-0.68,
+  -0.14]). EL's other log_ends, the deferred bonus and MSE were not run on
+  the CNN (Budget), and digits' verdicts (all inconclusive but MAE's and
+  label smoothing's) are gone with digits.
 """
 
 from experiments import study as s
