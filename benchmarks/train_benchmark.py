@@ -142,6 +142,10 @@ _RSS_KEEP = flags.DEFINE_bool("rss_keep", False,
 _RSS_REPEATS = flags.DEFINE_integer(
     "rss_repeats", 3, "Runs of stream_rss at each N (the median counts: "
     "the allocator's threads make the rise vary by tens of MB).")
+_RSS_HISTORY = flags.DEFINE_integer(
+    "rss_history", 10, "stream_rss's JO history K (epochs of predictions "
+    "the label state keeps): 10 as the paper and configs/jo_full.py on "
+    "CIFAR-10.")
 _RSS_ONCE = flags.DEFINE_integer(
     "rss_once", None, "Internal: the stream_rss run at this N, in this "
     "process (--measure=stream_rss_once), printed as one JSON line.")
@@ -618,16 +622,17 @@ def _reset_peak() -> bool:
 RSS_EVAL_SIZE = 5000
 
 
-def _rss_config(n: int, cache: str):
+def _rss_config(n: int, cache: str, history: int):
   return streamed_config("mlp", n, cache, 1, eval_size=RSS_EVAL_SIZE,
                          batch_size=512, eval_batch_size=1000,
-                         **{"model.width": 32})
+                         **{"model.width": 32,
+                            "label_state.history": history})
 
 
-def stream_rss_once(n: int, cache: str) -> dict:
+def stream_rss_once(n: int, cache: str, history: int) -> dict:
   """One streamed epoch at ``n`` in this process (its records already
   written to ``cache``): RSS before, at its peak, the label state's bytes."""
-  config = _rss_config(n, cache)
+  config = _rss_config(n, cache, history)
   state = jax.device_count() * label_state.bytes_per_device(
       n, 10, history=config.label_state.history,
       data_devices=jax.device_count())
@@ -663,11 +668,12 @@ def stream_rss_once(n: int, cache: str) -> dict:
 
 
 def measure_stream_rss(sizes: list[int], root: str | None, keep: bool,
-                       repeats: int) -> None:
+                       repeats: int, history: int) -> None:
   """Peak RSS rise over a streamed epoch against the label state's bytes,
   each N ``repeats`` times, each run in a fresh process; the median rise
   split into a part per example (the slope over N) and a constant."""
-  print(f"\nhost RSS over one streamed epoch (tiny MLP, JO, batch 512, "
+  print(f"\nhost RSS over one streamed epoch (tiny MLP, JO with K = "
+        f"{history}, batch 512, "
         f"generated CIFAR-sized uint8 records, 0 grain workers, "
         f"{RSS_EVAL_SIZE} validation and {RSS_EVAL_SIZE} test records); "
         f"median of {repeats} runs of each N, each in a fresh process")
@@ -683,14 +689,14 @@ def measure_stream_rss(sizes: list[int], root: str | None, keep: bool,
     cache = os.path.join(root, f"stream_rss_{n}")
     runs = []
     try:
-      _rss_config(n, cache)  # writes the records here, not in the children
+      _rss_config(n, cache, history)  # writes the records here, not in the children
       disk = sum(os.path.getsize(os.path.join(d, f))
                  for d, _, fs in os.walk(cache) for f in fs)
       for _ in range(repeats):
         child = subprocess.run(
             [sys.executable, "-m", "benchmarks.train_benchmark",
              "--measure=stream_rss_once", f"--rss_once={n}",
-             f"--rss_dir={cache}"], capture_output=True, text=True,
+             f"--rss_dir={cache}", f"--rss_history={history}"], capture_output=True, text=True,
             check=False)
         if child.returncode:
           raise RuntimeError(f"stream_rss at N = {n} failed:\n"
@@ -785,9 +791,11 @@ def main(argv):
     measure_stream_loop(_STREAM_EXAMPLES.value)
   if "stream_rss" in _MEASURE.value:
     measure_stream_rss([int(n) for n in _RSS_SIZES.value], _RSS_DIR.value,
-                       _RSS_KEEP.value, _RSS_REPEATS.value)
+                       _RSS_KEEP.value, _RSS_REPEATS.value,
+                       _RSS_HISTORY.value)
   if "stream_rss_once" in _MEASURE.value:
-    print(json.dumps(stream_rss_once(_RSS_ONCE.value, _RSS_DIR.value)))
+    print(json.dumps(stream_rss_once(_RSS_ONCE.value, _RSS_DIR.value,
+                                     _RSS_HISTORY.value)))
     return
   if "steps" not in _MEASURE.value:
     return

@@ -45,6 +45,39 @@ def _without_seconds(summary):
   return {k: v for k, v in summary.items() if k != "seconds"}
 
 
+class StopRequestTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    previous = {n: signal.getsignal(n) for n in (signal.SIGINT,
+                                                  signal.SIGTERM)}
+    self.addCleanup(lambda: [signal.signal(n, h)
+                             for n, h in previous.items()])
+    self.now = 100.0
+    self.stop = preemption.StopRequest(clock=lambda: self.now).install()
+
+  def test_a_sigint_delivered_twice_is_one_request(self):
+    # A scheduler that signals every process of a job: the process's own
+    # SIGINT and its parent's copy a few milliseconds apart.
+    os.kill(os.getpid(), signal.SIGINT)
+    self.now += 0.01
+    os.kill(os.getpid(), signal.SIGINT)
+    self.assertEqual(self.stop.signal, signal.SIGINT)
+    self.assertTrue(self.stop())
+    # Ctrl-C pressed again, a second later, interrupts at once.
+    self.now += 1.0
+    with self.assertRaises(KeyboardInterrupt):
+      os.kill(os.getpid(), signal.SIGINT)
+
+  def test_sigterm_then_sigints(self):
+    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), signal.SIGINT)
+    self.assertEqual(self.stop.signal, signal.SIGTERM)
+    self.now += preemption.REPEAT_SECONDS + 0.01
+    with self.assertRaises(KeyboardInterrupt):
+      os.kill(os.getpid(), signal.SIGINT)
+
+
 class StopInsideEpochTest(absltest.TestCase):
 
   def test_stopped_and_resumed_runs_equal_an_uninterrupted_one(self):

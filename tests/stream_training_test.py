@@ -167,7 +167,7 @@ class StreamTrainingTest(absltest.TestCase):
       self.assertIs(train.clean_labels, draw.clean_labels)
       for rows in (placed.clean_rows, placed.noisy_rows):
         self.assertEqual(rows.dtype, np.int16)
-      self.assertEqual(placed.streams._train_in_order, [])
+      self.assertNotIn("train_in_order", vars(placed.streams))
       self.assertEqual(placed.streams.train.order.columns(0).dtype, np.int32)
     finally:
       placed.streams.close()

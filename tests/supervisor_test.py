@@ -238,6 +238,34 @@ class SignalsTest(absltest.TestCase):
       self.assertEqual(out, f"[{int(signum)}]\n")
       self.assertEqual(parent.returncode, status)
 
+  def test_a_sigint_sent_to_every_process_stops_the_run_once(self):
+    # A scheduler that signals every process of the job: the child gets
+    # SIGINT directly and again through the parent, and stops as after one
+    # (preemption.StopRequest), not at once without a checkpoint.
+    parent = _start_parent(_child("""
+        from train.loop import preemption
+        preemption.REPEAT_SECONDS = 10  # however loaded the machine
+        stop = preemption.StopRequest().install()
+        print(os.getpid(), flush=True)
+        deadline = time.time() + 20
+        while not stop() and time.time() < deadline:
+          time.sleep(0.02)
+        print("stopping", flush=True)
+        time.sleep(0.3)  # the parent's copy arrives here
+        print("stopped", int(stop.signal), flush=True)
+        sys.exit(130)
+    """), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    # The child's own copy first, handled (two copies pending at once would
+    # be one), then the parent's, milliseconds later.
+    os.kill(child, signal.SIGINT)
+    self.assertEqual(parent.stdout.readline(), "stopping\n")
+    os.kill(parent.pid, signal.SIGINT)
+    out, err = parent.communicate(timeout=30)
+    self.assertEqual(out, f"stopped {int(signal.SIGINT)}\n")
+    self.assertNotIn("KeyboardInterrupt", err)
+    self.assertEqual(parent.returncode, 130)
+
   def test_the_child_dies_with_the_parent(self):
     parent = _start_parent(_child("""
         print(os.getpid(), flush=True)

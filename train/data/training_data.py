@@ -19,6 +19,7 @@ instead of placing the inputs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 import jax
@@ -204,17 +205,15 @@ class Streams:
   train: stream.TrainStream
   eval: dict[str, stream.EvalStream]
   open_train_in_order: Callable[[], stream.EvalStream]
-  _train_in_order: list = dataclasses.field(default_factory=list)
 
-  @property
+  @functools.cached_property
   def train_in_order(self) -> stream.EvalStream:
-    if not self._train_in_order:
-      self._train_in_order.append(self.open_train_in_order())
-    return self._train_in_order[0]
+    return self.open_train_in_order()
 
   def close(self) -> None:
     """Stops the readers' worker processes."""
-    for reader in (self.train, *self.eval.values(), *self._train_in_order):
+    opened = [self.train_in_order] if "train_in_order" in vars(self) else []
+    for reader in (self.train, *self.eval.values(), *opened):
       reader.close()
 
 

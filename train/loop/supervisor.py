@@ -29,7 +29,9 @@ So ``python -m train`` of a multi-process run trains in a child process
 * SIGTERM and SIGINT are passed to the child, which stops as it would
   alone (a checkpoint, one line, status 0 or 130). The child runs in a
   process group of its own, so that Ctrl-C reaches it once, through the
-  parent (a second SIGINT interrupts without a checkpoint);
+  parent (a second SIGINT interrupts without a checkpoint; a scheduler
+  that signals both processes delivers it twice within milliseconds,
+  which the child takes for one: ``preemption.REPEAT_SECONDS``);
 * the parent exits with the child's status, or dies of the child's
   signal; the child dies with the parent (Linux: ``PR_SET_PDEATHSIG``), so
   that killing the process one launched kills the run.
