@@ -39,7 +39,8 @@ r"""The training program's speed: the real loop, replicas, dtypes, steps.
    32x32x3, 3 KB each), JO relabelling from epoch 1, against the bare CE
    step on the same images held on the devices. Target: loop / bare >= 0.95.
 7. **stream_rss**: the host's resident memory over one streamed epoch of
-   a tiny MLP (JO, so the label state is there) on generated CIFAR-sized
+   a tiny MLP (JO with ``--rss_history`` epochs, 10 by default, so the
+   label state is there) on generated CIFAR-sized
    records, at each N of ``--rss_sizes`` (5,000 validation and 5,000 test
    records at every N), each run in a fresh process, ``--rss_repeats``
    times (the median counts): the rise of RSS over the run (its peak, the
