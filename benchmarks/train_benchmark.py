@@ -39,7 +39,8 @@ r"""The training program's speed: the real loop, replicas, dtypes, steps.
    32x32x3, 3 KB each), JO relabelling from epoch 1, against the bare CE
    step on the same images held on the devices. Target: loop / bare >= 0.95.
 7. **stream_rss**: the host's resident memory over one streamed epoch of
-   a tiny MLP (JO, so the label state is there) on generated CIFAR-sized
+   a tiny MLP (JO with ``--rss_history`` epochs, 10 by default, so the
+   label state is there) on generated CIFAR-sized
    records, at each N of ``--rss_sizes`` (5,000 validation and 5,000 test
    records at every N), each run in a fresh process, ``--rss_repeats``
    times (the median counts): the rise of RSS over the run (its peak, the
@@ -60,7 +61,6 @@ r"""The training program's speed: the real loop, replicas, dtypes, steps.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import io
 import json
@@ -90,6 +90,7 @@ from train import models
 from train import sharding
 from train.data import convert
 from train.data import datasets
+from train.data import host_memory
 from train.data import pipeline
 from train.data import training_data
 from train.loop import trainer
@@ -588,22 +589,11 @@ def _rss_bytes() -> tuple[int, int, int]:
   return fields["VmRSS"], fields["RssAnon"], fields["VmHWM"]
 
 
-class _MallInfo2(ctypes.Structure):
-  _fields_ = [(name, ctypes.c_size_t) for name in (
-      "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
-      "uordblks", "fordblks", "keepcost")]
-
-
 def _live_bytes() -> int | None:
-  """Bytes malloc has handed out and not had back (glibc's mallinfo2, all
-  arenas; None elsewhere): RSS less what the allocator keeps freed."""
-  try:
-    libc = ctypes.CDLL("libc.so.6")
-    libc.mallinfo2.restype = _MallInfo2
-  except (OSError, AttributeError):
-    return None
-  info = libc.mallinfo2()
-  return info.uordblks + info.hblkhd
+  """Bytes malloc has handed out and not had back (glibc's, all arenas;
+  None elsewhere): RSS less what the allocator keeps freed."""
+  info = host_memory.malloc_info()
+  return None if info is None else info.uordblks + info.hblkhd
 
 
 def _reset_peak() -> bool:

@@ -28,6 +28,7 @@ from absl import logging
 
 from train import sharding
 from train.data import datasets
+from train.data import host_memory
 from train.data import noise
 from train.data import pipeline
 from train.data import stream
@@ -363,6 +364,8 @@ def build(config, mesh: jax.sharding.Mesh) -> tuple[RunData, Placed]:
   """
   streamed = None
   if config.dataset.pipeline == "stream":
+    # Host memory that stays flat in N (host_memory's docstring says why).
+    host_memory.release_large_frees()
     # The stream reads a cached conversion or tfds' own ArrayRecord files,
     # and says itself, in one line, what is missing.
     streamed = stream_sources.open_stream(config)
