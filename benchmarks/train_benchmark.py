@@ -679,15 +679,16 @@ def measure_stream_rss(sizes: list[int], root: str | None, keep: bool,
     cache = os.path.join(root, f"stream_rss_{n}")
     runs = []
     try:
-      _rss_config(n, cache, history)  # writes the records here, not in the children
+      # Writes the records here, not in the children.
+      _rss_config(n, cache, history)
       disk = sum(os.path.getsize(os.path.join(d, f))
                  for d, _, fs in os.walk(cache) for f in fs)
       for _ in range(repeats):
         child = subprocess.run(
             [sys.executable, "-m", "benchmarks.train_benchmark",
              "--measure=stream_rss_once", f"--rss_once={n}",
-             f"--rss_dir={cache}", f"--rss_history={history}"], capture_output=True, text=True,
-            check=False)
+             f"--rss_dir={cache}", f"--rss_history={history}"],
+            capture_output=True, text=True, check=False)
         if child.returncode:
           raise RuntimeError(f"stream_rss at N = {n} failed:\n"
                              f"{child.stderr[-3000:]}")
@@ -700,7 +701,7 @@ def measure_stream_rss(sizes: list[int], root: str | None, keep: bool,
     lives = [r["live_rise"] for r in runs if r["live_rise"] is not None]
     live = statistics.median(lives) if lives else None
     state = runs[0]["state"]
-    medians.append((n, rise, live, state, runs[0]["history"]))
+    medians.append((n, rise, live, state))
     print(f"{n:>9}{disk / 1e9:>11.2f}"
           f"{statistics.median(r['before'] for r in runs) / mb:>15.0f}"
           f"{rise / mb:>9.0f}"
@@ -712,7 +713,7 @@ def measure_stream_rss(sizes: list[int], root: str | None, keep: bool,
   if len(medians) < 2:
     return
   ns = np.array([m[0] for m in medians], np.float64)
-  n, _, _, state, history = medians[-1]
+  n, _, _, state = medians[-1]
   state /= n
 
   def split(values) -> tuple[float, float]:
