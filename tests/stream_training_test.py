@@ -6,6 +6,7 @@ a streamed run is the on-device run; with augmentation the draws differ
 (numpy on the host, not jax on the device) and so do the metrics.
 """
 
+import dataclasses
 import json
 import math
 import os
@@ -151,26 +152,68 @@ class StreamTrainingTest(absltest.TestCase):
 
   def test_per_example_host_arrays_are_held_once(self):
     # What a streamed run keeps per training example besides the label
-    # state: the int32 noisy and clean labels once (the stream's labels are
-    # views of the draw's, the clean ones the dataset's own array), the
-    # label rows of the metrics in int16, and no training-set order until
-    # the training set is read in order.
+    # state: the noisy and clean labels once, in int8 for 10 classes (the
+    # stream's labels are views of the draw's, the clean ones the dataset's
+    # own array), the label rows of the metrics in int8 too, and no
+    # training-set order until the training set is read in order.
     mesh = sharding.make_mesh()
     run_data, placed = training_data.build(self.config("stream"), mesh)
     try:
       draw, train = run_data.train[0], placed.streams.train
       for array in (draw.labels, draw.clean_labels):
-        self.assertEqual(array.dtype, np.int32)
+        self.assertEqual(array.dtype, np.int8)
         self.assertEqual(array.shape, (run_data.dataset.num_train,))
       self.assertIs(draw.clean_labels, run_data.dataset.train_y)
       self.assertTrue(np.shares_memory(train.noisy_labels, draw.labels))
       self.assertIs(train.clean_labels, draw.clean_labels)
       for rows in (placed.clean_rows, placed.noisy_rows):
-        self.assertEqual(rows.dtype, np.int16)
+        self.assertEqual(rows.dtype, np.int8)
       self.assertNotIn("train_in_order", vars(placed.streams))
       self.assertEqual(placed.streams.train.order.columns(0).dtype, np.int32)
+      # A batch carries the on-device pipeline's types.
+      batch = train.host_batch()
+      for key in ("label", "clean_label"):
+        self.assertEqual(batch[key].dtype, np.int32)
+      np.testing.assert_array_equal(batch["label"],
+                                    draw.labels[batch["index"]])
     finally:
       placed.streams.close()
+
+  def test_labels_take_the_smallest_type_that_holds_them(self):
+    for classes, dtype in ((2, np.int8), (127, np.int8), (128, np.int16),
+                           (32767, np.int16), (32768, np.int32)):
+      self.assertEqual(training_data.label_dtype(classes, False), dtype)
+    self.assertEqual(training_data.label_dtype(80, True), np.bool_)
+    with self.assertRaisesRegex(ValueError, "int32"):
+      training_data.label_dtype(2 ** 31, False)
+
+  def test_compact_keeps_every_label_and_what_was_shared(self):
+    run_data = training_data.load(self.config(
+        "device", **{"noise.name": "symmetric", "noise.rate": 0.4}))
+    small = training_data.compact(run_data)
+    before, after = run_data.train[0], small.train[0]
+    self.assertEqual(after.labels.dtype, np.int8)
+    np.testing.assert_array_equal(after.labels, before.labels)
+    np.testing.assert_array_equal(after.clean_labels, before.clean_labels)
+    self.assertFalse(np.array_equal(after.labels, after.clean_labels))
+    self.assertIs(after.clean_labels, small.dataset.train_y)
+    self.assertEqual(after.noise_rate, before.noise_rate)
+
+  def test_compact_keeps_multi_hot_rows_that_are_not_0_or_1(self):
+    run_data = training_data.load(self.config("device"))
+    hot = np.array([[0, 1, 1], [1, 0, 0]], np.float32)
+    soft = np.array([[0, 0.5, 1], [1, 0, 0]], np.float32)
+    draws = [dataclasses.replace(run_data.train[0], labels=labels,
+                                 clean_labels=hot) for labels in (hot, soft)]
+    multi = dataclasses.replace(
+        run_data, train=draws, dataset=dataclasses.replace(
+            run_data.dataset, train_y=hot, multi_label=True, class_names=(
+                "a", "b", "c")))
+    small = training_data.compact(multi)
+    self.assertEqual(small.train[0].labels.dtype, np.bool_)
+    self.assertIs(small.train[0].clean_labels, small.dataset.train_y)
+    self.assertIs(small.train[1].labels, soft)
+    np.testing.assert_array_equal(small.train[0].labels, hot)
 
   def test_without_augmentation_a_streamed_run_is_the_device_run(self):
     # Two replicas (replica 0's order is streamed to both), relabelling,

@@ -19,7 +19,8 @@ and the shares are assembled into one global batch along the mesh's
   uninterrupted iteration would be.
 * **labels**: the noisy labels of every replica and the clean ones are
   host arrays indexed by example id (the noise is drawn for the whole split
-  on the host), joined to each batch by its ``index``.
+  on the host), joined to each batch by its ``index``; held in any integer
+  (or bool multi-hot) type, a batch's are int32 (float32).
 
 Evaluation (``EvalStream``) reads every example once, in order, in batches
 padded to one shape (``pipeline.eval_indices``: the padding masked).
@@ -274,10 +275,13 @@ class TrainStream:
 
   def _join(self, local: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     ids, labels = local["index"], self.noisy_labels
+    # The host keeps labels in their smallest type; a batch carries the
+    # on-device pipeline's (int32 classes, float32 multi-hot rows).
+    dtype = np.float32 if self.clean_labels.ndim > 1 else np.int32
     return {"image": local["image"], "index": ids,
-            "label": labels[ids] if labels.ndim == self.clean_labels.ndim
-            else labels[:, ids],
-            "clean_label": self.clean_labels[ids]}
+            "label": (labels[ids] if labels.ndim == self.clean_labels.ndim
+                      else labels[:, ids]).astype(dtype),
+            "clean_label": self.clean_labels[ids].astype(dtype)}
 
   def next_batch(self) -> Batch:
     """The next global batch, on the mesh, its batch axis along ``'data'``."""

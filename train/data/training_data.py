@@ -191,6 +191,48 @@ def draw_noise(config, data: datasets.Dataset) -> RunData:
   return RunData(data, train, val)
 
 
+def label_dtype(num_classes: int, multi_label: bool) -> np.dtype:
+  """The smallest type that holds a label: bool multi-hot rows, else the
+  smallest signed integer that also holds the padding's -1 (int8 up to 127
+  classes)."""
+  if multi_label:
+    return np.dtype(np.bool_)
+  for dtype in (np.int8, np.int16, np.int32):
+    if num_classes <= np.iinfo(dtype).max:
+      return np.dtype(dtype)
+  raise ValueError(f"{num_classes} classes do not fit an int32 label")
+
+
+def compact(run_data: RunData) -> RunData:
+  """``run_data`` with its training labels in ``label_dtype``.
+
+  A streamed run keeps a training label per example on the host for the
+  whole run (the clean labels and each replica's noisy ones, joined to each
+  batch by id): at a million examples, int32 labels are 8 bytes a row where
+  int8 ones are 2. The stream hands each batch's labels on as int32
+  (float32 multi-hot), as the on-device pipeline does. Multi-hot rows that
+  are not all 0 or 1 are kept as they are.
+  """
+  data = run_data.dataset
+  dtype = label_dtype(data.num_classes, data.multi_label)
+  cache = {}
+
+  def small(labels: np.ndarray) -> np.ndarray:
+    # Arrays shared between draws (a clean label set, a draw shared across
+    # replicas) stay shared.
+    key = id(labels)
+    if key not in cache:
+      exact = not data.multi_label or bool(np.isin(labels, (0, 1)).all())
+      cache[key] = (labels, labels.astype(dtype) if exact else labels)
+    return cache[key][1]
+
+  train = [dataclasses.replace(n, labels=small(n.labels),
+                               clean_labels=small(n.clean_labels))
+           for n in run_data.train]
+  data = dataclasses.replace(data, train_y=small(data.train_y))
+  return dataclasses.replace(run_data, dataset=data, train=train)
+
+
 @dataclasses.dataclass(frozen=True)
 class Streams:
   """The streamed input of a run (``config.dataset.pipeline = 'stream'``).
@@ -260,16 +302,12 @@ def _eval_labels(run_data: RunData) -> dict[str, tuple[int, dict]]:
 
 def _label_rows(run_data: RunData, mesh) -> tuple[jax.Array, jax.Array]:
   """The clean and noisy training labels padded like the label state, in
-  the smallest type that holds them (they are only compared): int16
-  classes (int32 beyond 32,767 classes), multi-hot rows as bool."""
+  the smallest type that holds them (they are only compared):
+  ``label_dtype``."""
   noisy, data = run_data.train, run_data.dataset
   rows = sharding.padded_rows(data.num_train, mesh)
-  if data.multi_label:
-    dtype, pad = np.bool_, False
-  else:
-    dtype = np.int16 if data.num_classes <= np.iinfo(np.int16).max else (
-        np.int32)
-    pad = -1
+  dtype = label_dtype(data.num_classes, data.multi_label)
+  pad = False if data.multi_label else -1
 
   def padded(labels):
     return sharding.put(sharding.pad_rows(labels.astype(dtype), rows,
@@ -369,7 +407,7 @@ def build(config, mesh: jax.sharding.Mesh) -> tuple[RunData, Placed]:
     # The stream reads a cached conversion or tfds' own ArrayRecord files,
     # and says itself, in one line, what is missing.
     streamed = stream_sources.open_stream(config)
-    run_data = draw_noise(config, streamed.dataset)
+    run_data = compact(draw_noise(config, streamed.dataset))
   else:
     run_data = load(config)
   if config.batch_size > run_data.dataset.num_train:
