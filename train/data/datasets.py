@@ -49,7 +49,8 @@ class Dataset:
     train_x, val_x, test_x: float32 inputs, images ``[N, H, W, C]`` in [0, 1]
       or 1-D signals ``[N, L, 1]`` (standardised).
     train_y, val_y, test_y: int32 labels ``[N]``, or float32 multi-hot
-      ``[N, C]`` when ``multi_label``.
+      ``[N, C]`` when ``multi_label`` (a streamed run keeps ``train_y`` in
+      the smallest type that holds it: ``training_data.compact``).
     class_names: one name per class.
     num_classes: ``C``.
     multi_label: whether targets are multi-hot (sigmoid losses).

@@ -64,7 +64,8 @@ class NoisyLabels:
   """Noisy training labels with the clean ones kept for evaluation.
 
   Attributes:
-    labels: the noisy labels, int32 ``[N]`` (multi-label: float32 ``[N, C]``).
+    labels: the noisy labels, int32 ``[N]`` (multi-label: float32 ``[N, C]``;
+      a streamed run keeps them in a smaller type: ``training_data.compact``).
     clean_labels: the labels before noise, same shape and dtype.
     noise_rate: realised fraction of examples whose label changed
       (multi-label: fraction of the ``N * C`` entries that changed).
