@@ -7,6 +7,7 @@ a streamed run is the on-device run; with augmentation the draws differ
 """
 
 import dataclasses
+import gc
 import json
 import math
 import os
@@ -14,6 +15,8 @@ import socket
 import subprocess
 import sys
 import tempfile
+import weakref
+from unittest import mock
 
 import numpy as np
 from absl.testing import absltest
@@ -22,6 +25,7 @@ from tests.tiny import ROOT
 from tests.tiny import tiny_config
 from train import contract
 from train import sharding
+from train.data import stream_sources
 from train.data import training_data
 from train.errors import ConfigError
 from tests.preemption_test import _StopAt
@@ -179,6 +183,28 @@ class StreamTrainingTest(absltest.TestCase):
     finally:
       placed.streams.close()
 
+  def test_the_labels_before_compact_are_not_kept(self):
+    # The dataset as opened (its int32 labels) must die with the build:
+    # held by a closure, it would keep 4 bytes a row for the whole run.
+    opened = []
+    real = stream_sources.open_stream
+
+    def open_stream(config):
+      streamed = real(config)
+      opened.append(weakref.ref(streamed.dataset))
+      return streamed
+
+    with mock.patch.object(stream_sources, "open_stream", open_stream):
+      run_data, placed = training_data.build(self.config("stream"),
+                                             sharding.make_mesh())
+    try:
+      gc.collect()
+      self.assertLen(opened, 1)
+      self.assertIsNone(opened[0]())
+      self.assertEqual(run_data.dataset.train_y.dtype, np.int8)
+    finally:
+      placed.streams.close()
+
   def test_labels_take_the_smallest_type_that_holds_them(self):
     for classes, dtype in ((2, np.int8), (127, np.int8), (128, np.int16),
                            (32767, np.int16), (32768, np.int32)):
@@ -198,6 +224,12 @@ class StreamTrainingTest(absltest.TestCase):
     self.assertFalse(np.array_equal(after.labels, after.clean_labels))
     self.assertIs(after.clean_labels, small.dataset.train_y)
     self.assertEqual(after.noise_rate, before.noise_rate)
+    # A human label set the draw took as it is stays one array.
+    human = dataclasses.replace(run_data, dataset=dataclasses.replace(
+        run_data.dataset, train_noisy_labels={"worse": before.labels}))
+    small = training_data.compact(human)
+    self.assertIs(small.dataset.train_noisy_labels["worse"],
+                  small.train[0].labels)
 
   def test_compact_keeps_multi_hot_rows_that_are_not_0_or_1(self):
     run_data = training_data.load(self.config("device"))

@@ -229,7 +229,10 @@ def compact(run_data: RunData) -> RunData:
   train = [dataclasses.replace(n, labels=small(n.labels),
                                clean_labels=small(n.clean_labels))
            for n in run_data.train]
-  data = dataclasses.replace(data, train_y=small(data.train_y))
+  data = dataclasses.replace(
+      data, train_y=small(data.train_y),
+      train_noisy_labels={k: small(v)
+                          for k, v in data.train_noisy_labels.items()})
   return dataclasses.replace(run_data, dataset=data, train=train)
 
 
@@ -389,8 +392,10 @@ def place_stream(config, run_data: RunData,
   return Placed(train={}, eval_sets=eval_sets, clean_rows=clean_rows,
                 noisy_rows=noisy_rows, streams=Streams(
                     train=train, eval=eval_streams,
-                    open_train_in_order=lambda: in_order(
-                        streamed.sources["train"])))
+                    # The source alone: ``streamed`` holds the dataset's
+                    # labels before ``compact``.
+                    open_train_in_order=functools.partial(
+                        in_order, streamed.sources["train"])))
 
 
 def build(config, mesh: jax.sharding.Mesh) -> tuple[RunData, Placed]:
