@@ -34,8 +34,9 @@ rho 100, the rarest class keeping 550 and 55; 20 epochs, no augmentation). SGD w
 and 0.003-0.3 on Fashion-MNIST, the ranges the other studies settled on.
 
 What the runs say (the first edition of this study: 280 tuning and 280
-final runs, 7.1 h of process time on a shared 2-core CPU). On Fashion-MNIST the two long-tail
-baselines do what their papers report: logit adjustment beats CE (+0.55
+final runs, 7.1 h of process time on a shared 2-core CPU). On
+Fashion-MNIST the two long-tail baselines do what their papers report:
+logit adjustment beats CE (+0.55
 points at rho 10, +2.76 at rho 100, both surviving Holm), most in the
 few-shot classes (+1.09, +6.48), and class-balanced weights beat CE (+0.29,
 +1.86). EL is within noise of CE there (log_end 0.75: +0.11 and +0.21, both

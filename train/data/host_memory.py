@@ -17,10 +17,11 @@ when freed, smaller ones stay in the arenas as before. Measured over one
 streamed epoch at N = 10 k and 1 M (``benchmarks/train_benchmark.py
 --measure=stream_rss``, median of 5 runs each): the RSS the run keeps
 independent of N fell from 390 to 293 MB, and what grows per example beyond
-the label state from 59 to 52 bytes (of which 31 were the run's own
-arrays, the rest pages glibc still kept; with the labels in their smallest
-type since, ``training_data.compact``, 37 and 19). A mapped block costs page faults when
-first written (a step's batch, its large activations); one pair of the
+the label state from 59 to 52 bytes, of which 31 were the run's own
+arrays and the rest pages glibc still kept (with the labels in their
+smallest type since, ``training_data.compact``: 37 bytes, 19 of them live;
+N = 10 k, 500 k and 1 M). A mapped block costs page faults when first
+written (a step's batch, its large activations); one pair of the
 streamed PreAct ResNet-32 loop on a loaded CPU showed no slowdown that its
 noise would reveal.
 """

@@ -313,8 +313,9 @@ def _label_rows(run_data: RunData, mesh) -> tuple[jax.Array, jax.Array]:
   pad = False if data.multi_label else -1
 
   def padded(labels):
-    return sharding.put(sharding.pad_rows(labels.astype(dtype), rows,
-                                          axis=1, value=pad),
+    # Streamed labels are in ``dtype`` already (``compact``): no copy.
+    return sharding.put(sharding.pad_rows(labels.astype(dtype, copy=False),
+                                          rows, axis=1, value=pad),
                         sharding.rows_sharding(mesh, labels.ndim,
                                                replicas=True))
 
