@@ -81,6 +81,21 @@ class PairedBootstrapTest(absltest.TestCase):
     self.assertLess(boot.p, 0.01)
     self.assertGreater(boot.low, 0)
 
+  def test_a_large_family_of_clear_differences_survives_holm(self):
+    # Every resample on one side: the p-value is the bootstrap's floor,
+    # which must lie below Holm's first threshold for the largest family a
+    # study declares (noisy_labels: 54 secondary claims).
+    a, b = _simulate(np.random.default_rng(3), 2000, 5)
+    boot = intervals.paired_bootstrap({"correct": a}, {"correct": a & b})
+    self.assertEqual(boot.p, 2 / (intervals.RESAMPLES + 1))
+    self.assertTrue(intervals.holm([boot.p] * 54).all())
+
+  def test_weights_are_drawn_once_and_cannot_be_changed(self):
+    first = intervals.example_weights(50, 20, seed=4)
+    self.assertIs(first, intervals.example_weights(50, 20, seed=4))
+    with self.assertRaises(ValueError):
+      first[0, 0] = 3
+
   def test_test_sets_of_other_sizes_are_refused(self):
     with self.assertRaisesRegex(ValueError, "differ in size"):
       intervals.paired_bootstrap({"correct": np.ones((2, 5), bool)},
