@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
 from typing import Any, Sequence
 
@@ -79,7 +80,8 @@ class Ledger:
     return out
 
   def restore(self) -> int:
-    """Writes every entry's files under the root; returns how many."""
+    """Writes every entry's files under the root where the root has no
+    result of that run, or one of an older edition; returns how many."""
     count = 0
     # A run recorded twice (its result was removed and it ran again): the
     # later record wins.
@@ -89,8 +91,17 @@ class Ledger:
                  for entry in self.entries(self.predictions_path)}
     for entry in latest.values():
       workdir = os.path.join(self.root, entry["workdir"])
-      if os.path.exists(os.path.join(workdir, results.RESULT_FILE)):
-        continue
+      local = results.read_result(workdir)
+      if local is not None:
+        if results.edition(local) >= results.edition(entry["result"]):
+          continue  # finished here: this machine's own run stands
+        # The ledger holds a newer edition of this run than the one
+        # finished here (rerun elsewhere, then pulled): it replaces it, or
+        # the pages would show the old one and the runner run it again.
+        # The old files are set aside, as the runner does.
+        old = workdir.rstrip(os.sep) + ".superseded"
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(workdir, old)
       os.makedirs(workdir, exist_ok=True)
       if entry.get("records") is not None:
         with open(os.path.join(workdir, contract.METRICS_FILE), "w") as f:

@@ -42,19 +42,27 @@ def current(run: plan.Run, result: dict[str, Any] | None,
   """
   if result is None:
     return False
-  if result.get("edition", 1) >= EDITION or result.get("status") == "diverged":
+  if edition(result) >= EDITION or result.get("status") == "diverged":
     return True
   return not (run.phase == "final" or run.transition_source is not None
               or run.workdir in sources)
 
 
-def read_result(run: plan.Run) -> dict[str, Any] | None:
-  """The run's ``result.json``, or None while it has not finished."""
-  path = os.path.join(run.workdir, RESULT_FILE)
+def read_result(run: plan.Run | str) -> dict[str, Any] | None:
+  """The ``result.json`` of a run (or of a workdir), or None while it has
+  not finished."""
+  workdir = run if isinstance(run, str) else run.workdir
+  path = os.path.join(workdir, RESULT_FILE)
   if not os.path.exists(path):
     return None
   with open(path) as f:
     return json.load(f)
+
+
+def edition(result: dict[str, Any]) -> int:
+  """The edition a result was made under (the first's results lack the
+  field)."""
+  return result.get("edition", 1)
 
 
 def write_result(workdir: str, result: dict[str, Any]) -> None:

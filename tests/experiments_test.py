@@ -845,6 +845,30 @@ class RunnerTest(TestCase):
     self.assertEqual(other.record_missing([run]), 0)
     self.assertEqual(other.entries()[0]["workdir"], "s/ce/final/seed1")
 
+  def test_a_newer_edition_in_the_ledger_replaces_an_older_local_result(self):
+    # A study run here in the first edition, rerun elsewhere in the second
+    # and pulled: the ledger's newer result must win, or the page shows the
+    # old one and the runner trains it again.
+    root, elsewhere = self._tempdir(), self._tempdir()
+    workdir = os.path.join(root, "s", "ce", "final", "seed1")
+    os.makedirs(workdir)
+    ledger = ledger_lib.Ledger(os.path.join(elsewhere, "l.jsonl"), root)
+    ledger.add(workdir, {"phase": "final", "scores": 0.2,
+                         "edition": results.EDITION})
+    here = self._tempdir()
+    mine = os.path.join(here, "s", "ce", "final", "seed1")
+    os.makedirs(mine)
+    results.write_result(mine, {"phase": "final", "scores": 0.1})
+    self.assertEqual(ledger_lib.Ledger(ledger.path, here).restore(), 1)
+    self.assertEqual(results.read_result(mine)["scores"], 0.2)
+    self.assertEqual(results.read_result(mine + ".superseded")["scores"],
+                     0.1)
+    # A local result of the same edition (or newer) stands.
+    results.write_result(mine, {"phase": "final", "scores": 0.3,
+                                "edition": results.EDITION})
+    self.assertEqual(ledger_lib.Ledger(ledger.path, here).restore(), 0)
+    self.assertEqual(results.read_result(mine)["scores"], 0.3)
+
   def test_replica_records(self):
     records = [{"epoch": 1, "replicas": 2, "learning_rate": 0.1,
                 "val_accuracy": [0.5, 0.6],
