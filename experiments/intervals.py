@@ -205,9 +205,13 @@ def paired_bootstrap(a: dict, b: dict, *, resamples: int = RESAMPLES,
   if size(a) != size(b):
     raise ValueError(f"the methods' test sets differ in size: {size(a)}, "
                      f"{size(b)}")
+  per_a, per_b = _per_example(a), _per_example(b)
+  if len(per_a) != len(per_b):
+    raise ValueError(f"the methods are not paired: {len(per_a)} and "
+                     f"{len(per_b)} seeds")
   # Both methods in one product: the weights are the costly operand.
-  both = np.concatenate([_per_example(a), _per_example(b)])
-  s = len(both) // 2
+  both = np.concatenate([per_a, per_b])
+  s = len(per_a)
   plain = both.mean(1)
   resampled = _weighted_means(both, example_weights(size(a), resamples,
                                                       seed))

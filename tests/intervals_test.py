@@ -101,6 +101,11 @@ class PairedBootstrapTest(absltest.TestCase):
       intervals.paired_bootstrap({"correct": np.ones((2, 5), bool)},
                                  {"correct": np.ones((2, 6), bool)})
 
+  def test_unpaired_seeds_are_refused(self):
+    with self.assertRaisesRegex(ValueError, "not paired: 2 and 3 seeds"):
+      intervals.paired_bootstrap({"correct": np.ones((2, 5), bool)},
+                                 {"correct": np.ones((3, 5), bool)})
+
 
 class MeanAveragePrecisionTest(absltest.TestCase):
 
