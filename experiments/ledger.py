@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import threading
 from typing import Any, Sequence
 
@@ -99,9 +98,7 @@ class Ledger:
         # finished here (rerun elsewhere, then pulled): it replaces it, or
         # the pages would show the old one and the runner run it again.
         # The old files are set aside, as the runner does.
-        old = workdir.rstrip(os.sep) + ".superseded"
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(workdir, old)
+        results.set_aside(workdir)
       os.makedirs(workdir, exist_ok=True)
       if entry.get("records") is not None:
         with open(os.path.join(workdir, contract.METRICS_FILE), "w") as f:

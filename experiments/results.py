@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 from typing import Any
 
 from experiments import examples
@@ -63,6 +64,15 @@ def edition(result: dict[str, Any]) -> int:
   """The edition a result was made under (the first's results lack the
   field)."""
   return result.get("edition", 1)
+
+
+def set_aside(workdir: str) -> None:
+  """Moves a run's workdir to ``WORKDIR.superseded`` (replacing an older
+  one there), so that a newer edition of the run starts clean: its old
+  checkpoints would resume it at its end, its old result would stand."""
+  old = workdir.rstrip(os.sep) + ".superseded"
+  shutil.rmtree(old, ignore_errors=True)
+  os.replace(workdir, old)
 
 
 def write_result(workdir: str, result: dict[str, Any]) -> None:

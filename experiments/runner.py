@@ -16,7 +16,6 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -65,9 +64,7 @@ def execute(group: Sequence[plan.Run] | plan.Run, *, configs_dir: str,
     # resume it at its end).
     for workdir in {run.workdir, *(m.workdir for m in group)}:
       if os.path.exists(workdir):
-        old = workdir.rstrip(os.sep) + ".superseded"
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(workdir, old)
+        results.set_aside(workdir)
   os.makedirs(run.workdir, exist_ok=True)
   if run.transition_source is not None:
     try:
