@@ -41,11 +41,28 @@ def ledger_curve(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
   return []
 
 
+def portable(value: Any, root: str) -> Any:
+  """``value`` (a result, or any part of one) with every path under
+  ``root`` made relative to it, so that a ledger names no folder of the
+  machine it ran on (a replica group's ``trained_as.workdir``, an estimated
+  transition matrix's path among the overrides). A path outside the root
+  (a file the user named) stays as it is."""
+  if isinstance(value, dict):
+    return {key: portable(item, root) for key, item in value.items()}
+  if isinstance(value, list):
+    return [portable(item, root) for item in value]
+  if isinstance(value, str) and os.path.isabs(value):
+    relative = os.path.relpath(value, root)
+    if relative != os.curdir and not relative.startswith(os.pardir):
+      return relative
+  return value
+
+
 class Ledger:
   """A study's finished runs, one JSON line each, in a small committed file.
 
   Each line holds a run's workdir relative to the study root, its
-  ``result.json``, a final run's label recovery curve (``ledger_curve``)
+  ``result.json`` (its paths under the root relative to it: ``portable``), a final run's label recovery curve (``ledger_curve``)
   and,
   for a run whose predictions estimate another method's transition matrix,
   that estimate. A final run's per-example test predictions
@@ -125,7 +142,7 @@ class Ledger:
     lines, predicted = [], []
     for workdir, result in finished:
       entry = {"workdir": os.path.relpath(workdir, self.root),
-               "result": result}
+               "result": portable(result, self.root)}
       if result["phase"] == "final":
         curve = ledger_curve(contract.read_records(workdir))
         if curve:

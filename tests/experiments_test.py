@@ -845,6 +845,38 @@ class RunnerTest(TestCase):
     self.assertEqual(other.record_missing([run]), 0)
     self.assertEqual(other.entries()[0]["workdir"], "s/ce/final/seed1")
 
+  def test_the_ledger_names_no_folder_of_the_machine(self):
+    root, elsewhere = self._tempdir(), self._tempdir()
+    workdir = os.path.join(root, "s", "fc", "final", "seed1")
+    group = os.path.join(root, "s", "fc", "final", "seeds0-1")
+    os.makedirs(workdir)
+    ledger = ledger_lib.Ledger(os.path.join(elsewhere, "l.jsonl"), root)
+    ledger.add(workdir, {
+        "phase": "tune", "scores": 0.2,
+        "overrides": {"loss.transition_matrix":
+                      os.path.join(workdir, plan.TRANSITION_FILE),
+                      "dataset.path": "/data/mine.npz"},
+        "trained_as": {"workdir": group, "replica": 1, "replicas": 2}})
+    with open(ledger.path) as f:
+      text = f.read()
+    self.assertNotIn(root, text)
+    (entry,) = ledger.entries()
+    self.assertEqual(entry["result"]["trained_as"]["workdir"],
+                     "s/fc/final/seeds0-1")
+    self.assertEqual(entry["result"]["overrides"], {
+        "loss.transition_matrix": "s/fc/final/seed1/transition_matrix.npy",
+        # A file outside the root is the user's own: it stays as given.
+        "dataset.path": "/data/mine.npz"})
+
+  def test_committed_ledgers_name_no_absolute_path(self):
+    ledgers = glob.glob(os.path.join(study_files.RESULTS_DIR, "runs",
+                                     "*.jsonl"))
+    self.assertNotEmpty(ledgers)
+    for path in ledgers:
+      with open(path) as f:
+        for number, line in enumerate(f, 1):
+          self.assertNotRegex(line, r'": "/', f"{path}:{number}")
+
   def test_a_newer_edition_in_the_ledger_replaces_an_older_local_result(self):
     # A study run here in the first edition, rerun elsewhere in the second
     # and pulled: the ledger's newer result must win, or the page shows the
