@@ -196,35 +196,37 @@ def parse_labels(table: LabelsCsv, column: str,
                  class_names: Sequence[str] | None) -> np.ndarray:
   """A column's labels as int32 class indices.
 
-  A column whose every cell is a class name is read as names; else every
-  cell must be an integer: a class index in ``[0, C)``, or any
-  non-negative one when ``class_names`` is ``None`` (the classes are then
-  ``0 .. max``).
+  A cell that is a class name is that class (so with classes named
+  ``0``, ``1``, ``10``, ``2``, sorted as folder names are, ``10`` is class
+  2); any other cell must be an integer, a class index in ``[0, C)``, or
+  any non-negative one when ``class_names`` is ``None`` (the classes are
+  then ``0 .. max``).
 
   Raises:
     ValueError: a label outside the classes, in one line naming the file,
       the line, the value and the classes.
   """
-  cells = table.columns[column]
-  if class_names is not None:
-    index = {str(n): i for i, n in enumerate(class_names)}
-    if all(c in index for c in cells):
-      return np.array([index[c] for c in cells], np.int32)
+  index = {} if class_names is None else {
+      str(n): i for i, n in enumerate(class_names)}
   limit = None if class_names is None else len(class_names)
-  labels = np.empty(len(cells), np.int64)
-  for i, cell in enumerate(cells):
+  labels = np.empty(len(table.columns[column]), np.int32)
+  for i, cell in enumerate(table.columns[column].tolist()):
+    if cell in index:
+      labels[i] = index[cell]
+      continue
     try:
-      labels[i] = int(cell)
+      value = int(cell)
     except ValueError:
-      labels[i] = -1
-    if labels[i] < 0 or (limit is not None and labels[i] >= limit):
+      value = -1
+    if value < 0 or (limit is not None and value >= limit):
       classes = ("integers from 0" if class_names is None else
                  f"the {limit} classes ({shown(class_names)}) or an index "
                  f"below {limit}")
       raise ValueError(f"labels_csv {table.path} line {table.lines[i]}: "
-                       f"{column} label {cell!r} is outside the classes "
+                       f"{cell!r} (column {column}) is outside the classes "
                        f"(labels are {classes}); fix the row")
-  return labels.astype(np.int32)
+    labels[i] = value
+  return labels
 
 
 def label_sets(*, own_labels: np.ndarray, own_name: str,
