@@ -75,12 +75,8 @@ def check(config) -> None:
   if d.image_size is not None and d.image_size <= 0:
     raise ConfigError.of("dataset.image_size", d.image_size,
                          "must be a positive integer (or None: 224)")
-  _check_own_data(d)
-
-
-def _check_own_data(d) -> None:
-  """The keys of a researcher's own data (``folder``, ``arrays``); the
-  files themselves are checked when looked for (``load``)."""
+  # A researcher's own data (folder, arrays): its files are checked when
+  # looked for (load).
   own = d.name in datasets.OWN_DATA
   for key in datasets.OWN_DATA_KEYS:
     if d[key] is not None and not own:
