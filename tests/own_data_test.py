@@ -4,6 +4,7 @@ data refused in one line, with nothing written (tiny data made here:
 tests/own_data_files.py)."""
 
 import os
+import shutil
 import tempfile
 from unittest import mock
 
@@ -130,6 +131,21 @@ class LabelsCsvTest(_Tmp):
           data.train_y, sets["worst"][[by_file[s]
                                        for s in data.train_sources]])
       self.assertTrue(data.train_sources[0].startswith("train/"))
+
+  def test_a_file_that_names_two_images_is_refused(self):
+    root = os.path.join(self.tmp, "split")
+    files.make_folder(root, split="train")
+    # A class named "train" in train/: train/cat/00.png is then two files.
+    os.makedirs(os.path.join(root, "train", "train", "cat"))
+    shutil.copy(os.path.join(root, "train", "cat", "00.png"),
+                os.path.join(root, "train", "train", "cat", "00.png"))
+    csv = files.write_csv(os.path.join(self.tmp, "two.csv"), "file,label",
+                          [("train/cat/00.png", "cat")])
+    with self.assertRaisesRegex(
+        ValueError, r"two.csv line 2: 'train/cat/00.png' names two images "
+        r"\(train/train/cat/00.png and train/cat/00.png\); write it with "
+        r"the folder it is in"):
+      datasets.load("folder", path=root, labels_csv=csv)
 
   def test_arrays_with_a_csv(self):
     path = os.path.join(self.tmp, "data.npz")

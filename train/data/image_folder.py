@@ -253,11 +253,9 @@ def _pixels(listing: Listing, image_size: int | None) -> np.ndarray:
   """``_decode``'s pixels, from the cache when the folder is unchanged.
 
   Every image is checked (opened, sizes compared) before any is decoded,
-  and the cache is written only once all are.
+  and the cache is written only once all are; a cached folder was checked
+  when it was written, and is read as it is.
   """
-  channels, sizes = _headers(listing)
-  if image_size is None:
-    _check_sizes(listing, sizes)
   key = hashlib.sha256(json.dumps(
       [_CACHE_VERSION, os.path.abspath(listing.root), image_size,
        _stats(listing)]).encode()).hexdigest()[:16]
@@ -267,6 +265,9 @@ def _pixels(listing: Listing, image_size: int | None) -> np.ndarray:
   if os.path.isfile(path):
     with np.load(path) as cached:
       return cached["pixels"]
+  channels, sizes = _headers(listing)
+  if image_size is None:
+    _check_sizes(listing, sizes)
   pixels = _decode(listing, channels, image_size)
   os.makedirs(os.path.dirname(path), exist_ok=True)
   # A unique name renamed at the end: parallel readers never see half a file.
@@ -313,7 +314,8 @@ def load_folder(*, path: str | None = None, image_size: int | None = None,
   pixels = _pixels(listing, image_size)
   x, start = {}, 0
   for split, (files, _) in listing.splits.items():
-    x[split] = pixels[start:start + len(files)].astype(np.float32) / 255.0
+    x[split] = (pixels[start:start + len(files)].astype(np.float32)
+                / np.float32(255))
     start += len(files)
 
   def own(split):
