@@ -169,6 +169,43 @@ class LabelsCsvTest(_Tmp):
                                   arrays["y_train"][rows])
 
 
+class CsvShapeTest(_Tmp):
+
+  @parameterized.named_parameters(
+      ("empty", "", [], r"labels.csv is empty; it needs a header line"),
+      ("unnamed_column", "file,,label", [("cat/00.png", 0, 0)],
+       r"column 2 of the header has no name"),
+      ("column_twice", "file,label,label", [("cat/00.png", 0, 0)],
+       r"names column 'label' twice"),
+      ("no_label_column", "file", [("cat/00.png",)],
+       r"has no label column; add one \(e.g. file,label\)"),
+      ("short_row", "file,label", [("cat/00.png",)],
+       r"line 2: 1 cells where the header has 2"),
+      ("empty_cell", "file,label,other", [("cat/00.png", "", 0)],
+       r"line 2: no 'label' label for cat/00.png; fill it in"),
+      ("not_an_index", "index,label", [("x", 0)],
+       r"line 2: index 'x' is not a training example's \(an integer in "
+       r"\[0, 18\)\)"))
+  def test_one_line(self, header, rows, message):
+    files.make_folder(self.root)
+    csv = os.path.join(self.tmp, "labels.csv")
+    with open(csv, "w") as f:
+      f.write("".join(",".join(map(str, r)) + "\n"
+                      for r in ([(header,)] if header else []) + rows))
+    with self.assertRaisesRegex(ValueError, message) as caught:
+      datasets.load("folder", path=self.root, labels_csv=csv)
+    self.assertNotIn("\n", str(caught.exception))
+
+  def test_an_npz_is_keyed_by_index(self):
+    path = os.path.join(self.tmp, "data.npz")
+    files.make_npz(path)
+    csv = files.write_csv(os.path.join(self.tmp, "rows.csv"), "file,label",
+                          [("x_train[0]", 0)])
+    with self.assertRaisesRegex(ValueError, r"an .npz has no files; key its "
+                                r"rows by 'index'"):
+      datasets.load("arrays", path=path, labels_csv=csv)
+
+
 # ---------------------------------------------------------------------------
 # Bad input: one line, naming the file and the fix, and nothing written.
 # ---------------------------------------------------------------------------

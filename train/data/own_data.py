@@ -116,12 +116,13 @@ def read_labels_csv(path: str, *, sources: np.ndarray,
         f"labels_csv {path}: the header {','.join(header)!r} needs one key "
         f"column, {' or '.join(allowed)}, then the label column(s) (e.g. "
         f"{allowed[0]},label)")
-  duplicated = sorted({c for c in header if header.count(c) > 1})
-  if duplicated or "" in header:
-    raise ValueError(f"labels_csv {path}: the header names "
-                     f"{duplicated[0] if duplicated else 'no'} column "
-                     f"{'twice' if duplicated else '(an empty name)'}; "
-                     f"name each column once")
+  if "" in header:
+    raise ValueError(f"labels_csv {path}: column {header.index('') + 1} of "
+                     f"the header has no name; name every column")
+  duplicated = [c for c in header if header.count(c) > 1]
+  if duplicated:
+    raise ValueError(f"labels_csv {path}: the header names column "
+                     f"{duplicated[0]!r} twice; name each column once")
   key_column = header.index(keys[0])
   label_columns = [c for c in header if c not in KEY_COLUMNS]
   if not label_columns:
