@@ -74,7 +74,8 @@ def check(config) -> None:
                          "processes)")
   if d.image_size is not None and d.image_size <= 0:
     raise ConfigError.of("dataset.image_size", d.image_size,
-                         "must be a positive integer (or None: 224)")
+                         "must be a positive integer (or None: 224, a folder's "
+                         "images as they are)")
   # A researcher's own data (folder, arrays): its files are checked when
   # looked for (load).
   own = d.name in datasets.OWN_DATA
