@@ -9,10 +9,10 @@ optional split folders::
 
 The classes are the sorted names of the training folder's sub-folders; an
 image's class is the class folder it sits under, at any depth. Examples come
-in ImageFolder's order: class by class, paths sorted within a class. Hidden
-files and files without an image extension (``IMAGE_EXTENSIONS``) are
-skipped, as torchvision skips them, and files directly in ``PATH`` (a
-``labels.csv``) are no examples. ``train``, ``val`` and ``test`` at the top
+class by class, paths sorted within a class (ImageFolder's order, for flat
+class folders). Hidden files and files without an image extension
+(``IMAGE_EXTENSIONS``) are skipped, as torchvision skips them, and files
+directly in ``PATH`` (a ``labels.csv``) are no examples. ``train``, ``val`` and ``test`` at the top
 are split folders, never classes. ``val/`` and ``test/`` hold folders of the
 training classes (not necessarily all); without ``val/`` validation is
 split off the training set as for every dataset (``datasets.load``),
@@ -69,7 +69,7 @@ class Listing:
     root: the folder.
     class_names: the training folder's class folders, sorted.
     splits: split (``train``, and ``val``, ``test`` where they exist) ->
-      ``(files relative to root, int32 labels)``, in ImageFolder's order.
+      ``(files relative to root, int32 labels)``, class by class.
     prefix: ``'train/'`` with split folders, else ``''``.
   """
 
@@ -137,7 +137,8 @@ def list_folder(root: str) -> Listing:
                      f"({own_data.shown(others)}); move every class folder "
                      f"into train/ (and val/, test/)")
   prefix = "train/" if split_dirs else ""
-  folders = {s: os.path.join(root, s) for s in split_dirs} or {"train": root}
+  folders = {s: os.path.join(root, s) for s in SPLIT_FOLDERS
+             if s in split_dirs} or {"train": root}
   class_names = tuple(_visible_dirs(folders["train"]))
   own_data.check_class_count(class_names, f"image folder {folders['train']}"
                              f" (its class folders)")
