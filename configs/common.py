@@ -128,8 +128,28 @@ def base_config() -> config_dict.ConfigDict:
       mosaic_seed=config_dict.placeholder(_INT),
       download=config_dict.placeholder(_BOOL),
       # The side of square images for datasets whose sizes vary (ImageNet,
-      # COCO, Clothing1M): resized and centre-cropped; None: 224.
+      # COCO, Clothing1M): resized and centre-cropped; None: 224. For
+      # "folder": every image's shorter side resized to it, the central
+      # square kept; None: the images as they are (of one size).
       image_size=config_dict.placeholder(_INT),
+      # A researcher's own data (name "folder" or "arrays"; docs/
+      # training.md, "Your own data"). path: the image folder, class
+      # folders CLASS_NAME/FILE (optionally under train/, val/, test/), or
+      # the .npz (x_train, y_train; optionally x_test, y_test,
+      # y_train_clean, class_names). labels_csv: a CSV of training labels
+      # that replace the class folders' (or y_train), header "file,LABEL"
+      # (file relative to path or to path/train) or "index,LABEL", labels
+      # as class names or integers. label_set: the CSV's column to train on
+      # (None: its only label column, or the one named "label").
+      # clean_label_set: a column kept as the clean labels, for measuring
+      # only (label recovery, memorisation, clean validation accuracy), or
+      # "folder" / "y_train": the data's own labels; None: none (an .npz's
+      # y_train_clean if it has one). Noise (config.noise) is drawn on top
+      # of the training labels.
+      path=config_dict.placeholder(_STR),
+      labels_csv=config_dict.placeholder(_STR),
+      label_set=config_dict.placeholder(_STR),
+      clean_label_set=config_dict.placeholder(_STR),
       # The input pipeline: "device" puts the dataset on the devices (a
       # batch is a gather inside the jitted step); "stream" reads ArrayRecord
       # files with grain, decoding and augmenting on the host, for data that

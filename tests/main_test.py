@@ -87,7 +87,7 @@ class OneLineErrorTest(parameterized.TestCase):
        r"config.loss.name: unknown loss 'hinge'"),
       ("config_file", ["--config=configs/nope.py"], "",
        r"--config=configs/nope.py: no such file; the shipped configs are "
-       r"configs/\{asl_coco.py,cifar10.py,.*default.py"),
+       r"configs/\{arrays.py,asl_coco.py,cifar10.py,.*default.py"),
       ("config_argument", [CIFAR10 + ":los=ce"], "",
        r"config argument 'los=ce': expected key=value with key one of"),
       ("fashion_mnist_in_data_dir",

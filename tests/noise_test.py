@@ -194,6 +194,32 @@ class ApplyNoiseTest(parameterized.TestCase):
     self.assertAlmostEqual(result.noise_rate, 0.25)
     np.testing.assert_array_equal(result.labels, human)
 
+  def test_measured_against_a_clean_set(self):
+    # Given labels that are noisy already (a quarter moved one class on),
+    # symmetric noise on top, measured against the clean set.
+    given = (LABELS + (np.arange(LABELS.size) % 4 == 0)) % C
+    draw = noise.apply_noise(given, C, name="symmetric", rate=0.2, seed=1)
+    measured = noise.measured_against(draw, LABELS, C)
+    np.testing.assert_array_equal(measured.labels, draw.labels)
+    np.testing.assert_array_equal(measured.clean_labels, LABELS)
+    self.assertAlmostEqual(measured.noise_rate,
+                           np.mean(draw.labels != LABELS))
+    self.assertGreater(measured.noise_rate, draw.noise_rate)
+    expected = np.zeros((C, C))
+    np.add.at(expected, (LABELS, draw.labels), 1)
+    np.testing.assert_allclose(measured.transition_matrix,
+                               expected / expected.sum(1, keepdims=True))
+    # Multi-hot rows: the per-class [C, 2, 2] transitions.
+    clean = np.eye(3, dtype=np.float32)[np.arange(30) % 3]
+    given = clean.copy()
+    given[:6, 0] = 1 - given[:6, 0]
+    measured = noise.measured_against(
+        noise.apply_noise(given, 3, name="multilabel"), clean, 3)
+    self.assertAlmostEqual(measured.noise_rate, 6 / 90)
+    # Class 0: 2 of its 10 positives dropped, 4 of its 20 negatives added.
+    np.testing.assert_allclose(measured.transition_matrix[0],
+                               [[16 / 20, 4 / 20], [2 / 10, 8 / 10]])
+
   @parameterized.named_parameters(
       ("negative_rate", dict(name="symmetric", rate=-0.1), "\\[0, 1\\)"),
       ("rate_one", dict(name="pair_flip", rate=1.0), "\\[0, 1\\)"),

@@ -91,6 +91,7 @@ RUN_FIELDS = (
     "replicas",        # seeds trained as one program
     "devices",         # jax.device_count() of the run
     "train_class_counts",  # training examples per class (None: multi-label)
+    "class_names",     # one per class, in label order (the per-class lists)
 )
 
 

@@ -12,7 +12,8 @@ row of the label state and of the noise draw. Beside them:
 
 * ``dataset.json``: class names, whether multi-label, input shape, split
   sizes, default augmentation, the key of the dataset config;
-* ``labels.npz``: every split's labels (and human label sets), so that the
+* ``labels.npz``: every split's labels (and human label sets, clean label
+  sets and each example's source, where the dataset has them), so that the
   noise is drawn on the host without reading the records.
 
 Records decode with numpy alone (``records.decode``); inputs are stored as
@@ -23,7 +24,9 @@ With ``config.dataset.pipeline = 'stream'`` training converts on first use
 into a cache (``cached``): ``$STEEP_CACHE_DIR/records`` or
 ``~/.cache/steep/records`` (or ``config.dataset.cache_dir``), one folder per
 dataset config, named by a hash of every key that decides the records, so
-that a changed config never reads a stale conversion.
+that a changed config never reads a stale conversion; a researcher's own
+data (``folder``, ``arrays``) adds a fingerprint of its files (paths, sizes,
+modification times), so that an edited folder is converted again.
 """
 
 from __future__ import annotations
@@ -48,9 +51,15 @@ LABELS_FILE = "labels.npz"
 FORMAT_VERSION = 1
 # config.dataset keys that decide the records' content; augmentation
 # (crop_padding, flip) is applied when reading, so it is not among them.
+# A researcher's own data adds its keys (datasets.OWN_DATA_KEYS) and its
+# files' fingerprint.
 _KEYED = ("name", "data_dir", "val_size", "train_size", "num_samples",
           "num_train", "num_test", "mosaic_seed", "imbalance_ratio",
           "image_size")
+# Dataset fields kept in labels.npz beside the labels where a dataset has
+# them: the clean label sets and each example's source.
+PER_EXAMPLE = ("train_clean_y", "val_clean_y", "train_sources",
+               "val_sources", "test_sources")
 
 
 def split_path(directory: str, split: str) -> str:
@@ -62,6 +71,10 @@ def cache_key(config) -> str:
   d = config.dataset
   keyed = {k: d[k] for k in _KEYED}
   keyed["split_seed"] = config.seed if d.split_seed is None else d.split_seed
+  if d.name in datasets.OWN_DATA:
+    keyed.update({k: d[k] for k in datasets.OWN_DATA_KEYS})
+    keyed["files"] = datasets.fingerprint(d.name, path=d.path,
+                                          labels_csv=d.labels_csv)
   keyed["format"] = FORMAT_VERSION
   text = json.dumps(keyed, sort_keys=True, default=str)
   return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -95,6 +108,9 @@ def write_dataset(data: datasets.Dataset, out_dir: str, *,
     for name, values in data.train_noisy_labels.items():
       labels[f"train_noisy/{name}"] = values
       labels[f"val_noisy/{name}"] = data.val_noisy_labels[name]
+    for key in PER_EXAMPLE:
+      if getattr(data, key) is not None:
+        labels[key] = getattr(data, key)
     np.savez(os.path.join(partial, LABELS_FILE), **labels)
     info = {"name": data.name, "class_names": list(data.class_names),
             "multi_label": data.multi_label,

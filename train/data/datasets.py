@@ -11,6 +11,10 @@ Names (``DATASETS``):
   (``_sparse``: 0 or 1 item each, about 5 % positive labels);
 * ``clothing1m``: the official release's folder (``clothing1m``: noisy
   training set, clean validation and test sets);
+* ``folder`` and ``arrays``: a researcher's own data at ``path``, an image
+  tree ``CLASS_NAME/FILE`` (``image_folder``) or an ``.npz``
+  (``array_file``), with its training labels from a CSV if wanted
+  (``own_data``);
 * ``tfds:NAME``: any image-classification dataset of tensorflow-datasets
   (and ``tfds:coco/2017`` as multi-label classification).
 
@@ -31,7 +35,9 @@ import inspect
 from collections.abc import Callable, Mapping
 
 import numpy as np
+from train.data import array_file
 from train.data import clothing1m
+from train.data import image_folder
 from train.data import local_data
 from train.data import mosaic
 from train.data import sampling
@@ -65,6 +71,16 @@ class Dataset:
     val_noisy_labels: the same label sets aligned with ``val_y``.
     imbalance_ratio: 1 for the source's own class sizes; else the ratio of
       the largest to the smallest class of the long-tailed training set.
+    train_clean_y, val_clean_y: a clean label set aligned with ``train_y``
+      and ``val_y``, for measuring only: the label metrics (recovery,
+      memorisation, clean validation accuracy) compare against it instead
+      of ``train_y``, which training uses (``folder`` and ``arrays`` with
+      a clean label set); ``None`` for most datasets.
+    train_sources, val_sources, test_sources: str ``[N]`` aligned with
+      ``train_y``, ``val_y``, ``test_y`` (training order): where each
+      example comes from, its file relative to the folder
+      (``'train/cat/001.png'``) or its row of the ``.npz``
+      (``'x_train[17]'``); ``None`` for the shipped datasets.
   """
 
   name: str
@@ -86,6 +102,11 @@ class Dataset:
   val_noisy_labels: Mapping[str, np.ndarray] = dataclasses.field(
       default_factory=dict)
   imbalance_ratio: float = 1.0
+  train_clean_y: np.ndarray | None = None
+  val_clean_y: np.ndarray | None = None
+  train_sources: np.ndarray | None = None
+  val_sources: np.ndarray | None = None
+  test_sources: np.ndarray | None = None
 
   @property
   def train_class_counts(self) -> np.ndarray | None:
@@ -107,9 +128,15 @@ class Dataset:
     """One line: sizes, shape and classes, for logs."""
     return (f"{self.name}: train {len(self.train_x)}, val {len(self.val_x)}, "
             f"test {len(self.test_x)}, input {self.input_shape}, "
-            f"{self.num_classes} classes"
+            f"{self.num_classes} classes ({self._class_names_summary()})"
             f"{' (multi-label)' if self.multi_label else ''}"
             f"{self._long_tail_summary()}")
+
+  def _class_names_summary(self, shown: int = 10) -> str:
+    names = list(self.class_names)
+    if len(names) > shown:
+      names = names[:shown - 1] + ["...", names[-1]]
+    return ", ".join(names)
 
   def _long_tail_summary(self) -> str:
     if self.imbalance_ratio == 1:
@@ -164,8 +191,14 @@ _LOADERS: dict[str, Callable[..., local_data.Source]] = {
     "fashion_mnist_mosaic_sparse": functools.partial(
         mosaic.load_fashion_mnist_mosaic, min_items=0, max_items=1),
     "clothing1m": clothing1m.load_clothing1m,
+    "folder": image_folder.load_folder,
+    "arrays": array_file.load_arrays,
 }
 DATASETS = (*_LOADERS, TFDS_PREFIX + "NAME")
+# A researcher's own data: name -> its module, and the loaders' options
+# that only it takes (config.dataset keys of the same names).
+OWN_DATA = {"folder": image_folder, "arrays": array_file}
+OWN_DATA_KEYS = ("path", "labels_csv", "label_set", "clean_label_set")
 
 
 def _loader(name: str) -> Callable[..., local_data.Source]:
@@ -218,6 +251,20 @@ def check_available(name: str, *, data_dir: str | None = None,
   elif name == "clothing1m":
     clothing1m.check_available(data_dir,
                                ("noisy_train", "clean_val", "clean_test"))
+  elif name in OWN_DATA:
+    OWN_DATA[name].check_available(options.get("path"),
+                                   options.get("labels_csv"))
+
+
+def fingerprint(name: str, *, path: str | None = None,
+                labels_csv: str | None = None) -> str | None:
+  """A hash of what a researcher's own data holds (its files' paths, sizes
+  and modification times, the labels CSV's bytes), or ``None`` for a
+  shipped dataset: a cache of the data is keyed by it, so an edited folder
+  is read again."""
+  if name not in OWN_DATA or not path:
+    return None
+  return OWN_DATA[name].fingerprint(path, labels_csv)
 
 
 # ---------------------------------------------------------------------------
@@ -333,8 +380,9 @@ def load(name: str, *, data_dir: str | None = None,
       and test keep their class sizes. Single-label data only.
     **options: the loader's own options: ``num_samples`` (mnist1d),
       ``num_train``, ``num_test``, ``mosaic_seed`` (fashion_mnist_mosaic),
-      ``download`` (tfds, fashion_mnist), ``image_size`` (tfds, clothing1m),
-      ``num_train`` (clothing1m).
+      ``download`` (tfds, fashion_mnist), ``image_size`` (tfds, clothing1m,
+      folder), ``num_train`` (clothing1m), ``path``, ``labels_csv``,
+      ``label_set``, ``clean_label_set`` (folder, arrays).
 
   Returns:
     The ``Dataset``.
@@ -352,6 +400,10 @@ def load(name: str, *, data_dir: str | None = None,
                          multi_label=source.multi_label, own_val=own_val,
                          imbalance_ratio=imbalance_ratio,
                          num_classes=len(source.class_names))
+
+  def cut(values, kept):
+    return None if values is None else values[kept]
+
   return Dataset(
       name=name,
       train_x=source.train_x[rest], train_y=source.train_y[rest],
@@ -368,4 +420,10 @@ def load(name: str, *, data_dir: str | None = None,
                           for k, v in source.train_noisy_labels.items()},
       val_noisy_labels={k: v[val]
                         for k, v in source.train_noisy_labels.items()},
-      imbalance_ratio=float(imbalance_ratio))
+      imbalance_ratio=float(imbalance_ratio),
+      train_clean_y=cut(source.train_clean_y, rest),
+      val_clean_y=None if own_val else cut(source.train_clean_y, val),
+      train_sources=cut(source.train_sources, rest),
+      val_sources=(source.val_sources if own_val
+                   else cut(source.train_sources, val)),
+      test_sources=source.test_sources)

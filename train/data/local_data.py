@@ -45,6 +45,11 @@ class Source:
     train_noisy_labels: extra (e.g. human) label sets aligned with ``train_y``.
     val_x, val_y: a validation split of the source's own (Clothing1M's
       clean validation set), used instead of one cut from the training set.
+    train_clean_y: a clean label set aligned with ``train_y``, for measuring
+      only (a researcher's own data: ``own_data``); ``None`` for most.
+    train_sources, val_sources, test_sources: where each example comes
+      from, str ``[N]`` (its file, or its row of an ``.npz``); ``None`` for
+      the shipped datasets.
   """
 
   train_x: np.ndarray
@@ -59,6 +64,10 @@ class Source:
       default_factory=dict)
   val_x: np.ndarray | None = None
   val_y: np.ndarray | None = None
+  train_clean_y: np.ndarray | None = None
+  train_sources: np.ndarray | None = None
+  val_sources: np.ndarray | None = None
+  test_sources: np.ndarray | None = None
 
 
 def default_cache_dir() -> str:

@@ -369,14 +369,35 @@ def multilabel_noise(targets, drop_rate: float, add_rate: float, *,
   drop = _flip_mask(clean, drop_rate, exact, rng)
   add = _flip_mask(~clean, add_rate, exact, rng)
   noisy = (clean & ~drop) | add
+  return _multilabel_draw(clean.astype(np.float32), noisy.astype(np.float32))
+
+
+def _multilabel_draw(clean: np.ndarray, noisy: np.ndarray) -> NoisyLabels:
+  """Multi-hot labels with their realised ``[C, 2, 2]`` transitions."""
   matrix = np.zeros((clean.shape[1], 2, 2))
   for a in (0, 1):
     for b in (0, 1):
       matrix[:, a, b] = ((clean == a) & (noisy == b)).sum(0)
   return NoisyLabels(
-      labels=noisy.astype(np.float32), clean_labels=clean.astype(np.float32),
+      labels=noisy, clean_labels=clean,
       noise_rate=float(np.mean(noisy != clean)) if clean.size else 0.0,
       transition_matrix=_normalise_rows(matrix))
+
+
+def measured_against(draw: NoisyLabels, clean_labels: np.ndarray,
+                     num_classes: int) -> NoisyLabels:
+  """``draw``'s labels with ``clean_labels`` as the clean ones.
+
+  For data whose given labels are already noisy and that carries a clean
+  label set for measuring (a researcher's own data, ``own_data``): the
+  noise model (if any) is drawn on the given labels, and the realised rate
+  and transition matrix, like every label metric, are then measured
+  against the clean set.
+  """
+  if draw.labels.ndim > 1:
+    return _multilabel_draw(np.asarray(clean_labels, np.float32),
+                            draw.labels)
+  return from_noisy_labels(clean_labels, draw.labels, num_classes)
 
 
 # ---------------------------------------------------------------------------

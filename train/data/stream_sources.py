@@ -7,8 +7,9 @@ drawn from them on the host, as for the on-device data) and shape-only
 inputs. Two kinds of source:
 
 * our offline datasets (``mnist1d``, ``digits``, ``fashion_mnist``, the
-  mosaics): converted once to ArrayRecord into the cache (``convert``) and
-  read with ``records.RecordSource``;
+  mosaics) and a researcher's own (``folder``, ``arrays``): converted once
+  to ArrayRecord into the cache (``convert``) and read with
+  ``records.RecordSource``;
 * ``tfds:NAME``: ``sources.TfdsSource`` (the device pipeline's reader)
   over tfds' own ArrayRecord files (``tfds build NAME
   --file_format=array_record``), images as stored: the stream's transforms
@@ -124,7 +125,8 @@ def _open_converted(config) -> StreamDataset:
                        else d.crop_padding),
       flip=bool(info["flip"] if d.flip is None else d.flip),
       train_noisy_labels={k: labels[f"train_noisy/{k}"] for k in noisy_keys},
-      val_noisy_labels={k: labels[f"val_noisy/{k}"] for k in noisy_keys})
+      val_noisy_labels={k: labels[f"val_noisy/{k}"] for k in noisy_keys},
+      **{k: labels.get(k) for k in convert.PER_EXAMPLE})
   sources = {split: records.RecordSource(convert.split_path(directory, split))
              for split in convert.SPLITS}
   return StreamDataset(dataset, sources)

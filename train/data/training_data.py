@@ -74,7 +74,29 @@ def check(config) -> None:
                          "processes)")
   if d.image_size is not None and d.image_size <= 0:
     raise ConfigError.of("dataset.image_size", d.image_size,
-                         "must be a positive integer (or None: 224)")
+                         "must be a positive integer (or None: 224, a folder's "
+                         "images as they are)")
+  # A researcher's own data (folder, arrays): its files are checked when
+  # looked for (load).
+  own = d.name in datasets.OWN_DATA
+  for key in datasets.OWN_DATA_KEYS:
+    if d[key] is not None and not own:
+      raise ConfigError.of(f"dataset.{key}", d[key],
+                           f"only datasets {list(datasets.OWN_DATA)} read "
+                           f"it; dataset.name is {d.name!r}")
+  if own and d.data_dir is not None:
+    raise ConfigError.of("dataset.data_dir", d.data_dir,
+                         f"dataset {d.name!r} reads dataset.path; leave "
+                         f"data_dir unset")
+  if d.name == "arrays" and d.image_size is not None:
+    raise ConfigError.of("dataset.image_size", d.image_size,
+                         "dataset 'arrays' is used as it is; resize the "
+                         "arrays beforehand, or leave image_size unset")
+  for key in ("label_set", "clean_label_set"):
+    if d[key] is not None and d.labels_csv is None:
+      raise ConfigError.of(f"dataset.{key}", d[key],
+                           "picks a column of dataset.labels_csv; set "
+                           "labels_csv too")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +112,8 @@ def dataset_options(config) -> dict:
   """``datasets.load``'s arguments from ``config.dataset`` (and the seed)."""
   d = config.dataset
   options = {k: d[k] for k in ("num_samples", "num_train", "num_test",
-                               "mosaic_seed", "download", "image_size")
+                               "mosaic_seed", "download", "image_size",
+                               *datasets.OWN_DATA_KEYS)
              if d[k] is not None}
   # ml_collections keeps val_size a float: 800.0 means 800 examples.
   val_size = d.val_size
@@ -130,7 +153,8 @@ def load(config) -> RunData:
   try:
     datasets.check_available(
         d.name, data_dir=d.data_dir,
-        **({} if d.download is None else {"download": d.download}))
+        **{k: d[k] for k in ("download", "path", "labels_csv")
+           if d[k] is not None})
   except (ValueError, OSError, RuntimeError) as e:
     raise ConfigError(f"config.dataset: {e}") from None
   finally:
@@ -162,6 +186,13 @@ def draw_noise(config, data: datasets.Dataset) -> RunData:
                include_true_class=n.include_true_class, mapping=n.mapping,
                drop_rate=n.drop_rate, add_rate=n.add_rate)
   human = n.name == "human"
+
+  def measured(draw, clean_labels):
+    # Data with a clean label set of its own measures every draw against it.
+    if clean_labels is None:
+      return draw
+    return noise.measured_against(draw, clean_labels, data.num_classes)
+
   train, val = [], []
   try:
     for r in range(config.replicas):
@@ -171,21 +202,21 @@ def draw_noise(config, data: datasets.Dataset) -> RunData:
         train.append(train[0])
         val.append(val[0])
         continue
-      train.append(noise.apply_noise(
+      train.append(measured(noise.apply_noise(
           data.train_y, data.num_classes, seed=seed, **model,
           noisy_labels=data.train_noisy_labels[n.human_key] if human
-          else None, features=data.train_x))
+          else None, features=data.train_x), data.train_clean_y))
       if n.validation and n.name != "none" and len(data.val_y):
         # A stream of its own: the training draw is the same without it.
-        val.append(noise.apply_noise(
+        val.append(measured(noise.apply_noise(
             data.val_y, data.num_classes,
             seed=(seed, VALIDATION_NOISE_STREAM), **model,
             noisy_labels=data.val_noisy_labels[n.human_key] if human
-            else None, features=data.val_x))
+            else None, features=data.val_x), data.val_clean_y))
       else:
-        val.append(noise.NoisyLabels(
+        val.append(measured(noise.NoisyLabels(
             labels=data.val_y, clean_labels=data.val_y, noise_rate=0.0,
-            transition_matrix=None))
+            transition_matrix=None), data.val_clean_y))
   except ValueError as e:
     raise ConfigError(f"config.noise: {e}") from None
   return RunData(data, train, val)
@@ -231,6 +262,8 @@ def compact(run_data: RunData) -> RunData:
            for n in run_data.train]
   data = dataclasses.replace(
       data, train_y=small(data.train_y),
+      train_clean_y=(None if data.train_clean_y is None
+                     else small(data.train_clean_y)),
       train_noisy_labels={k: small(v)
                           for k, v in data.train_noisy_labels.items()})
   return dataclasses.replace(run_data, dataset=data, train=train)

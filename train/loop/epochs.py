@@ -562,7 +562,8 @@ def train(settings: settings_lib.Settings, workdir: str, *,
         "epochs": run.total_epochs, "replicas": run.replicas,
         "devices": jax.device_count(),
         "train_class_counts": None if data.multi_label
-        else data.train_class_counts.tolist()})
+        else data.train_class_counts.tolist(),
+        "class_names": list(data.class_names)})
     print(reporting.summary_table(summary, title), flush=True)
   return summary
 

@@ -82,6 +82,12 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   noise_text = (f"{config.noise.name} noise {config.noise.rate:.0%} "
                 f"(realised {realised})" if config.noise.name != "none"
                 else "clean labels")
+  if data.train_clean_y is not None:
+    # The given labels are noisy already: the rate is against the clean set.
+    noise_text = ("given labels" + (
+        f" + {config.noise.name} noise {config.noise.rate:.0%}"
+        if config.noise.name != "none" else "")
+                  + f" ({realised} wrong against the clean label set)")
   parts = " + ".join(f"{s.loss.name} x{s.num_epochs}" for s in stages_)
   if data.imbalance_ratio != 1:
     counts = data.train_class_counts
