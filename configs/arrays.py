@@ -14,7 +14,8 @@ row of ``x_train``):
 Arguments: ``loss`` (any name or alias of
 ``train/objective/loss_registry.py``, default ``ce``) and ``noise``
 (symmetric noise drawn on top of the given labels, default 0). The
-``.npz`` may also hold ``x_test``, ``y_test`` (else 20 % is held out),
+``.npz`` may also hold ``x_val``, ``y_val`` (else ``dataset.val_size``
+is split off), ``x_test``, ``y_test`` (else 20 % is held out),
 ``y_train_clean`` (clean labels, for measuring only) and ``class_names``
 (docs/training.md, "Your own data"). An MLP of width 256, which takes
 vectors ``[N, D]`` and any other shape (``--config.model.name=cnn1d`` for

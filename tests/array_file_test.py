@@ -52,6 +52,29 @@ class LoadTest(absltest.TestCase):
     np.testing.assert_array_equal(data.train_clean_y, 0)
     np.testing.assert_array_equal(data.val_clean_y, 0)
 
+  def test_own_validation_set(self):
+    files.make_npz(self.path, num=12, dim=5,
+                   x_val=np.ones((4, 5)), y_val=np.array([0, 1, 2, 1]),
+                   x_test=np.zeros((3, 5)), y_test=np.array([0, 1, 2]))
+    # val_size is the split off x_train's; the file's own set replaces it.
+    data = datasets.load("arrays", path=self.path, val_size=3)
+    self.assertEqual((len(data.train_x), len(data.val_x), len(data.test_x)),
+                     (12, 4, 3))
+    np.testing.assert_array_equal(data.val_x, np.ones((4, 5, 1)))
+    np.testing.assert_array_equal(data.val_y, [0, 1, 2, 1])
+    self.assertEqual(data.val_sources.tolist(),
+                     [f"x_val[{i}]" for i in range(4)])
+    self.assertEqual(data.train_sources.tolist(),
+                     [f"x_train[{i}]" for i in range(12)])
+    files.make_npz(self.path, num=12, dim=5, x_val=np.ones((4, 5)))
+    with self.assertRaisesRegex(ValueError, "x_val alone; give both x_val "
+                                "and y_val"):
+      datasets.load("arrays", path=self.path, val_size=3)
+    files.make_npz(self.path, num=12, dim=5, x_val=np.ones((4, 5)),
+                   y_val=np.zeros(3, np.int64))
+    with self.assertRaisesRegex(ValueError, "y_val has 3 rows and x_val 4"):
+      datasets.load("arrays", path=self.path, val_size=3)
+
   def test_multi_hot_labels(self):
     y = (np.arange(40).reshape(10, 4) % 3 == 0).astype(np.int64)
     files.make_npz(self.path, num=10, y_train=y,

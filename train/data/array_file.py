@@ -1,6 +1,8 @@
 """The ``arrays`` dataset: a researcher's own arrays, in one ``.npz``.
 
     np.savez("data.npz", x_train=x, y_train=y)      # and optionally:
+    # x_val, y_val: a validation set of its own (else split off x_train
+    #   by dataset.val_size, as for every dataset);
     # x_test, y_test: a test set of its own (else 20 % is cut: own_data);
     # y_train_clean: clean labels, for measuring only (label recovery,
     #   memorisation, the clean validation accuracy);
@@ -27,8 +29,8 @@ import numpy as np
 from train.data import local_data
 from train.data import own_data
 
-KEYS = ("x_train", "y_train", "x_test", "y_test", "y_train_clean",
-        "class_names")
+KEYS = ("x_train", "y_train", "x_val", "y_val", "x_test", "y_test",
+        "y_train_clean", "class_names")
 REQUIRED = ("x_train", "y_train")
 
 
@@ -78,10 +80,12 @@ def _read(path: str) -> dict[str, np.ndarray]:
         + (f"lacks {', '.join(missing)}" if missing else
            f"has unknown arrays {', '.join(unknown)}")
         + f"; it takes {', '.join(KEYS)} ({', '.join(REQUIRED)} required)")
-  if ("x_test" in arrays) != ("y_test" in arrays):
-    raise ValueError(f"arrays file {path} has "
-                     f"{'x_test' if 'x_test' in arrays else 'y_test'} "
-                     f"alone; give both x_test and y_test, or neither")
+  for split in ("val", "test"):
+    x_key, y_key = f"x_{split}", f"y_{split}"
+    if (x_key in arrays) != (y_key in arrays):
+      raise ValueError(f"arrays file {path} has "
+                       f"{x_key if x_key in arrays else y_key} alone; give "
+                       f"both {x_key} and {y_key}, or neither")
   return arrays
 
 
@@ -111,7 +115,7 @@ def _labels(y: np.ndarray, key: str, path: str, num_rows: int,
             multi_label: bool | None) -> np.ndarray:
   """Integer classes ``[N]`` or 0/1 multi-hot ``[N, C]``, checked."""
   if len(y) != num_rows:
-    x_key = "x_test" if key == "y_test" else "x_train"
+    x_key = "x" + key[1:].removesuffix("_clean")
     raise ValueError(f"arrays file {path}: {key} has {len(y)} rows and "
                      f"{x_key} {num_rows}; give one label per row")
   if multi_label is not None and (y.ndim == 2) != multi_label:
@@ -132,6 +136,22 @@ def _labels(y: np.ndarray, key: str, path: str, num_rows: int,
     raise ValueError(f"arrays file {path}: {key}[{row}] is {y[row]}, "
                      f"outside the classes (0 and up); fix it")
   return y.astype(np.int32)
+
+
+def _split(arrays: dict, split: str, x_train: np.ndarray, path: str,
+           multi_label: bool) -> tuple | None:
+  """``(x, labels, sources)`` of the file's own ``val`` or ``test`` set, or
+  None where it has none."""
+  x_key, y_key = f"x_{split}", f"y_{split}"
+  if x_key not in arrays:
+    return None
+  x = _inputs(arrays[x_key], x_key, path)
+  if x.shape[1:] != x_train.shape[1:]:
+    raise ValueError(f"arrays file {path}: {x_key} rows have shape "
+                     f"{arrays[x_key].shape[1:]} and x_train's "
+                     f"{arrays['x_train'].shape[1:]}; give both one shape")
+  return (x, _labels(arrays[y_key], y_key, path, len(x), multi_label),
+          np.asarray([f"{x_key}[{i}]" for i in range(len(x))]))
 
 
 def _given_names(arrays: dict, path: str) -> tuple[str, ...] | None:
@@ -208,16 +228,8 @@ def load_arrays(*, path: str | None = None, labels_csv: str | None = None,
   if "y_train_clean" in arrays:
     own_clean = _labels(arrays["y_train_clean"], "y_train_clean", path,
                         len(x), multi_label)
-  test = None
-  if "x_test" in arrays:
-    test_x = _inputs(arrays["x_test"], "x_test", path)
-    if test_x.shape[1:] != x.shape[1:]:
-      raise ValueError(f"arrays file {path}: x_test rows have shape "
-                       f"{arrays['x_test'].shape[1:]} and x_train's "
-                       f"{arrays['x_train'].shape[1:]}; give both one shape")
-    test = (test_x, _labels(arrays["y_test"], "y_test", path, len(test_x),
-                            multi_label),
-            np.asarray([f"x_test[{i}]" for i in range(len(test_x))]))
+  val, test = (_split(arrays, split, x, path, multi_label)
+               for split in ("val", "test"))
   sources = np.asarray([f"x_train[{i}]" for i in range(len(x))])
   table = None
   if labels_csv is not None:
@@ -231,6 +243,7 @@ def load_arrays(*, path: str | None = None, labels_csv: str | None = None,
       class_names=given_names, label_set=label_set,
       clean_label_set=clean_label_set, own_clean=own_clean)
   label_sets = {"y_train": y, "y_train_clean": own_clean,
+                "y_val": None if val is None else val[1],
                 "y_test": None if test is None else test[1]}
   if table is not None:
     label_sets.update({"labels_csv's label_set": labels,
@@ -241,4 +254,4 @@ def load_arrays(*, path: str | None = None, labels_csv: str | None = None,
   own_data.check_class_count(class_names, f"arrays file {path}")
   return own_data.make_source(
       x=x, labels=labels, clean_labels=clean, sources=sources,
-      class_names=class_names, multi_label=multi_label, test=test)
+      class_names=class_names, multi_label=multi_label, val=val, test=test)
