@@ -14,8 +14,7 @@ ImageFolder convention and a labels file they do not trust::
 
 The training labels are flipped with symmetric noise over the *other*
 classes, so exactly ``--noise`` of them are wrong (the images are drawn
-stratified by class, the flips exactly apportioned per class: the same
-seed gives the same folder). Since each image sits under its true class,
+stratified by class; the same seed gives the same folder). Since each image sits under its true class,
 a run can measure what it finds against the truth
 (``--config.dataset.clean_label_set=folder``); a real folder would hold
 its images under the labels it was given, and train without that option.
@@ -33,7 +32,6 @@ import numpy as np
 from PIL import Image
 
 from train.data import local_data
-from train.data import noise
 from train.data import sampling
 
 _OUT = flags.DEFINE_string("out", None, "The folder to write (must not "
@@ -91,8 +89,14 @@ def make(out: str, *, train: int, test: int, rate: float, seed: int,
   chosen_train = stratified(source.train_y, train, rng)
   chosen_test = stratified(source.test_y, test, rng)
   clean = source.train_y[chosen_train]
-  noisy = noise.apply_noise(clean, len(names), name="symmetric", rate=rate,
-                            seed=seed, include_true_class=False).labels
+  # Exactly round(rate N) images, drawn at random, each given one of the
+  # other classes at random: symmetric noise over the other classes with an
+  # exact count (noise.transition_noise apportions each class's count, and
+  # at a few images a class rounds them away).
+  flipped = rng.choice(len(clean), round(rate * len(clean)), replace=False)
+  noisy = clean.copy()
+  noisy[flipped] = (clean[flipped] + rng.integers(
+      1, len(names), len(flipped))) % len(names)
   files = write_split(out, "train", source.train_x[chosen_train], clean,
                       names)
   write_split(out, "test", source.test_x[chosen_test],
