@@ -36,9 +36,12 @@ print("SUMMARY" + json.dumps(summary))
 
 
 def process_config():
-  """JO with relabelling, a global batch of 64 split over the processes."""
+  """JO with relabelling, then a stage of ELR (running targets written by
+  every step, their rows split over the processes), a global batch of 64
+  split over the processes."""
   return tiny_config(**{"loss.name": "jo", "label_state.mode": "soft",
-                        "label_state.begin": 1, "model.name": "cnn1d"})
+                        "label_state.begin": 1, "model.name": "cnn1d",
+                        "stage2.epochs": 1, "stage2.loss": "elr"})
 
 
 def _children(pid: int) -> list[int]:
@@ -78,7 +81,7 @@ class TwoProcessesTest(absltest.TestCase):
                                      atol=1e-5, err_msg=key)
     # One writer: every epoch once in metrics.jsonl.
     records = contract.read_records(workdir)
-    self.assertEqual([r["epoch"] for r in records], [1, 2])
+    self.assertEqual([r["epoch"] for r in records], [1, 2, 3])
 
 
 _CONFIG_FILE = """
