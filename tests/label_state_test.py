@@ -205,6 +205,10 @@ class LabelStateTest(parameterized.TestCase):
     self.assertEqual(label_state.bytes_per_device(
         1_000_000, 14, history=10, data_devices=8),
                      125_000 * 14 * 4 * 11 + 125_000 * 10 + 4)
+    # ELR's running targets beside the labels (docs/scaling.md).
+    self.assertEqual(label_state.bytes_per_device(
+        1_000_000, 14, history=0, data_devices=8, targets=True),
+                     125_000 * 14 * 8 + 4)
 
   def test_bad_history_dtype(self):
     with self.assertRaisesRegex(ValueError, "history_dtype"):
