@@ -58,35 +58,38 @@ def _check_floor(floor):
   return _inputs.as_float(floor)
 
 
-def _check_targets(targets, logits, name="targets"):
-  """Float targets of the logits' shape, checked where they are concrete."""
-  targets = _inputs.as_array(targets, name)
+def _check_targets(targets, logits):
+  """``targets`` as a float array of the logits' shape."""
+  targets = _inputs.as_array(targets, "targets")
   if not jnp.issubdtype(targets.dtype, jnp.floating):
-    raise TypeError(f"`{name}` must be a floating-point array (running "
+    raise TypeError(f"`targets` must be a floating-point array (running "
                     f"average probabilities), got dtype {targets.dtype}.")
   if targets.shape != logits.shape:
-    raise ValueError(f"`{name}` must have the logits' shape {logits.shape}, "
+    raise ValueError(f"`targets` must have the logits' shape {logits.shape}, "
                      f"got {targets.shape}.")
-  # NaN passes: a masked example's row may hold it.
-  if _inputs.is_concrete(targets) and targets.size:
-    low = float(np.nanmin(np.asarray(targets, np.float64), initial=0.0))
-    if low < 0.0:
-      raise ValueError(f"`{name}` must be non-negative, got a minimum of "
-                       f"{low:.6g}.")
   return targets
 
 
-def _row_sums_at_most_one(targets, axis, name="targets"):
-  # A row summing to more than 1 can make 1 - <t, p~> negative: log of a
-  # negative number. A running average of distributions sums to at most 1
-  # (1 - beta^n from zeros); 1e-5 leaves room for float32 rounding.
-  if _inputs.is_concrete(targets) and targets.size:
-    top = float(np.max(np.nansum(np.asarray(targets, np.float64),
-                                 axis=axis)))
-    if not top <= 1.0 + 1e-5:
-      raise ValueError(f"every row of `{name}` must sum to at most 1 (a "
-                       f"running average of probabilities), got a row "
-                       f"summing to {top:.6g}.")
+def _check_target_values(targets):
+  """Where concrete: non-negative rows (class axis last) that sum to at most 1.
+
+  A row summing to more than 1 can make ``1 - <t, p~>`` negative, the log
+  of a negative number; a running average of distributions sums to
+  ``1 - beta^n <= 1`` (1e-5 leaves room for float32 rounding). NaN passes
+  (the caller's own, or padding in a masked class).
+  """
+  if not _inputs.is_concrete(targets) or not targets.size:
+    return
+  values = np.asarray(targets, np.float64)
+  low = float(np.nanmin(values, initial=0.0))
+  if low < 0.0:
+    raise ValueError(f"`targets` must be non-negative, got a minimum of "
+                     f"{low:.6g}.")
+  top = float(np.max(np.nansum(values, axis=-1)))
+  if not top <= 1.0 + 1e-5:
+    raise ValueError(f"every row of `targets` must sum to at most 1 (a "
+                     f"running average of probabilities), got a row summing "
+                     f"to {top:.6g}.")
 
 
 def _loss_hyperparameters(logits, targets, lam, floor, axis, where):
@@ -95,10 +98,7 @@ def _loss_hyperparameters(logits, targets, lam, floor, axis, where):
   checked ``lam`` and ``floor``."""
   logits = _inputs.check_logits(logits)
   axis = _inputs.check_axis(logits, axis)
-  targets = _check_targets(targets, logits)
-  _row_sums_at_most_one(targets, axis)
-  _inputs.check_range(lam, "lam", 0.0)
-  targets = jnp.moveaxis(targets, axis, -1).astype(
+  targets = jnp.moveaxis(_check_targets(targets, logits), axis, -1).astype(
       _inputs.compute_dtype(logits.dtype))
   # A per-example mask: its rows may be padding, even NaN; zero them before
   # the arithmetic, as the logits of masked rows are. (A per-class mask is a
@@ -107,6 +107,8 @@ def _loss_hyperparameters(logits, targets, lam, floor, axis, where):
     rows, _ = _inputs.split_where(where, targets.shape)
     if rows is not None:
       targets = jnp.where(rows[..., None], targets, 0.0)
+  _check_target_values(targets)
+  _inputs.check_range(lam, "lam", 0.0)
   return dict(targets=jax.lax.stop_gradient(targets),
               lam=_inputs.as_float(lam), floor=_check_floor(floor))
 
