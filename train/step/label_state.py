@@ -4,8 +4,9 @@ The per-example arrays a method keeps, explicit and sharded along the
 example axis ``'data'``. Joint Optimization (Tanaka et al., CVPR 2018)
 relabels the training set between epochs; early-learning regularization
 (ELR, Liu et al., NeurIPS 2020) keeps a running target per example that
-each step updates. A field a run's method does not use has no rows' worth
-of bytes (``K = 0``, ``C = 0``):
+each step updates. A run keeps JO's buffer only when it relabels and
+ELR's targets only when its loss is ELR: otherwise they have no bytes
+(``K = 0``; ``[N', 0]``):
 
 * ``labels [N', C]``: the current labels, one-hot (or multi-hot) noisy labels
   at first, soft or hard after relabelling begins;
