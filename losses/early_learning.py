@@ -17,16 +17,23 @@ from losses import _numerics
 def _clamped(logits, floor):
   """``log p``, ``p``, ``p~ = clip(p, floor, 1 - floor)`` and ``1 - p~``.
 
-  ``1 - p~ = clip(1 - p, floor, 1 - floor)`` comes from the exact
-  complement (``1 - p`` of the arg max is a sum of the others, never
-  ``1 - p`` rounded), so the regularizer's ``1 - <t, p~>`` keeps its digits
-  where ``p`` rounds to 1. ``inside`` marks where the clip passes the
-  gradient (``floor <= p <= 1 - floor``).
+  ``1 - p~ = clip(1 - p, floor, 1 - floor)``; ``1 - p`` of the arg max is
+  the sum of the others' exponentials over the total, never ``1 - p``
+  rounded, so the regularizer's ``1 - <t, p~>`` keeps its digits where
+  ``p`` nears 1 (where it underflows, below ``floor``, the clip binds).
+  Every quantity comes from ``exp(z - max z)``, the arg max's included, so
+  autodiff of the gradient (Hessians) is exact too. ``inside`` marks where
+  the clip passes the gradient (``floor <= p <= 1 - floor``).
   """
-  log_p, probs, log1m_p, _, _ = _numerics.softmax_and_complement(logits)
-  one_minus_p = jnp.exp(log1m_p)
+  s = _numerics.shifted(logits)
+  exps = jnp.exp(s)
+  total = jnp.sum(exps, axis=-1, keepdims=True)
+  probs = exps / total
+  is_max = _numerics.argmax_mask(s)
+  others = jnp.sum(jnp.where(is_max, 0.0, exps), axis=-1, keepdims=True)
+  one_minus_p = jnp.where(is_max, others / total, 1.0 - probs)
   inside = (probs >= floor) & (one_minus_p >= floor)
-  return (log_p, probs, jnp.clip(probs, floor, 1.0 - floor),
+  return (s - jnp.log(total), probs, jnp.clip(probs, floor, 1.0 - floor),
           jnp.clip(one_minus_p, floor, 1.0 - floor), inside)
 
 
@@ -36,7 +43,7 @@ def _elr(logits, labels, *, targets, lam, floor):
   ``log(1 - x)`` of ``x = <t, p~>`` without cancellation: ``log1p(-x)``
   for ``x < 1/2``; above, ``log`` of ``1 - x = (1 - sum t) + sum_k t_k (1 -
   p~_k)``, a sum of terms that are non-negative for rows of ``t`` summing
-  to at most 1 (``1 - p~`` exact, from the complement).
+  to at most 1 (``1 - p~`` from the others' sum for the arg max).
   """
   log_p, probs, clipped, complement, inside = _clamped(logits, floor)
   y = _numerics.dense_targets(labels, logits)

@@ -88,6 +88,26 @@ class EarlyLearningTest(loss_contracts.Float64Test):
         lambda x: jnp.sum(losses.elr_loss(x, labels, targets=targets)),
         (jnp.asarray(z),), order=1, modes=["fwd", "rev"], eps=1e-6)
 
+  def test_transforms_use_the_analytic_gradient(self):
+    """jvp, linearize, the Hessian and a vmapped gradient, as the plain
+    formula's (the custom jvp is linear in the logits' tangent)."""
+    z, labels, dense, targets = _inputs(soft=False)
+    f = lambda x: jnp.sum(losses.elr_loss(x, labels, targets=targets))
+    f_ref = lambda x: jnp.sum(ref.elr(x, jnp.asarray(dense),
+                                      jnp.asarray(targets)))
+    dz = jnp.asarray(np.random.default_rng(7).normal(size=z.shape))
+
+    @functools.partial(jax.jit, static_argnums=0)  # one compilation each
+    def transforms(g, x):
+      _, tangent = jax.jvp(g, (x,), (dz,))
+      _, linear = jax.linearize(g, x)
+      rows = jax.vmap(jax.grad(g))(jnp.stack([x, 0.5 * x]))
+      return tangent, linear(dz), jax.hessian(g)(x), rows
+
+    for got, want in zip(transforms(f, jnp.asarray(z)),
+                         transforms(f_ref, jnp.asarray(z))):
+      np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-10)
+
   def test_no_gradient_flows_into_the_targets(self):
     z, labels, _, targets = _inputs(soft=False)
     g = jax.grad(lambda t: jnp.sum(losses.elr_loss(z, labels, targets=t)))(
