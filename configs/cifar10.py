@@ -17,7 +17,9 @@ without either. 45k/5k stratified split, pad-4 crops and flips. Training:
 batch 128, SGD momentum 0.9; 120 epochs with a cosine learning rate from 0.1
 and weight decay 5e-4; ``jo`` follows the JO paper's stage 1 instead (200
 epochs at 0.1, weight decay 1e-4, relabelling from epoch 70;
-``configs/jo_full.py`` adds stage 2).
+``configs/jo_full.py`` adds stage 2). ``elr`` takes the official code's
+lambda and beta for the dataset (``ELR/config_cifar10.json``: 3 and 0.7;
+``config_cifar100.json``: 7 and 0.9) with this file's network and schedule.
 """
 
 from configs import common
@@ -35,6 +37,9 @@ def cifar_config(dataset: str, arg):
   if arg.noise_type == "asymmetric":
     c.noise.mapping = dataset
   common.use_loss(c, arg.loss, begin=70)
+  if arg.loss in ("elr", "early_learning_regularization"):
+    c.loss.lam, c.loss.beta = (7.0, 0.9) if dataset == "cifar100" else (3.0,
+                                                                        0.7)
   if c.label_state.mode == "none":
     c.num_epochs = 120
     c.optimizer.schedule = "cosine"

@@ -26,6 +26,7 @@ _FLOAT, _INT, _STR, _BOOL = float, int, str, bool
 #   joint_optimization: alpha, beta, prior ('uniform' | 'noisy_labels')
 #   logit_adjusted_cross_entropy: tau, prior ('training_labels' | 'uniform')
 #   class_balanced_cross_entropy: beta, class_counts ('training_labels')
+#   early_learning_regularization: lam, beta (its running targets'), floor
 LOSS_HYPERPARAMETERS = {
     "alpha": _FLOAT, "beta": _FLOAT, "gamma": _FLOAT, "gamma_pos": _FLOAT,
     "gamma_neg": _FLOAT, "label_smoothing": _FLOAT, "epsilon": _FLOAT,
@@ -33,6 +34,7 @@ LOSS_HYPERPARAMETERS = {
     "clip": _FLOAT, "normalize": _BOOL, "prediction_as_constant": _BOOL,
     "mode": _STR, "transition_matrix": _STR, "prior": _STR, "tau": _FLOAT,
     "class_counts": _STR,
+    "lam": _FLOAT,
 }
 
 

@@ -82,6 +82,13 @@ from losses.probability import probability_mse
 from losses.probability import probability_mse_grad
 from losses.probability import probability_mse_steepness
 
+# Early-learning regularization: a softmax loss with a per-example running
+# target, which the caller keeps (train/: in the label state).
+from losses.early_learning import elr_loss
+from losses.early_learning import elr_loss_grad
+from losses.early_learning import elr_loss_steepness
+from losses.early_learning import elr_update_targets
+
 # Sigmoid family (binary / multi-label, one value per element).
 from losses.sigmoid_asymmetric import sigmoid_asymmetric_loss
 from losses.sigmoid_asymmetric import sigmoid_asymmetric_loss_grad

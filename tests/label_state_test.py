@@ -1,5 +1,6 @@
 """Tests of train/step/label_state.py against a plain NumPy label state."""
 
+import functools
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from absl.testing import parameterized
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+import losses
 from tests import tiny
 from train import sharding
 from train.data import pipeline
@@ -118,7 +120,59 @@ def compare_with_reference(mode="soft", multi_label=False, num_examples=37,
   return state, reference
 
 
+def compare_targets_with_reference(num_examples=37, num_classes=5, epochs=2,
+                                   batch_size=8, beta=0.7):
+  """ELR's running targets: gathered, updated and scattered by batch as the
+  training step does, against a plain NumPy table; asserts equality.
+
+  Each batch's rows are read with ``gather``, moved by
+  ``losses.elr_update_targets`` with random logits and written back with
+  ``scatter``; the reference does ``t[i] = beta t[i] + (1 - beta) p~_i /
+  sum p~_i`` row by row.
+  """
+  mesh = sharding.make_mesh()
+  rng = np.random.default_rng(1)
+  noisy = rng.integers(0, num_classes, num_examples).astype(np.int32)
+  state = label_state.create(noisy, num_classes, history=0, mesh=mesh,
+                             targets=True)
+  reference = np.zeros((num_examples, num_classes), np.float64)
+
+  @functools.partial(jax.jit, donate_argnums=0)
+  def step(state, indices, logits):
+    rows = losses.elr_update_targets(
+        label_state.gather(state.targets, indices, mesh), logits, beta=beta)
+    return state._replace(targets=label_state.scatter(
+        state.targets, indices, rows, mesh))
+
+  for epoch in range(epochs):
+    for batch in pipeline.epoch_indices(epoch, epoch, num_examples,
+                                        batch_size):
+      logits = rng.normal(size=(batch_size, num_classes)).astype(np.float32)
+      state = step(state, jax.device_put(batch, NamedSharding(mesh, P(AXIS))),
+                   jax.device_put(logits, NamedSharding(mesh, P(AXIS, None))))
+      for i, z in zip(batch, logits.astype(np.float64)):
+        p = np.clip(np.exp(z) / np.exp(z).sum(), 1e-4, 1 - 1e-4)
+        reference[i] = beta * reference[i] + (1 - beta) * p / p.sum()
+    np.testing.assert_allclose(np.asarray(state.targets)[:num_examples],
+                               reference, rtol=1e-5, atol=1e-7)
+  # Padded rows untouched; unvisited rows still zero; the rest as sharded.
+  np.testing.assert_array_equal(np.asarray(state.targets)[num_examples:], 0)
+  assert np.any(reference.sum(-1) == 0) and np.any(reference.sum(-1) > 0)
+  assert state.targets.sharding.spec == P(AXIS, None)
+  return state
+
+
 class LabelStateTest(parameterized.TestCase):
+
+  def test_running_targets_match_numpy_reference(self):
+    compare_targets_with_reference()
+
+  def test_no_running_targets_cost_nothing(self):
+    mesh = sharding.make_mesh()
+    state = label_state.create(np.zeros(37, np.int32), 5, history=0,
+                               mesh=mesh)
+    self.assertEqual(state.targets.shape, (37, 0))
+    self.assertEqual(state.targets.nbytes, 0)
 
   @parameterized.parameters(("soft", False), ("hard", False),
                             ("hard", True), ("soft", True))
@@ -134,19 +188,27 @@ class LabelStateTest(parameterized.TestCase):
 
   def test_bytes_per_device_counts_the_arrays(self):
     mesh = sharding.make_mesh()
-    for dtype in label_state.HISTORY_DTYPES:
-      state = label_state.create(np.zeros(37, np.int32), 5, history=3,
-                                 mesh=mesh, history_dtype=dtype)
+    for dtype, history, targets in (("float32", 3, False),
+                                    ("bfloat16", 3, False),
+                                    ("float32", 0, True)):
+      state = label_state.create(np.zeros(37, np.int32), 5, history=history,
+                                 mesh=mesh, history_dtype=dtype,
+                                 targets=targets)
       on_device = sum(
           shard.data.nbytes for leaf in state
           for shard in leaf.addressable_shards
           if shard.device == jax.devices()[0])
       self.assertEqual(label_state.bytes_per_device(
-          37, 5, history=3, data_devices=1, history_dtype=dtype), on_device)
+          37, 5, history=history, data_devices=1, history_dtype=dtype,
+          targets=targets), on_device)
     # Clothing1M at K = 10 over 8 devices: 125,000 rows a device.
     self.assertEqual(label_state.bytes_per_device(
         1_000_000, 14, history=10, data_devices=8),
                      125_000 * 14 * 4 * 11 + 125_000 * 10 + 4)
+    # ELR's running targets beside the labels (docs/scaling.md).
+    self.assertEqual(label_state.bytes_per_device(
+        1_000_000, 14, history=0, data_devices=8, targets=True),
+                     125_000 * 14 * 8 + 4)
 
   def test_bad_history_dtype(self):
     with self.assertRaisesRegex(ValueError, "history_dtype"):
@@ -247,6 +309,7 @@ class ShardedLabelStateTest(absltest.TestCase):
               "from tests import label_state_test as t\n"
               "for mode, multi in (('soft', False), ('hard', True)):\n"
               "  t.compare_with_reference(mode, multi, num_examples=37)\n"
+              "t.compare_targets_with_reference(num_examples=37)\n"
               "print('ok')\n")
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
                             capture_output=True, text=True, check=False)

@@ -68,6 +68,33 @@ class RegistryTest(parameterized.TestCase):
       got = jax.jit(total)(logits, targets, {"bonus_weight": rho})
       self.assertAlmostEqual(float(got), float(expected), places=6)
 
+  def test_a_state_loss_routes_its_hyperparameters(self):
+    # ELR: lam to the loss, beta to its running targets' update, floor to
+    # both; the state comes from the step as hparams["targets"].
+    elr = loss_registry.spec("elr")
+    self.assertEqual(elr.hyperparameters,
+                     {"lam": 3.0, "floor": 1e-4, "beta": 0.7})
+    values = {"lam": 5.0, "floor": 1e-3, "beta": 0.6}
+    total = loss_registry.build("elr", values, num_classes=4,
+                                traced=("beta",))
+    update = loss_registry.build_update("elr", values, traced=("beta",))
+    self.assertIsNone(loss_registry.build_update("ce", {}))
+    logits = jax.random.normal(jax.random.key(0), (6, 4))
+    labels = jnp.arange(6) % 4
+    rows = jnp.full((6, 4), 0.1)
+    hparams = {"beta": 0.5}
+    new = jax.jit(update)(rows, logits, hparams)
+    np.testing.assert_allclose(new, losses.elr_update_targets(
+        rows, logits, beta=0.5, floor=1e-3), rtol=1e-6)
+    got = jax.jit(total)(logits, labels,
+                         {**hparams, loss_registry.STATE_ARGUMENT: new})
+    np.testing.assert_allclose(got, losses.elr_loss(
+        logits, labels, targets=new, lam=5.0, floor=1e-3).sum(), rtol=1e-6)
+    with self.assertRaisesRegex(
+        ValueError,
+        r"config.loss \(early_learning_regularization.*`beta` must lie in"):
+      loss_registry.build("elr", {"beta": 1.5}, num_classes=4)
+
   def test_build_errors(self):
     with self.assertRaisesRegex(ValueError, r"takes no hyperparameter.*gamma"):
       loss_registry.build("ce", {"gamma": 1.0}, num_classes=3)

@@ -36,9 +36,13 @@ print("SUMMARY" + json.dumps(summary))
 
 
 def process_config():
-  """JO with relabelling, a global batch of 64 split over the processes."""
+  """An epoch of JO that relabels at its end, then an epoch of ELR on those
+  labels (running targets written by every step; the label state's rows
+  split over the processes), a global batch of 64 split over them."""
   return tiny_config(**{"loss.name": "jo", "label_state.mode": "soft",
-                        "label_state.begin": 1, "model.name": "cnn1d"})
+                        "label_state.begin": 1, "model.name": "cnn1d",
+                        "num_epochs": 1, "stage2.epochs": 1,
+                        "stage2.loss": "elr"})
 
 
 def _children(pid: int) -> list[int]:

@@ -22,12 +22,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _config(**overrides):
-  """JO relabelling from epoch 2, 2 + 2 epochs (stage 2), 4 steps an epoch;
-  no epoch-end checkpoint but the last (as with the default's 10 s)."""
+  """JO relabelling from epoch 2, 2 + 2 epochs, 4 steps an epoch; stage 2
+  trains with ELR, whose running targets each step writes: every field of
+  the label state is in play. No epoch-end checkpoint but the last (as with
+  the default's 10 s)."""
   return tiny_config(**{"loss.name": "jo", "label_state.mode": "soft",
                         "label_state.begin": 1, "num_epochs": 2,
-                        "stage2.epochs": 2, "checkpoint_min_seconds": 1e6,
-                        **overrides})
+                        "stage2.epochs": 2, "stage2.loss": "elr",
+                        "checkpoint_min_seconds": 1e6, **overrides})
 
 
 class _StopAt:
@@ -87,7 +89,8 @@ class StopInsideEpochTest(absltest.TestCase):
     workdir = tempfile.mkdtemp()
     # Asked after each of an epoch's first 3 steps and at its end: 4 times
     # an epoch. 6: epoch 2 after step 2; then 4: epoch 3 (the first of
-    # stage 2, past a checkpoint inside stage 1) after step 2.
+    # stage 2, past a checkpoint inside stage 1) after step 2, its ELR
+    # targets written by 2 steps.
     for n, stopped_at in ((6, (2, 2)), (4, (3, 2))):
       with self.assertRaises(preemption.Stopped) as stopped:
         trainer.train_and_evaluate(config, workdir, stop=_StopAt(n))

@@ -109,3 +109,17 @@ def joint_optimization(z, t, alpha=1.0, beta=0.5, prior=None):
   l_p = jnp.sum(prior * jnp.log(prior / p_bar))
   l_e = -jnp.mean(jnp.sum(p * jnp.log(p), -1))
   return jnp.mean(kl) + alpha * l_p + beta * l_e
+
+
+def elr(z, t, targets, lam=3.0, floor=1e-4):
+  """ELR: cross entropy + lam log(1 - <targets, clip(p)>)."""
+  clipped = jnp.clip(probs(z), floor, 1 - floor)
+  return cross_entropy(z, t) + lam * jnp.log(
+      1 - jnp.sum(targets * clipped, -1))
+
+
+def elr_update(targets, z, beta=0.7, floor=1e-4):
+  """ELR's running targets: beta t + (1 - beta) clip(p) / sum clip(p)."""
+  clipped = jnp.clip(probs(z), floor, 1 - floor)
+  return beta * targets + (1 - beta) * clipped / jnp.sum(clipped, -1,
+                                                           keepdims=True)

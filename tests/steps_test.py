@@ -50,17 +50,23 @@ def problem(mesh):
 
 def run_steps(mesh, loss_name="joint_optimization", num_steps=3,
               hparam_schedules=None, hyperparameters=None):
-  """A few JO steps with the label state on ``mesh``; returns everything."""
+  """A few JO steps with the label state on ``mesh``; returns everything.
+
+  A loss with running targets (ELR) keeps them in the label state too.
+  """
   noisy, data, classifier, optimizer, state = problem(mesh)
   state = jax.device_put(state, sharding.replicate(state, mesh))
-  labels = label_state.create(noisy, C, history=2, mesh=mesh)
   hparam_schedules = hparam_schedules or {}
   loss = loss_registry.build(loss_name, hyperparameters or {}, num_classes=C,
                              traced=tuple(hparam_schedules))
+  update = loss_registry.build_update(loss_name, hyperparameters or {},
+                                      traced=tuple(hparam_schedules))
+  labels = label_state.create(noisy, C, history=2, mesh=mesh,
+                              targets=update is not None)
   cfg = steps.StepConfig(
       classifier=classifier, loss=loss,
       family=loss_registry.spec(loss_name).family, optimizer=optimizer,
-      hparam_schedules=hparam_schedules, mesh=mesh)
+      hparam_schedules=hparam_schedules, mesh=mesh, update_targets=update)
   step = steps.make_train_step(cfg, state, labels, data)
   sums = jax.device_put(metrics.zeros_like_sums(10),
                         sharding.replicated(mesh))
@@ -94,6 +100,29 @@ class TrainStepTest(absltest.TestCase):
     np.testing.assert_allclose(np.asarray(labels.history)[0, batch],
                                jax.nn.softmax(logits), rtol=1e-5, atol=1e-6)
     self.assertEqual(int(state["step"]), 1)
+
+  def test_elr_updates_the_running_targets_before_the_loss_reads_them(self):
+    mesh = sharding.make_mesh()
+    _, labels, _, step_losses, _ = run_steps(
+        mesh, "elr", num_steps=2, hyperparameters={"beta": 0.6, "lam": 5.0})
+    rng = np.random.default_rng(0)
+    noisy = rng.integers(0, C, N).astype(np.int32)
+    x = rng.normal(size=(N, 6, 1)).astype(np.float32)
+    first, second = pipeline.epoch_indices(0, 0, N, B)[:2]
+    # Step 0 by hand: the rows start at zero and take (1 - beta) p~ / sum
+    # p~ of this step's logits, which the loss then reads.
+    logits = TinyBatchNormNet(nnx.Rngs(0))(jnp.asarray(x[first]), train=True)
+    targets = losses.elr_update_targets(np.zeros((B, C), np.float32), logits,
+                                        beta=0.6)
+    expected = losses.elr_loss(logits, noisy[first], targets=targets,
+                               lam=5.0)
+    self.assertAlmostEqual(step_losses[0], float(jnp.mean(expected)),
+                           places=5)
+    got = np.asarray(labels.targets)
+    np.testing.assert_allclose(got[first], targets, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(got[second].sum(-1), 0.4, rtol=1e-5)
+    untouched = np.setdiff1d(np.arange(N), np.r_[first, second])
+    np.testing.assert_array_equal(got[untouched], 0.0)
 
   def test_schedule_moves_the_value_without_recompiling(self):
     mesh = sharding.make_mesh()
@@ -223,6 +252,13 @@ for a, b in zip(jax.tree.leaves(one[:3]), jax.tree.leaves(eight[:3])):
                              atol=1e-6)
 np.testing.assert_allclose(one[3], eight[3], rtol=1e-5)
 assert eight[1].history.sharding.spec[1] == "data"
+# ELR's running targets, gathered and scattered over the 8 devices.
+one = steps_test.run_steps(sharding.make_mesh(jax.devices()[:1]), "elr")
+eight = steps_test.run_steps(sharding.make_mesh(), "elr")
+np.testing.assert_allclose(np.asarray(one[1].targets),
+                           np.asarray(eight[1].targets), rtol=1e-5, atol=1e-7)
+np.testing.assert_allclose(one[3], eight[3], rtol=1e-5)
+assert eight[1].targets.sharding.spec[0] == "data"
 print("ok")
 """
 

@@ -249,10 +249,12 @@ class StreamTrainingTest(absltest.TestCase):
 
   def test_without_augmentation_a_streamed_run_is_the_device_run(self):
     # Two replicas (replica 0's order is streamed to both), relabelling,
-    # the training probabilities at the end.
+    # then a stage of ELR (its running targets, per replica), the training
+    # probabilities at the end.
     overrides = {"loss.name": "jo", "label_state.mode": "soft",
                  "label_state.begin": 1, "replicas": 2,
                  "noise.shared_across_replicas": True,
+                 "stage2.epochs": 1, "stage2.loss": "elr",
                  "save_train_probabilities": True}
     device, device_dir = _run(self.config("device", **overrides))
     streamed, workdir = _run(self.config("stream", **overrides))

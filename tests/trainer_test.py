@@ -2,12 +2,15 @@
 
 import math
 import os
+import subprocess
+import sys
 import tempfile
 
 import numpy as np
 from absl.testing import absltest
 from absl.testing import parameterized
 
+from tests.tiny import ROOT
 from tests.tiny import printed
 from tests.tiny import run_on_eight_devices
 from tests.tiny import tiny_config
@@ -321,6 +324,30 @@ workdir = tempfile.mkdtemp()
 trainer.train_and_evaluate(sharding_config(), workdir)
 print("RECORDS" + json.dumps(contract.read_records(workdir)))
 """
+
+
+class CommandLineTest(absltest.TestCase):
+
+  def test_elr_on_mnist1d_with_40_percent_noise(self):
+    """The command of configs/mnist1d.py's docstring with ``loss=elr``,
+    shrunk to 2 epochs of 512 examples of an MLP: it trains."""
+    workdir = os.path.join(tempfile.mkdtemp(), "elr")
+    result = subprocess.run(
+        [sys.executable, "-m", "train",
+         "--config=configs/mnist1d.py:loss=elr,noise=0.4",
+         f"--workdir={workdir}", "--config.num_epochs=2",
+         "--config.dataset.train_size=512", "--config.model.name=mlp",
+         "--config.model.width=32", "--config.batch_size=64",
+         "--config.progress=False", "--config.tensorboard=False"],
+        cwd=ROOT, env=dict(os.environ, JAX_PLATFORMS="cpu"),
+        capture_output=True, text=True, timeout=300, check=False)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertIn("symmetric noise 40%", result.stdout)
+    self.assertIn("elr x2", result.stdout)  # the summary's title
+    first, last = contract.read_records(workdir)
+    self.assertLess(last["train_loss"], first["train_loss"])
+    self.assertGreater(last["test_accuracy"], 0.15)  # chance: 0.1
+    self.assertEqual(contract.read_run(workdir)["epochs"], 2)
 
 
 def sharding_config():

@@ -15,8 +15,9 @@ per-replica arrays     ``('replica',)``: noisy labels, train state
 an epoch's order       ``([replica,] None, 'data')``: batches split
 a streamed batch       ``('data', ...)``; its labels ``([replica,] 'data')``
 evaluation order/mask  ``(None, 'data')``
-label state            ``labels ([replica,] 'data', None)``; ``history``
-                       and ``written`` ``([replica,] None, 'data', ...)``
+label state            ``labels`` and ``targets`` ``([replica,] 'data',
+                       None)``; ``history`` and ``written`` ``([replica,]
+                       None, 'data', ...)``
 =====================  =============================================
 
 A per-example array's rows are padded to a multiple of the ``'data'`` axis
@@ -154,7 +155,8 @@ def label_state_specs(*, replicas: bool = False) -> dict[str, P]:
   return {"labels": P(*lead, DATA_AXIS, None),
           "history": P(*lead, None, DATA_AXIS, None),
           "written": P(*lead, None, DATA_AXIS),
-          "slot": P(*lead)}
+          "slot": P(*lead),
+          "targets": P(*lead, DATA_AXIS, None)}
 
 
 def label_state_shardings(mesh: jax.sharding.Mesh, *, replicas: bool = False

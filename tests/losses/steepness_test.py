@@ -45,6 +45,9 @@ CURVES = [
     ("class_weighted", losses.class_weighted_cross_entropy,
      losses.class_weighted_cross_entropy_steepness,
      dict(class_weights=np.r_[2.5, np.ones(C - 1)]), dict(weight=2.5)),
+    # A running target that agrees with the label (one-hot on class 0).
+    ("elr", losses.elr_loss, losses.elr_loss_steepness,
+     dict(targets=np.eye(C)[:1], lam=7.0), dict(lam=7.0)),
 ]
 
 

@@ -246,7 +246,8 @@ class Checkpoints:
   def describe(label_state: label_state_lib.LabelState) -> str:
     return (f"{jax.device_count()} devices, label state "
             f"{list(label_state.labels.shape)}, history "
-            f"{label_state.history.shape[-3]}")
+            f"{label_state.history.shape[-3]}"
+            + (", running targets" if label_state.targets.size else ""))
 
   def wait(self) -> None:
     self._manager.wait_until_finished()

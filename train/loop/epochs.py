@@ -102,7 +102,9 @@ class _Run:
         training_data.by_replica([n.labels for n in self.noisy]),
         self.data.num_classes,
         history=self.settings.label_history, mesh=self.mesh, replicas=True,
-        history_dtype=self.settings.label_history_dtype)
+        history_dtype=self.settings.label_history_dtype,
+        # ELR's running targets, for a stage whose loss keeps them.
+        targets=any(s.loss.update_targets is not None for s in self.stages))
 
   def compile_stage(self, stage: stages.Stage, classifier, state,
                     label_state) -> None:
@@ -125,7 +127,8 @@ class _Run:
         # fast paths (stage 2 too, when stage 1 never relabelled).
         integer_labels=(self.settings.label_history == 0
                         and not multi_label),
-        num_classes=self.data.num_classes, replicas=not single)
+        num_classes=self.data.num_classes, replicas=not single,
+        update_targets=stage.loss.update_targets)
     if single:
       self._leave_replicas, self._enter_replicas, self.step_data = (
           self._single_replica_moves(state, label_state))

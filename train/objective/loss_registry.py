@@ -5,6 +5,12 @@ per example; ``sigmoid``: one per element; ``batch``: already the batch
 scalar, Joint Optimization) and the hyperparameters it takes, read from its
 signature so that the registry follows the library.
 
+A loss with a per-example state (ELR: each example's running target) names
+the function that updates it, ``update(rows, logits, **hyperparameters)``;
+the training step reads the batch's rows from the label state, updates
+them with the step's logits, writes them back and passes them to the loss
+as its ``STATE_ARGUMENT`` (``targets``): the state is never a config value.
+
 ``from_config`` is where a config's loss is validated, once: the name, the
 hyperparameters it takes, the values named in ``RESOLVED`` (resolved against
 each replica's noise draw), the scheduled hyperparameter, and every value by
@@ -34,17 +40,44 @@ import losses
 from train.data import noise
 
 
+# The keyword argument of a loss with a per-example state that the step
+# fills from the label state (``LossSpec.update``).
+STATE_ARGUMENT = "targets"
+
+
+def _keywords(fn: Callable[..., Any]) -> dict[str, Any]:
+  """``fn``'s keyword-only arguments with their defaults, but ``axis``,
+  ``where`` and ``STATE_ARGUMENT``."""
+  return {name: p.default
+          for name, p in inspect.signature(fn).parameters.items()
+          if p.kind is p.KEYWORD_ONLY
+          and name not in ("axis", "where", STATE_ARGUMENT)}
+
+
 @dataclasses.dataclass(frozen=True)
 class LossSpec:
   fn: Callable[..., jax.Array]
   family: str  # 'softmax' | 'sigmoid' | 'batch'
+  # A per-example state's step update, ``update(rows, logits, **h) ->
+  # rows``, whose result ``fn`` reads as ``STATE_ARGUMENT``; None: no state.
+  update: Callable[..., jax.Array] | None = None
 
   @property
   def hyperparameters(self) -> dict[str, Any]:
-    """Keyword-only arguments with their defaults, ``axis`` and ``where`` excluded."""
-    return {name: p.default
-            for name, p in inspect.signature(self.fn).parameters.items()
-            if p.kind is p.KEYWORD_ONLY and name not in ("axis", "where")}
+    """Keyword-only arguments with their defaults (the update's too),
+    ``axis``, ``where`` and the state excluded."""
+    if self.update is None:
+      return _keywords(self.fn)
+    return {**_keywords(self.update), **_keywords(self.fn)}
+
+  def split(self, values: Mapping[str, Any]
+            ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``values`` as the loss's own and the update's own (one value may
+    serve both: ELR's clip ``floor``)."""
+    own = _keywords(self.fn)
+    update = {} if self.update is None else _keywords(self.update)
+    return ({k: v for k, v in values.items() if k in own},
+            {k: v for k, v in values.items() if k in update})
 
 
 LOSSES: dict[str, LossSpec] = {
@@ -77,6 +110,8 @@ LOSSES: dict[str, LossSpec] = {
                                        "sigmoid"),
     "sigmoid_encouraging": LossSpec(losses.sigmoid_encouraging_loss,
                                     "sigmoid"),
+    "early_learning_regularization": LossSpec(
+        losses.elr_loss, "softmax", update=losses.elr_update_targets),
 }
 ALIASES = {
     "ce": "cross_entropy", "el": "encouraging", "gce":
@@ -85,6 +120,7 @@ ALIASES = {
     "mae": "probability_mae", "bce": "sigmoid_binary_cross_entropy",
     "asl": "sigmoid_asymmetric", "la": "logit_adjusted_cross_entropy",
     "cb": "class_balanced_cross_entropy",
+    "elr": "early_learning_regularization",
 }
 
 # Hyperparameters given by name in a config and resolved against the data:
@@ -198,11 +234,17 @@ def build(name: str, hyperparameters: Mapping[str, Any], *, num_classes: int,
       raise ValueError(f"config.loss.schedule: loss {name!r} has no "
                        f"hyperparameter {h!r} to schedule; it takes "
                        f"{sorted(allowed)}")
-  fixed = {k: v for k, v in hyperparameters.items() if k not in traced}
+  fixed, _ = loss.split({k: v for k, v in hyperparameters.items()
+                         if k not in traced})
   check(name, hyperparameters, num_classes=num_classes)
+  own = set(_keywords(loss.fn)) | (
+      set() if loss.update is None else {STATE_ARGUMENT})
 
   def total(logits, targets, hparams=None):
-    values = loss.fn(logits, targets, **fixed, **(hparams or {}))
+    # hparams: the traced values (those of a state's update go to it) and
+    # a state loss's rows, as STATE_ARGUMENT.
+    values = loss.fn(logits, targets, **fixed,
+                     **{k: v for k, v in (hparams or {}).items() if k in own})
     if loss.family == "batch":
       return values * logits.shape[0]
     if loss.family == "sigmoid":
@@ -212,9 +254,31 @@ def build(name: str, hyperparameters: Mapping[str, Any], *, num_classes: int,
   return total
 
 
+def build_update(name: str, hyperparameters: Mapping[str, Any], *,
+                 traced: tuple[str, ...] = ()
+                 ) -> Callable[[jax.Array, jax.Array,
+                                Mapping[str, jax.Array]], jax.Array] | None:
+  """The per-example state's step update ``f(rows, logits, hparams) ->
+  rows`` of loss ``name`` (None for a loss without one), with the values of
+  ``hyperparameters`` not ``traced`` fixed, as ``build``'s."""
+  loss = spec(name)
+  if loss.update is None:
+    return None
+  _, fixed = loss.split({k: v for k, v in hyperparameters.items()
+                         if k not in traced})
+  own = set(_keywords(loss.update))
+
+  def update(rows, logits, hparams=None):
+    return loss.update(rows, logits, **fixed, **{
+        k: v for k, v in (hparams or {}).items() if k in own})
+
+  return update
+
+
 def check(name: str, hyperparameters: Mapping[str, Any], *,
           num_classes: int) -> None:
-  """Calls loss ``name`` on a tiny batch with concrete hyperparameters.
+  """Calls loss ``name`` (and its state's update) on a tiny batch with
+  concrete hyperparameters.
 
   Raises:
     ValueError: naming the config key, with the library's reason.
@@ -225,8 +289,14 @@ def check(name: str, hyperparameters: Mapping[str, Any], *,
     targets = jnp.eye(num_classes)[:2]
   else:
     targets = jnp.full((2, num_classes), 1.0 / num_classes)
+  own, update = loss.split(hyperparameters)
   try:
-    jax.block_until_ready(loss.fn(logits, targets, **hyperparameters))
+    if loss.update is None:
+      jax.block_until_ready(loss.fn(logits, targets, **hyperparameters))
+    else:
+      rows = loss.update(jnp.zeros_like(logits), logits, **update)
+      jax.block_until_ready(loss.fn(logits, targets, **own,
+                                    **{STATE_ARGUMENT: rows}))
   except (ValueError, TypeError) as e:
     raise ValueError(f"config.loss ({canonical_name(name)}, "
                      f"{dict(hyperparameters)}): {e}") from None
@@ -244,6 +314,9 @@ class Loss:
     per_replica: hyperparameters whose value differs between seed replicas
       (resolved from each replica's own noise draw) -> ``[R, ...]`` arrays,
       given to ``total`` in ``hparams`` under the replicas' ``vmap``.
+    update_targets: ``build_update``'s ``f(rows, logits, hparams)``: the
+      step update of the loss's per-example running targets, which the
+      label state keeps; None for a loss without them.
   """
 
   name: str
@@ -251,6 +324,7 @@ class Loss:
   total: Callable[..., jax.Array]
   scheduled: dict[str, float]
   per_replica: dict[str, np.ndarray]
+  update_targets: Callable[..., jax.Array] | None = None
 
 
 def config_values(loss_config) -> dict[str, Any]:
@@ -349,9 +423,10 @@ def configure(name: str, values: Mapping[str, Any], *, num_classes: int,
   if scheduled:
     check(name, {**resolved[0], h: schedule.initial},
           num_classes=num_classes)
-  total = build(name, resolved[0], num_classes=num_classes,
-                traced=(*scheduled, *per_replica))
-  return Loss(name, loss.family, total, scheduled, per_replica)
+  traced = (*scheduled, *per_replica)
+  total = build(name, resolved[0], num_classes=num_classes, traced=traced)
+  return Loss(name, loss.family, total, scheduled, per_replica,
+              build_update(name, resolved[0], traced=traced))
 
 
 def _same(a, b) -> bool:

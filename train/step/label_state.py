@@ -1,7 +1,12 @@
 """The label state: every training example's current (soft) label, on device.
 
-Joint Optimization (Tanaka et al., CVPR 2018) relabels the training set between epochs. The
-state it needs is explicit and sharded along the example axis ``'data'``:
+The per-example arrays a method keeps, explicit and sharded along the
+example axis ``'data'``. Joint Optimization (Tanaka et al., CVPR 2018)
+relabels the training set between epochs; early-learning regularization
+(ELR, Liu et al., NeurIPS 2020) keeps a running target per example that
+each step updates. A run keeps JO's buffer only when it relabels and
+ELR's targets only when its loss is ELR: otherwise they have no bytes
+(``K = 0``; ``[N', 0]``):
 
 * ``labels [N', C]``: the current labels, one-hot (or multi-hot) noisy labels
   at first, soft or hard after relabelling begins;
@@ -11,13 +16,16 @@ state it needs is explicit and sharded along the example axis ``'data'``:
 * ``written [K, N']``: which entries of the buffer hold a value (an example
   left out of an epoch's batches, or an epoch not yet run, counts for
   nothing in the mean);
-* ``slot``: the buffer slot the current epoch writes.
+* ``slot``: the buffer slot the current epoch writes;
+* ``targets [N', C]``: ELR's running targets, float32, zero at first
+  (``[N', 0]`` for any other loss).
 
 ``N'`` is ``N`` rounded up to a multiple of the mesh's ``'data'`` axis (the
 padded rows are never indexed). Inside the training step ``gather`` reads
-the rows of a batch and ``record`` writes the batch's probabilities into
-the current slot, both with ``shard_map``: the batch's indices and rows
-(``B`` of them) are all-gathered, each device reads or writes the rows it owns, and a read is
+the rows of a batch, and ``scatter`` (ELR's updated targets) and ``record``
+(the batch's probabilities, into the current slot) write them, all with
+``shard_map``: the batch's indices and rows (``B`` of them) are
+all-gathered, each device reads or writes the rows it owns, and a read is
 summed back to the batch's shards. Only ``O(B C)`` values move between
 devices and none between host and device. ``update`` (jitted once by the
 caller, state donated) relabels every example between epochs, elementwise on
@@ -51,6 +59,7 @@ class LabelState(NamedTuple):
   history: jax.Array
   written: jax.Array
   slot: jax.Array
+  targets: jax.Array
 
 
 def shardings(mesh: jax.sharding.Mesh, *, replicas: bool = False
@@ -64,24 +73,27 @@ def shardings(mesh: jax.sharding.Mesh, *, replicas: bool = False
 
 
 def bytes_per_device(num_examples: int, num_classes: int, *, history: int,
-                     data_devices: int,
-                     history_dtype: str = "float32") -> int:
+                     data_devices: int, history_dtype: str = "float32",
+                     targets: bool = False) -> int:
   """Bytes of one replica's label state on each device of the ``'data'`` axis.
 
   The rows (``N`` rounded up to a multiple of ``data_devices``) are split
   evenly: ``labels`` (float32), ``history`` (``history_dtype``), ``written``
-  (one byte per entry) and the 4-byte ``slot``.
+  (one byte per entry), the 4-byte ``slot`` and, with ``targets`` (ELR),
+  the running targets (float32).
   """
   rows = -(-num_examples // data_devices)
   value = np.dtype(jnp.dtype(history_dtype)).itemsize
-  return (rows * num_classes * 4 + history * rows * num_classes * value
-          + history * rows + 4)
+  return (rows * num_classes * 4 * (2 if targets else 1)
+          + history * rows * num_classes * value + history * rows + 4)
 
 
 def create(noisy_labels: np.ndarray, num_classes: int, *, history: int,
            mesh: jax.sharding.Mesh, replicas: bool = False,
-           history_dtype: str = "float32") -> LabelState:
-  """The initial state: the noisy labels one-hot, an empty buffer.
+           history_dtype: str = "float32",
+           targets: bool = False) -> LabelState:
+  """The initial state: the noisy labels one-hot, an empty buffer, zero
+  running targets.
 
   Args:
     noisy_labels: int ``[N]`` labels, or float multi-hot ``[N, C]``; with
@@ -92,6 +104,8 @@ def create(noisy_labels: np.ndarray, num_classes: int, *, history: int,
       (and the replicas along ``'replica'``).
     replicas: whether ``noisy_labels`` has a leading replica axis.
     history_dtype: the buffer's storage, one of ``HISTORY_DTYPES``.
+    targets: whether to keep running targets (ELR), zero as the official
+      code starts them.
   """
   if history < 0:
     raise ValueError(f"history must be >= 0, got {history}")
@@ -114,7 +128,9 @@ def create(noisy_labels: np.ndarray, num_classes: int, *, history: int,
         labels=labels,
         history=jnp.zeros((history, num_rows, num_classes), history_dtype),
         written=jnp.zeros((history, num_rows), bool),
-        slot=jnp.zeros((), jnp.int32))
+        slot=jnp.zeros((), jnp.int32),
+        targets=jnp.zeros((num_rows, num_classes if targets else 0),
+                          jnp.float32))
 
   if replicas:
     init = jax.vmap(init)
@@ -145,6 +161,38 @@ def gather(table: jax.Array, indices: jax.Array,
                        out_specs=P(AXIS, *trailing))(table, indices)
 
 
+def _owned_rows(batch_indices: jax.Array, rows: int) -> jax.Array:
+  """Inside ``shard_map``: every device's batch indices as rows of this
+  device's shard of ``rows`` rows; a row another device owns points out of
+  range, where a scatter with ``mode="drop"`` skips it."""
+  every_index = jax.lax.all_gather(batch_indices, AXIS, tiled=True)
+  local_index = every_index - jax.lax.axis_index(AXIS) * rows
+  return jnp.where((local_index >= 0) & (local_index < rows), local_index,
+                   rows)
+
+
+def scatter(table: jax.Array, indices: jax.Array, values: jax.Array,
+            mesh: jax.sharding.Mesh) -> jax.Array:
+  """``table`` with rows ``indices`` set to ``values``: ``gather``'s
+  inverse on a row-sharded table, ``values`` sharded like ``indices``
+  (which hold no repeats: an epoch's order).
+
+  Each device writes the rows it owns, from the all-gathered batch.
+  """
+  trailing = (None,) * (table.ndim - 1)
+
+  def local(shard, batch_indices, batch_values):
+    every_value = jax.lax.all_gather(batch_values, AXIS, tiled=True)
+    return shard.at[_owned_rows(batch_indices, shard.shape[0])].set(
+        every_value, mode="drop")
+
+  return jax.shard_map(local, mesh=mesh,
+                       in_specs=(P(AXIS, *trailing), P(AXIS),
+                                 P(AXIS, *trailing)),
+                       out_specs=P(AXIS, *trailing))(
+                           table, indices, values.astype(table.dtype))
+
+
 def record(state: LabelState, indices: jax.Array, probs: jax.Array,
            mesh: jax.sharding.Mesh) -> LabelState:
   """Writes the batch's probabilities into the current history slot."""
@@ -152,13 +200,8 @@ def record(state: LabelState, indices: jax.Array, probs: jax.Array,
     return state
 
   def local(history, written, slot, batch_indices, batch_probs):
-    every_index = jax.lax.all_gather(batch_indices, AXIS, tiled=True)
     every_prob = jax.lax.all_gather(batch_probs, AXIS, tiled=True)
-    rows = history.shape[1]
-    local_index = every_index - jax.lax.axis_index(AXIS) * rows
-    # Rows another device owns are pointed out of range and dropped.
-    local_index = jnp.where((local_index >= 0) & (local_index < rows),
-                            local_index, rows)
+    local_index = _owned_rows(batch_indices, history.shape[1])
     history = history.at[slot, local_index].set(every_prob, mode="drop")
     written = written.at[slot, local_index].set(True, mode="drop")
     return history, written
@@ -226,8 +269,7 @@ def update(state: LabelState, epoch: jax.Array, *, begin: int, mode: str,
   # The next slot cleared: [(R,) K] False at each replica's slot.
   keep = jnp.arange(size) != slot[..., None]
   written = state.written & keep[..., None]
-  return LabelState(labels=labels, history=state.history, written=written,
-                    slot=slot)
+  return state._replace(labels=labels, written=written, slot=slot)
 
 
 def hard_labels(labels: jax.Array, multi_label: bool = False) -> jax.Array:

@@ -28,6 +28,7 @@ import optax
 from train import models
 from train import sharding
 from train.data import pipeline
+from train.objective import loss_registry
 from train.step import label_state as label_state_lib
 from train.step import metrics
 
@@ -59,6 +60,11 @@ class StepConfig:
     replicas: every argument but the data's images, ``epoch`` and ``first``
       has a leading replica axis (``config.replicas`` seeds as one program):
       the step is ``vmap``ped over it, the axis split along ``'replica'``.
+    update_targets: ``f(rows, logits, hparams) -> rows`` of a loss with
+      per-example running targets (``loss_registry.Loss.update_targets``,
+      ELR): each step reads the batch's rows from ``label_state.targets``,
+      updates them with the step's logits, writes them back and gives them
+      to the loss; None for any other loss.
   """
 
   classifier: models.Classifier
@@ -76,6 +82,7 @@ class StepConfig:
   integer_labels: bool = False
   num_classes: int = 0
   replicas: bool = False
+  update_targets: Callable[..., jax.Array] | None = None
 
 
 def init_state(classifier: models.Classifier,
@@ -170,6 +177,14 @@ def _train_on_batch(cfg: StepConfig):
 
     logits, network_vjp, model_state = jax.vjp(forward, state["params"],
                                                has_aux=True)
+    if cfg.update_targets is not None:
+      # ELR: the batch's running targets take this step's prediction before
+      # the loss reads them, as the official code orders the two.
+      running = cfg.update_targets(label_state_lib.gather(
+          label_state.targets, indices, mesh), logits, hparams)
+      label_state = label_state._replace(targets=label_state_lib.scatter(
+          label_state.targets, indices, running, mesh))
+      hparams = {**hparams, loss_registry.STATE_ARGUMENT: running}
     # Each example's own dL_i/dz_i for the metrics; the parameters follow
     # the batch mean.
     total, logit_grad = jax.value_and_grad(cfg.loss)(logits, targets,
