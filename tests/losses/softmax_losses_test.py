@@ -100,8 +100,6 @@ CASES = [
      dict(class_counts=_COUNTS)),
     ("vs", losses.vs_loss, losses.vs_loss_grad, ref.vs,
      dict(class_counts=_COUNTS)),
-    ("vs_cdt", losses.vs_loss, losses.vs_loss_grad, ref.vs,
-     dict(class_counts=_COUNTS, gamma=0.5, tau=0.0)),
 ]
 
 
