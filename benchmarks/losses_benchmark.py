@@ -47,6 +47,13 @@ def _softmax_cases(c):
   t_matrix = 0.8 * np.eye(c) + 0.2 / c
   one_hot = lambda y: jax.nn.one_hot(y, c)
   ref = softmax_reference
+  # A long-tailed profile, 1000 down to 10 examples per class; LDAM's
+  # margins (max 0.5) and DRW's weights for the textbook rows.
+  counts = np.floor(1000 * 100.0 ** (-np.arange(c) / max(c - 1, 1)))
+  margins = jnp.asarray(0.5 * (counts.min() / counts) ** 0.25, jnp.float32)
+  weights = losses.class_balanced_weights(counts)
+  ldam_textbook = lambda z, y: optax.softmax_cross_entropy(
+      30.0 * (z - margins[y][:, None] * one_hot(y)), one_hot(y))
 
   def neg_entropy(z):
     # sum p log p per example, forward only (a floor's extra pass):
@@ -83,6 +90,12 @@ def _softmax_cases(c):
               z, y, transition_matrix=t_matrix),
       "joint_optimization (batch)": lambda z, y, t:
           losses.joint_optimization_loss(z, t),
+      "ldam": lambda z, y, t: losses.ldam_loss(z, y, class_counts=counts),
+      "ldam drw": lambda z, y, t: losses.ldam_loss(
+          z, y, class_counts=counts, beta=0.9999),
+      "balanced_softmax": lambda z, y, t:
+          losses.balanced_softmax_cross_entropy(z, y, class_counts=counts),
+      "vs": lambda z, y, t: losses.vs_loss(z, y, class_counts=counts),
       # jax.grad of the plain formulas (one-hot targets).
       "encouraging" + TEXTBOOK: lambda z, y, t: ref.encouraging(z, one_hot(y)),
       "focal" + TEXTBOOK: lambda z, y, t: ref.focal(z, one_hot(y)),
@@ -91,6 +104,14 @@ def _softmax_cases(c):
       "poly1" + TEXTBOOK: lambda z, y, t: ref.poly1(z, one_hot(y)),
       "gce" + TEXTBOOK: lambda z, y, t: ref.gce(z, one_hot(y)),
       "probability_mse" + TEXTBOOK: lambda z, y, t: ref.mse(z, one_hot(y)),
+      # LDAM's textbook is its official form: cross entropy of s (z - Delta_y
+      # e_y), the margin gathered by label (the reference's per-label sum
+      # computes C cross entropies, a test formula, not a training one).
+      "ldam" + TEXTBOOK: lambda z, y, t: ldam_textbook(z, y),
+      "ldam drw" + TEXTBOOK: lambda z, y, t: weights[y] * ldam_textbook(z, y),
+      "balanced_softmax" + TEXTBOOK: lambda z, y, t: ref.balanced_softmax(
+          z, one_hot(y), counts),
+      "vs" + TEXTBOOK: lambda z, y, t: ref.vs(z, one_hot(y), counts),
       # Floors: skeletons of the passes a loss cannot avoid, for the rows
       # above 1.3x optax. A second exponential per element (ASL's p^g-):
       "floor: 2 exp/element": lambda z, y, t: jnp.sum(

@@ -38,6 +38,13 @@ the official code (clamps, floors, what is detached), not imported:
   (Chainer) code: soft-target cross entropy, ``-sum_j P_j log mean_i p_ij``
   and the mean entropy. Its value differs from Steep's (the paper's KL form)
   by constants, ``mean_i H(t_i) + alpha H(P)``, which the value check adds.
+* the long-tail losses on the counts 1000 down to 10 per class
+  (``long_tail_counts``): LDAM of Cao et al. (NeurIPS 2019) as the official
+  ``LDAMLoss`` (margins ``n^(-1/4)`` scaled to 0.5, taken off the target
+  logit, scale 30), balanced softmax of Ren et al. (NeurIPS 2020, the logits
+  plus ``log n``) and VS of Kini et al. (NeurIPS 2021, as the official
+  ``VSLoss``: the logits divided by ``(n_max / n)^0.3``, plus
+  ``log(n / N)``).
 
 Measured (2 CPU threads, torch 2.13.0+cpu, ``--rounds=9
 --shapes=4096x1000``), peer/Steep before and after binary cross entropy's
@@ -158,6 +165,38 @@ def official_joint_optimization(x, t, alpha=1.0, beta=0.5):
   return l_c + alpha * l_p + beta * l_e
 
 
+def long_tail_counts(num_classes: int) -> np.ndarray:
+  """Training counts of a long-tailed profile: 1000 down to 10 per class."""
+  return np.floor(1000 * 100.0 ** (-np.arange(num_classes)
+                                   / max(num_classes - 1, 1)))
+
+
+def official_ldam(x, y, max_m=0.5, s=30.0):
+  """Cao et al.'s official LDAMLoss (no weights), batch mean: margins
+  n^(-1/4) scaled to max max_m, taken off the target logit, times s."""
+  counts = long_tail_counts(x.shape[-1])
+  m_list = 1.0 / np.sqrt(np.sqrt(counts))
+  m_list = torch.tensor(m_list * (max_m / np.max(m_list)), dtype=x.dtype)
+  index = F.one_hot(y, x.shape[-1]).bool()
+  x_m = x - m_list[y][:, None]
+  return F.cross_entropy(s * torch.where(index, x_m, x), y)
+
+
+def official_balanced_softmax(x, y):
+  """Ren et al.'s official balanced softmax: CE of logits + log counts."""
+  counts = torch.tensor(long_tail_counts(x.shape[-1]), dtype=x.dtype)
+  return F.cross_entropy(x + counts.log(), y)
+
+
+def official_vs(x, y, gamma=0.3, tau=1.0):
+  """Kini et al.'s official VSLoss: CE of x / Delta_list + iota_list."""
+  counts = long_tail_counts(x.shape[-1])
+  delta = (1.0 / counts) ** gamma
+  delta = torch.tensor(delta / np.min(delta), dtype=x.dtype)
+  iota = torch.tensor(tau * np.log(counts / counts.sum()), dtype=x.dtype)
+  return F.cross_entropy(x / delta + iota, y)
+
+
 def _jo_constant(t: np.ndarray, alpha=1.0) -> float:
   """What the official JO value adds to the paper's: mean H(t) + alpha H(P)."""
   t = t.astype(np.float64)
@@ -210,6 +249,16 @@ CASES = (
          lambda z, t: losses.sigmoid_asymmetric_loss(
              z, t, prediction_as_constant=True),
          lambda x, t: official_asl(x, t, detach_weight=True), "multi_hot"),
+    Case("ldam", lambda z, y: losses.ldam_loss(
+        z, y, class_counts=long_tail_counts(z.shape[-1])), official_ldam,
+         "int"),
+    Case("balanced_softmax",
+         lambda z, y: losses.balanced_softmax_cross_entropy(
+             z, y, class_counts=long_tail_counts(z.shape[-1])),
+         official_balanced_softmax, "int"),
+    Case("vs", lambda z, y: losses.vs_loss(
+        z, y, class_counts=long_tail_counts(z.shape[-1])), official_vs,
+         "int"),
 )
 
 

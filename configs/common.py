@@ -27,14 +27,20 @@ _FLOAT, _INT, _STR, _BOOL = float, int, str, bool
 #   logit_adjusted_cross_entropy: tau, prior ('training_labels' | 'uniform')
 #   class_balanced_cross_entropy: beta, class_counts ('training_labels')
 #   early_learning_regularization: lam, beta (its running targets'), floor
+#   ldam: max_margin, scale, beta, class_counts ('training_labels'); DRW
+#     (deferred re-weighting) is a step schedule of beta from 0:
+#     loss.beta=0.9999, loss.schedule.hyperparameter='beta',
+#     loss.schedule.kind='step', loss.schedule.start_epoch=160 (of 200)
+#   balanced_softmax_cross_entropy: class_counts ('training_labels')
+#   vs: gamma, tau, class_counts ('training_labels')
 LOSS_HYPERPARAMETERS = {
     "alpha": _FLOAT, "beta": _FLOAT, "gamma": _FLOAT, "gamma_pos": _FLOAT,
     "gamma_neg": _FLOAT, "label_smoothing": _FLOAT, "epsilon": _FLOAT,
     "bonus_weight": _FLOAT, "log_end": _FLOAT, "floor": _FLOAT, "q": _FLOAT,
     "clip": _FLOAT, "normalize": _BOOL, "prediction_as_constant": _BOOL,
     "mode": _STR, "transition_matrix": _STR, "prior": _STR, "tau": _FLOAT,
-    "class_counts": _STR,
-    "lam": _FLOAT,
+    "class_counts": _STR, "lam": _FLOAT, "max_margin": _FLOAT,
+    "scale": _FLOAT,
 }
 
 
@@ -90,7 +96,9 @@ def loss_config(name: str, **hyperparameters) -> config_dict.ConfigDict:
   for key, kind in LOSS_HYPERPARAMETERS.items():
     loss[key] = config_dict.placeholder(kind)
   # Moves one float hyperparameter from `initial` to its configured value
-  # (train/objective/schedules.py): e.g. the Encouraging Loss's deferred bonus.
+  # (train/objective/schedules.py): e.g. the Encouraging Loss's deferred
+  # bonus, or LDAM-DRW's class-balanced weights (beta from 0, uniform
+  # weights, to loss.beta at start_epoch, kind 'step').
   loss.schedule = config_dict.ConfigDict(dict(
       hyperparameter=config_dict.placeholder(_STR), kind="linear",
       start_epoch=0.0, ramp_epochs=0.0, initial=0.0))

@@ -36,6 +36,8 @@ from losses._inputs import check_transition_matrix
 from losses.softmax_asymmetric import asymmetric_single_label_loss
 from losses.softmax_asymmetric import asymmetric_single_label_loss_grad
 from losses.softmax_asymmetric import asymmetric_single_label_loss_steepness
+from losses.long_tail import balanced_softmax_cross_entropy
+from losses.long_tail import balanced_softmax_cross_entropy_grad
 from losses.bootstrapping import bootstrapping_loss
 from losses.bootstrapping import bootstrapping_loss_grad
 from losses.bootstrapping import bootstrapping_loss_steepness
@@ -61,6 +63,9 @@ from losses.focal import focal_loss_steepness
 from losses.forward_correction import forward_corrected_cross_entropy
 from losses.forward_correction import forward_corrected_cross_entropy_grad
 from losses.forward_correction import forward_corrected_cross_entropy_steepness
+from losses.long_tail import ldam_loss
+from losses.long_tail import ldam_loss_grad
+from losses.long_tail import ldam_loss_steepness
 from losses.class_imbalance import logit_adjusted_cross_entropy
 from losses.class_imbalance import logit_adjusted_cross_entropy_grad
 from losses.joint_optimization import jo_classification_loss
@@ -81,6 +86,8 @@ from losses.probability import probability_mae_steepness
 from losses.probability import probability_mse
 from losses.probability import probability_mse_grad
 from losses.probability import probability_mse_steepness
+from losses.long_tail import vs_loss
+from losses.long_tail import vs_loss_grad
 
 # Early-learning regularization: a softmax loss with a per-example running
 # target, which the caller keeps (train/: in the label state).

@@ -198,6 +198,25 @@ def check_axis(logits: jax.Array, axis: int) -> int:
   return int(axis) % logits.ndim
 
 
+def class_vector(value: Any, name: str, logits: Any, axis: int, *,
+                 positive: bool) -> jax.Array:
+  """A ``[C]`` float vector of the logits' classes, checked where concrete.
+
+  Per-class hyperparameters (a prior, class weights, class counts): the
+  shape always, the range (``> 0`` if ``positive``, else ``>= 0``) and
+  finiteness when the values are concrete.
+  """
+  num_classes = jnp.shape(logits)[check_axis(jnp.asarray(logits), axis)]
+  vector = as_float(as_array(value, name))
+  if vector.shape != (num_classes,):
+    raise ValueError(f"`{name}` must be a per-class vector of shape "
+                     f"({num_classes},), got shape {vector.shape}.")
+  check_range(vector, name, 0.0, low_open=positive)
+  if is_concrete(vector) and not bool(jnp.all(jnp.isfinite(vector))):
+    raise ValueError(f"`{name}` must be finite.")
+  return vector
+
+
 def check_probability(p: Any) -> jax.Array:
   """A steepness curve's ``p`` as floats (half in float32), checked in [0, 1]."""
   p = jnp.asarray(p)

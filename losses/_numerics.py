@@ -83,6 +83,30 @@ def smooth_labels(targets: jax.Array, label_smoothing: jax.Array
   return (1.0 - label_smoothing) * targets + label_smoothing / targets.shape[-1]
 
 
+def offset_cross_entropy(logits: jax.Array, labels: jax.Array,
+                         offset: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """Cross entropy of ``(z - max z) + offset``: value and ``q sum(t) - t``.
+
+  ``q = softmax(z + offset)``; ``offset`` (``[C]``) is a constant for the
+  gradient. The logits are shifted by their max before the offset is
+  added: at a large offset of ``z`` (1e8 in float32, whose spacing there is
+  8) ``z + offset`` would round the offset away. Integer labels take the
+  one-hot path. Shared by logit adjustment (``offset = tau log pi``) and
+  the VS loss (on its scaled logits).
+  """
+  adjusted = shifted(logits) + offset
+  if jnp.issubdtype(labels.dtype, jnp.integer):
+    s = shifted(adjusted)
+    exps = jnp.exp(s)
+    total = jnp.sum(exps, axis=-1, keepdims=True)
+    s_y = jnp.take_along_axis(s, labels[..., None], axis=-1,
+                              mode="clip")[..., 0]
+    return jnp.log(total)[..., 0] - s_y, exps / total - is_target(s, labels)
+  log_q = log_softmax(adjusted)
+  grad = jnp.exp(log_q) * jnp.sum(labels, -1, keepdims=True) - labels
+  return -jnp.sum(xlogp(labels, log_q), axis=-1), grad
+
+
 def softmax_and_complement(logits: jax.Array):
   """``log p``, ``p``, ``log(1 - p)`` for every class, exactly, and more.
 
@@ -165,6 +189,25 @@ def target_stats(logits: jax.Array, labels: jax.Array):
   log_total = jnp.log(total)[..., 0]
   lse = jnp.logaddexp(log_total, d)
   return d - lse, log_total - lse, q
+
+
+# --------------------------------------------------------------------------
+# Class counts.
+# --------------------------------------------------------------------------
+def balanced_class_weights(counts: jax.Array, beta: jax.Array) -> jax.Array:
+  """Class-balanced weights ``(1 - beta) / (1 - beta^n)``, mean 1.
+
+  Up to the factor ``1 / (1 - beta)``, which the normalisation removes:
+  ``1 - beta^n`` as ``-expm1(n log beta)`` (its digits kept in float32
+  where ``1 - beta`` has few), or ``n`` itself in the limit ``beta = 1``;
+  ``beta = 0`` gives exactly 1 for every class.
+  """
+  below_one = beta < 1.0
+  log_beta = jnp.log(jnp.where(below_one, beta, 0.5))
+  effective = jnp.where(below_one, -jnp.expm1(counts * log_beta)
+                        / jnp.where(below_one, 1.0 - beta, 1.0), counts)
+  inverse = 1.0 / effective
+  return inverse * (counts.shape[0] / jnp.sum(inverse))
 
 
 # --------------------------------------------------------------------------

@@ -20,22 +20,8 @@ from losses import _numerics
 
 
 # --------------------------------------------------------------------------
-# Per-class vectors: checks and the class-balanced weights.
+# The class-balanced weights.
 # --------------------------------------------------------------------------
-def _class_vector(value, name, logits, axis, *, positive: bool):
-  """A ``[C]`` float vector of the logits' classes, checked where concrete."""
-  num_classes = jnp.shape(logits)[_inputs.check_axis(jnp.asarray(logits),
-                                                      axis)]
-  vector = _inputs.as_float(_inputs.as_array(value, name))
-  if vector.shape != (num_classes,):
-    raise ValueError(f"`{name}` must be a per-class vector of shape "
-                     f"({num_classes},), got shape {vector.shape}.")
-  _inputs.check_range(vector, name, 0.0, low_open=positive)
-  if _inputs.is_concrete(vector) and not bool(jnp.all(jnp.isfinite(vector))):
-    raise ValueError(f"`{name}` must be finite.")
-  return vector
-
-
 def class_balanced_weights(class_counts, *, beta=0.9999) -> jax.Array:
   r"""Class weights from the effective number of examples, mean 1.
 
@@ -66,18 +52,7 @@ def class_balanced_weights(class_counts, *, beta=0.9999) -> jax.Array:
                      f"{counts.shape}.")
   _inputs.check_range(counts, "class_counts", 0.0, low_open=True)
   _inputs.check_range(beta, "beta", 0.0, 1.0)
-  return _balanced(counts, _inputs.as_float(beta))
-
-
-def _balanced(counts, beta):
-  # Up to the factor 1 / (1 - beta), which the normalisation removes:
-  # 1 - beta^n, or n itself in the limit beta = 1.
-  below_one = beta < 1.0
-  log_beta = jnp.log(jnp.where(below_one, beta, 0.5))
-  effective = jnp.where(below_one, -jnp.expm1(counts * log_beta)
-                        / jnp.where(below_one, 1.0 - beta, 1.0), counts)
-  inverse = 1.0 / effective
-  return inverse * (counts.shape[0] / jnp.sum(inverse))
+  return _numerics.balanced_class_weights(counts, _inputs.as_float(beta))
 
 
 # --------------------------------------------------------------------------
@@ -86,24 +61,11 @@ def _balanced(counts, beta):
 def _logit_adjusted(logits, labels, *, log_prior, tau):
   """Cross entropy of ``z + tau log pi``: value and ``q sum(t) - t``.
 
-  ``q = softmax(z + tau log pi)``; the shift is a constant for the gradient.
-  The logits are shifted by their max before the prior is added: at a large
-  offset (1e8 in float32, whose spacing there is 8) ``z + tau log pi`` would
-  round the adjustment away.
+  ``q = softmax(z + tau log pi)``; the shift is a constant for the gradient
+  (:func:`_numerics.offset_cross_entropy`, which adds it after shifting
+  the logits by their max).
   """
-  adjusted = _numerics.shifted(logits) + tau * log_prior
-  if _inputs.is_integer(labels):
-    s = _numerics.shifted(adjusted)
-    exps = jnp.exp(s)
-    total = jnp.sum(exps, axis=-1, keepdims=True)
-    s_y = jnp.take_along_axis(s, labels[..., None], axis=-1,
-                              mode="clip")[..., 0]
-    return (jnp.log(total)[..., 0] - s_y,
-            exps / total - _numerics.is_target(s, labels))
-  targets = labels
-  log_q = _numerics.log_softmax(adjusted)
-  grad = jnp.exp(log_q) * jnp.sum(targets, -1, keepdims=True) - targets
-  return -jnp.sum(_numerics.xlogp(targets, log_q), axis=-1), grad
+  return _numerics.offset_cross_entropy(logits, labels, tau * log_prior)
 
 
 def _adjustment(logits, prior, tau, axis):
@@ -111,7 +73,7 @@ def _adjustment(logits, prior, tau, axis):
   if prior is None:
     prior = jnp.ones(jnp.shape(logits)[_inputs.check_axis(
         jnp.asarray(logits), axis)])
-  prior = _class_vector(prior, "prior", logits, axis, positive=True)
+  prior = _inputs.class_vector(prior, "prior", logits, axis, positive=True)
   return dict(log_prior=jnp.log(prior), tau=_inputs.as_float(tau))
 
 
@@ -213,8 +175,8 @@ def class_weighted_cross_entropy(logits, labels, *, class_weights, axis=-1,
   """
   return _apply.softmax_loss(
       _class_weighted, logits, labels, axis=axis, where=where,
-      class_weights=_class_vector(class_weights, "class_weights", logits,
-                                  axis, positive=False))
+      class_weights=_inputs.class_vector(class_weights, "class_weights",
+                                         logits, axis, positive=False))
 
 
 def class_weighted_cross_entropy_grad(logits, labels, *, class_weights,
@@ -222,8 +184,8 @@ def class_weighted_cross_entropy_grad(logits, labels, *, class_weights,
   """Analytic gradient: ``p sum(t w) - t w`` (``w_y (p - e_y)`` one-hot)."""
   return _apply.softmax_gradient(
       _class_weighted, logits, labels, axis=axis, where=where,
-      class_weights=_class_vector(class_weights, "class_weights", logits,
-                                  axis, positive=False))
+      class_weights=_inputs.class_vector(class_weights, "class_weights",
+                                         logits, axis, positive=False))
 
 
 def class_weighted_cross_entropy_steepness(p, *, weight=1.0
@@ -234,8 +196,8 @@ def class_weighted_cross_entropy_steepness(p, *, weight=1.0
 
 
 def _counts_to_weights(logits, class_counts, beta, axis):
-  counts = _class_vector(class_counts, "class_counts", logits, axis,
-                         positive=True)
+  counts = _inputs.class_vector(class_counts, "class_counts", logits, axis,
+                                positive=True)
   _inputs.check_range(beta, "beta", 0.0, 1.0)
   return counts, _inputs.as_float(beta)
 
@@ -279,4 +241,5 @@ def class_balanced_cross_entropy_grad(logits, labels, *, class_counts,
 
 def _class_balanced(logits, labels, *, class_counts, beta):
   return _class_weighted(logits, labels,
-                         class_weights=_balanced(class_counts, beta))
+                         class_weights=_numerics.balanced_class_weights(
+                             class_counts, beta))

@@ -34,6 +34,8 @@ class RegistryTest(parameterized.TestCase):
   def test_aliases_and_unknown_names(self):
     self.assertEqual(loss_registry.canonical_name("jo"), "joint_optimization")
     self.assertEqual(loss_registry.canonical_name("focal"), "focal")
+    self.assertEqual(loss_registry.canonical_name("balanced_softmax"),
+                     "balanced_softmax_cross_entropy")
     with self.assertRaisesRegex(ValueError, r"unknown loss 'hinge'"):
       loss_registry.canonical_name("hinge")
 
@@ -183,14 +185,26 @@ class FromConfigTest(parameterized.TestCase):
         losses.class_balanced_cross_entropy(
             logits, targets, class_counts=counts, beta=0.99).sum(),
         rtol=1e-6)
+    for name, loss, kwargs in (
+        ("ldam", losses.ldam_loss, {"max_margin": 0.3, "scale": 2.0}),
+        ("bs", losses.balanced_softmax_cross_entropy, {}),
+        ("balanced_softmax", losses.balanced_softmax_cross_entropy, {}),
+        ("vs", losses.vs_loss, {"gamma": 0.2, "tau": 1.5})):
+      built = from_config([clean], **{"loss.name": name, **{
+          f"loss.{k}": v for k, v in kwargs.items()}})
+      np.testing.assert_allclose(
+          built.total(logits, targets),
+          loss(logits, targets, class_counts=counts, **kwargs).sum(),
+          rtol=1e-6, err_msg=name)
     # A class the training labels lack: no prior, no weight; one line.
     missing = np.where(labels == 3, 2, labels)
     draw_ = noise.NoisyLabels(labels=missing, clean_labels=missing,
                               noise_rate=0.0, transition_matrix=None)
     with self.assertRaisesRegex(ValueError, r"config.loss.*prior"):
       from_config([draw_], **{"loss.name": "la"})
-    with self.assertRaisesRegex(ValueError, r"config.loss.*class_counts"):
-      from_config([draw_], **{"loss.name": "cb"})
+    for name in ("cb", "ldam", "bs", "vs"):
+      with self.assertRaisesRegex(ValueError, r"config.loss.*class_counts"):
+        from_config([draw_], **{"loss.name": name})
 
   def test_softmax_loss_on_multi_label_data(self):
     with self.assertRaisesRegex(ValueError, r"config.loss.name = 'ce': the "

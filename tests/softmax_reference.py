@@ -123,3 +123,34 @@ def elr_update(targets, z, beta=0.7, floor=1e-4):
   clipped = jnp.clip(probs(z), floor, 1 - floor)
   return beta * targets + (1 - beta) * clipped / jnp.sum(clipped, -1,
                                                            keepdims=True)
+def ldam(z, t, class_counts, max_margin=0.5, scale=30.0, beta=0.0):
+  """Per label k: CE of s (z - Delta_k e_k), weighted by t_k w_k.
+
+  Delta = n^(-1/4) scaled to max max_margin, as the official ``m_list``;
+  w the class-balanced weights of ``beta`` (all 1 at ``beta = 0``).
+  """
+  c = z.shape[-1]
+  margins = 1.0 / jnp.sqrt(jnp.sqrt(class_counts))
+  margins = margins * (max_margin / jnp.max(margins))
+  if beta == 0:
+    w = jnp.ones(c)
+  else:
+    w = (1 - beta) / (1 - beta ** class_counts)
+    w = w * c / jnp.sum(w)
+  eye = jnp.eye(c)
+  per_label = jnp.stack([-log_probs(scale * (z - margins[k] * eye[k]))[..., k]
+                         for k in range(c)], -1)
+  return jnp.sum(t * w * per_label, -1)
+
+
+def balanced_softmax(z, t, class_counts):
+  return cross_entropy(z + jnp.log(class_counts), t)
+
+
+def vs(z, t, class_counts, gamma=0.3, tau=1.0):
+  """CE of z / Delta' + iota with Delta' = (n_max / n)^gamma, as the official
+  ``Delta_list`` (a division), iota = tau log(n / N)."""
+  delta = (1.0 / class_counts) ** gamma
+  delta = delta / jnp.min(delta)
+  iota = tau * jnp.log(class_counts / jnp.sum(class_counts))
+  return cross_entropy(z / delta + iota, t)

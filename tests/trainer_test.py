@@ -192,6 +192,18 @@ class TrainerTest(parameterized.TestCase):
     np.testing.assert_allclose([r["bonus_weight"] for r in records], expected,
                                atol=1e-6)
 
+  def test_ldam_drw_on_a_long_tailed_set(self):
+    """LDAM with deferred re-weighting: beta steps to 0.9999 at epoch 1."""
+    config = tiny_config(**{
+        "dataset.imbalance_ratio": 10.0, "noise.name": "none",
+        "noise.rate": 0.0, "loss.name": "ldam", "loss.scale": 1.0,
+        "loss.beta": 0.9999, "loss.schedule.hyperparameter": "beta",
+        "loss.schedule.kind": "step", "loss.schedule.start_epoch": 1.0})
+    _, records, _ = _run(config)
+    np.testing.assert_allclose([r["beta"] for r in records], [0.0, 0.9999],
+                               rtol=1e-6)
+    self.assertTrue(all(math.isfinite(r["train_loss"]) for r in records))
+
   @absltest.skipUnless(local_data.find_fashion_mnist(),
                        "Fashion-MNIST IDX files not installed")
   def test_multi_label_mosaic(self):

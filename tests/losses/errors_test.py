@@ -74,6 +74,34 @@ class ErrorTest(parameterized.TestCase):
           Z, Y, class_counts=np.ones(3), beta=1.5), ValueError, "beta"),
       ("cb_weights_matrix", lambda: losses.class_balanced_weights(
           np.ones((2, 3))), ValueError, "class_counts.*vector"),
+      ("ldam_counts_shape", lambda: losses.ldam_loss(
+          Z, Y, class_counts=np.ones(4)), ValueError,
+       r"class_counts.*\(3,\)"),
+      ("ldam_empty_class", lambda: losses.ldam_loss(
+          Z, Y, class_counts=np.array([10.0, 0.0, 1.0])), ValueError,
+       r"class_counts.*\(0.0, inf\]"),
+      ("ldam_scale_zero", lambda: losses.ldam_loss(
+          Z, Y, class_counts=np.ones(3), scale=0.0), ValueError,
+       r"`scale` must lie in \(0.0, inf\]"),
+      ("ldam_margin_negative", lambda: losses.ldam_loss(
+          Z, Y, class_counts=np.ones(3), max_margin=-0.5), ValueError,
+       "max_margin"),
+      ("ldam_beta", lambda: losses.ldam_loss(
+          Z, Y, class_counts=np.ones(3), beta=1.5), ValueError, "beta"),
+      ("ldam_steepness_p", lambda: losses.ldam_loss_steepness(1.5),
+       ValueError, r"`p` must lie in \[0.0, 1.0\]"),
+      ("bs_counts_negative", lambda: losses.balanced_softmax_cross_entropy(
+          Z, Y, class_counts=np.array([10.0, -1.0, 1.0])), ValueError,
+       "class_counts"),
+      ("bs_counts_infinite", lambda: losses.balanced_softmax_cross_entropy(
+          Z, Y, class_counts=np.array([10.0, np.inf, 1.0])), ValueError,
+       "class_counts.*finite"),
+      ("vs_counts_shape", lambda: losses.vs_loss(
+          Z, Y, class_counts=np.ones((3, 1))), ValueError, "class_counts"),
+      ("vs_gamma", lambda: losses.vs_loss(
+          Z, Y, class_counts=np.ones(3), gamma=-0.1), ValueError, "gamma"),
+      ("vs_tau", lambda: losses.vs_loss(
+          Z, Y, class_counts=np.ones(3), tau=-1.0), ValueError, "tau"),
   )
   def test_error(self, call, error, pattern):
     with self.assertRaisesRegex(error, pattern):
@@ -104,6 +132,12 @@ class ErrorTest(parameterized.TestCase):
       ("cw", functools.partial(losses.class_weighted_cross_entropy,
                                class_weights=np.array([0.5, 1.0, 2.0]))),
       ("cb", functools.partial(losses.class_balanced_cross_entropy,
+                               class_counts=np.array([100.0, 10.0, 1.0]))),
+      ("ldam", functools.partial(losses.ldam_loss, beta=0.9999,
+                                 class_counts=np.array([100.0, 10.0, 1.0]))),
+      ("bs", functools.partial(losses.balanced_softmax_cross_entropy,
+                               class_counts=np.array([100.0, 10.0, 1.0]))),
+      ("vs", functools.partial(losses.vs_loss,
                                class_counts=np.array([100.0, 10.0, 1.0]))),
   )
   def test_out_of_range_labels_under_jit_mask_their_example(self, loss):

@@ -90,6 +90,16 @@ CASES = [
     ("cb_beta09", losses.class_balanced_cross_entropy,
      losses.class_balanced_cross_entropy_grad, ref.class_balanced,
      dict(class_counts=_COUNTS, beta=0.9)),
+    ("ldam", losses.ldam_loss, losses.ldam_loss_grad, ref.ldam,
+     dict(class_counts=_COUNTS)),
+    # Unnormalised logits' scale, a larger margin, DRW's weights.
+    ("ldam_drw", losses.ldam_loss, losses.ldam_loss_grad, ref.ldam,
+     dict(class_counts=_COUNTS, scale=1.0, max_margin=1.0, beta=0.9999)),
+    ("bs", losses.balanced_softmax_cross_entropy,
+     losses.balanced_softmax_cross_entropy_grad, ref.balanced_softmax,
+     dict(class_counts=_COUNTS)),
+    ("vs", losses.vs_loss, losses.vs_loss_grad, ref.vs,
+     dict(class_counts=_COUNTS)),
 ]
 
 
@@ -100,13 +110,15 @@ NAMES = tuple(BY_NAME)
 # `pytest -m "not slow"` runs; the other cases run in the slow sweeps.
 FAST_NAMES = ("ce", "ce_smooth", "poly1", "el_le075", "focal_g05_alpha",
               "asl_single", "mse", "mae", "gce", "sce", "boot_soft",
-              "boot_hard", "forward", "la", "cw", "cb")
+              "boot_hard", "forward", "la", "cw", "cb", "ldam", "bs", "vs")
 SLOW_NAMES = tuple(n for n in NAMES if n not in FAST_NAMES)
 # Fewer still for the property sweeps (extremes, offsets, masks,
 # transforms): the fast subset keeps every property on a loss of each
 # kind (cross entropy; a bonus with a tangent region; focusing weights;
-# a prediction-dependent target), every case stays in the slow sweeps.
-PROPERTY_NAMES = ("ce", "el_le075", "asl_single", "boot_soft", "la")
+# a prediction-dependent target; a margin on scaled logits; logits scaled by
+# class), every case stays in the slow sweeps.
+PROPERTY_NAMES = ("ce", "el_le075", "asl_single", "boot_soft", "la", "ldam",
+                  "vs")
 
 
 def _inputs(soft: bool, dtype=np.float64, scale=2.0):
@@ -246,6 +258,20 @@ TRACED = [
      np.ones(C)),
     (functools.partial(losses.class_balanced_cross_entropy,
                        class_counts=_COUNTS), "beta", 0.99, 0.9999),
+    (functools.partial(losses.ldam_loss, class_counts=_COUNTS), "scale",
+     1.0, 30.0),
+    (functools.partial(losses.ldam_loss, class_counts=_COUNTS),
+     "max_margin", 0.3, 0.5),
+    (functools.partial(losses.ldam_loss, class_counts=_COUNTS), "beta", 0.0,
+     0.9999),
+    (losses.ldam_loss, "class_counts", _COUNTS, np.ones(C)),
+    (losses.balanced_softmax_cross_entropy, "class_counts", _COUNTS,
+     np.ones(C)),
+    (functools.partial(losses.vs_loss, class_counts=_COUNTS), "gamma", 0.0,
+     0.3),
+    (functools.partial(losses.vs_loss, class_counts=_COUNTS), "tau", 0.5,
+     1.0),
+    (losses.vs_loss, "class_counts", _COUNTS, np.ones(C)),
 ]
 
 

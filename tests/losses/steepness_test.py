@@ -48,6 +48,11 @@ CURVES = [
     # A running target that agrees with the label (one-hot on class 0).
     ("elr", losses.elr_loss, losses.elr_loss_steepness,
      dict(targets=np.eye(C)[:1], lam=7.0), dict(lam=7.0)),
+    # Target class 0 the rarest: its margin is max_margin. At scale 1 the
+    # scaled model's probability is softmax(z)'s.
+    ("ldam", losses.ldam_loss, losses.ldam_loss_steepness,
+     dict(class_counts=np.arange(1.0, C + 1), scale=1.0,
+          max_margin=2.0), dict(margin=2.0, scale=1.0)),
 ]
 
 
@@ -85,6 +90,51 @@ class SteepnessTest(parameterized.TestCase):
     focal, _ = losses.focal_loss_steepness(0.9, gamma=2.0)
     ce, _ = losses.cross_entropy_steepness(0.9)
     self.assertAlmostEqual(float(focal / ce), 0.01, places=6)
+
+  def test_ldam_curve_is_of_the_scaled_models_probability(self):
+    """At scale s the curve's p is softmax(s z)_y: logits canonical / s.
+
+    Class 0 (the target) is the rarest, so its margin is max_margin (0.5);
+    DRW's weights give it its class-balanced weight.
+    """
+    counts = np.r_[10.0, np.full(C - 1, 160.0)]
+    scale, beta = 30.0, 0.9999
+    weight = float(losses.class_balanced_weights(counts, beta=beta)[0])
+    ps = np.array([0.02, 0.3, 0.7, 0.99, 0.999999])
+    along = lambda p: losses.ldam_loss(
+        canonical_logits(p)[None] / scale, jnp.array([0]),
+        class_counts=counts, scale=scale, beta=beta)[0]
+    points = jnp.asarray(ps, jnp.float32)
+    want_loss = jax.jit(jax.vmap(along))(points)
+    want_slope = jax.jit(jax.vmap(jax.grad(along)))(points)
+    got_loss, got_slope = losses.ldam_loss_steepness(
+        points, margin=0.5, scale=scale, weight=weight)
+    np.testing.assert_allclose(got_loss, want_loss, rtol=2e-4, atol=1e-5)
+    np.testing.assert_allclose(got_slope, want_slope, rtol=2e-3, atol=1e-4)
+    # Whatever the other classes hold: all of 1 - p on one class.
+    lopsided = lambda p: losses.ldam_loss(
+        jnp.log(jnp.array([p, 1 - p] + [1e-30] * (C - 2)))[None] / scale,
+        jnp.array([0]), class_counts=counts, scale=scale, beta=beta)[0]
+    np.testing.assert_allclose(jax.jit(jax.vmap(lopsided))(points),
+                               want_loss, rtol=2e-4, atol=1e-5)
+
+  def test_ldam_known_points(self):
+    # No margin: cross entropy's curve.
+    np.testing.assert_allclose(
+        losses.ldam_loss_steepness(0.25, margin=0.0),
+        losses.cross_entropy_steepness(0.25), rtol=1e-6)
+    # p = 1: loss 0, slope -w e^{s Delta} (finite); p = 0: infinite.
+    loss, slope = losses.ldam_loss_steepness(1.0, margin=0.1, scale=30.0,
+                                             weight=2.0)
+    self.assertEqual(float(loss), 0.0)
+    np.testing.assert_allclose(float(slope), -2.0 * np.exp(3.0), rtol=1e-6)
+    loss, slope = losses.ldam_loss_steepness(0.0)
+    self.assertEqual((float(loss), float(slope)), (np.inf, -np.inf))
+    # p = 1/2 with m = s Delta = log 3: q = 1/4, loss log 4, slope
+    # -1 / (0.5 (0.5 + 0.5/3)) = -3.
+    np.testing.assert_allclose(
+        losses.ldam_loss_steepness(0.5, margin=np.log(3.0), scale=1.0),
+        (np.log(4.0), -3.0), rtol=1e-6)
 
   @parameterized.parameters(0.0, 0.5, 1.0, 2.0)
   def test_focal_steepness_finite_at_p_one(self, gamma):

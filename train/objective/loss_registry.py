@@ -100,6 +100,10 @@ LOSSES: dict[str, LossSpec] = {
         losses.logit_adjusted_cross_entropy, "softmax"),
     "class_balanced_cross_entropy": LossSpec(
         losses.class_balanced_cross_entropy, "softmax"),
+    "ldam": LossSpec(losses.ldam_loss, "softmax"),
+    "balanced_softmax_cross_entropy": LossSpec(
+        losses.balanced_softmax_cross_entropy, "softmax"),
+    "vs": LossSpec(losses.vs_loss, "softmax"),
     "joint_optimization": LossSpec(losses.joint_optimization_loss, "batch"),
     "sigmoid_binary_cross_entropy": LossSpec(
         losses.sigmoid_binary_cross_entropy, "sigmoid"),
@@ -121,6 +125,8 @@ ALIASES = {
     "asl": "sigmoid_asymmetric", "la": "logit_adjusted_cross_entropy",
     "cb": "class_balanced_cross_entropy",
     "elr": "early_learning_regularization",
+    "bs": "balanced_softmax_cross_entropy",
+    "balanced_softmax": "balanced_softmax_cross_entropy",
 }
 
 # Hyperparameters given by name in a config and resolved against the data:
@@ -128,9 +134,10 @@ ALIASES = {
 # label noise, the oracle correction; 'identity'; or the path of a .npy file
 # holding an estimate, see experiments/transition_estimate.py); JO's prior
 # ('uniform', 'noisy_labels': the class frequencies of the noisy training
-# labels); logit adjustment's prior and the class-balanced loss's counts
-# ('training_labels': the class frequencies, or counts, of the labels the
-# run trains on; the same as 'noisy_labels', named for data without noise).
+# labels); logit adjustment's prior and the counts of the class-balanced
+# loss, LDAM, balanced softmax and VS ('training_labels': the class
+# frequencies, or counts, of the labels the run trains on; the same as
+# 'noisy_labels', named for data without noise).
 # The first name is the default, or that of DEFAULTS for the loss.
 RESOLVED = {"transition_matrix": ("noise", "identity"),
             "prior": ("uniform", "noisy_labels", "training_labels"),
