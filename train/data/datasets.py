@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from train.data import clothing1m
@@ -65,6 +65,10 @@ class Dataset:
     val_noisy_labels: the same label sets aligned with ``val_y``.
     imbalance_ratio: 1 for the source's own class sizes; else the ratio of
       the largest to the smallest class of the long-tailed training set.
+    train_sources: where each training example comes from, aligned with
+      ``train_y`` (a file of a folder dataset); None where the dataset has
+      no such names, and ``train_source_index`` (else the row) says which
+      example it is. ``label_issues.csv`` names examples by it.
   """
 
   name: str
@@ -86,6 +90,7 @@ class Dataset:
   val_noisy_labels: Mapping[str, np.ndarray] = dataclasses.field(
       default_factory=dict)
   imbalance_ratio: float = 1.0
+  train_sources: Sequence[str] | None = None
 
   @property
   def train_class_counts(self) -> np.ndarray | None:
