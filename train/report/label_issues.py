@@ -215,9 +215,9 @@ def summary_line(issues: Mapping[str, Any], num_train: int) -> str:
 
   def count(key):
     v = values(key)
-    mean = sum(v) / len(v)
-    spread = f"±{_std(v):,.0f}" if len(v) > 1 else ""
-    return f"{mean:,.0f}{spread}"
+    if len(v) == 1:
+      return f"{v[0]:,}"
+    return f"{sum(v) / len(v):,.1f}±{_std(v):,.1f}"
 
   def percent(key):
     v = [100 * x for x in values(key)]
