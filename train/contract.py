@@ -56,7 +56,8 @@ CONFIG_FILE = "config.json"
 # Written once, when the last epoch is done: see ``RUN_FIELDS``.
 RUN_FILE = "run.json"
 # ``config.save_train_probabilities``: the softmax of every training example
-# after the last epoch, ``[N, C]`` (``[R, N, C]`` for R replicas).
+# after the last epoch (multi-label: each class's sigmoid), ``[N, C]``
+# (``[R, N, C]`` for R replicas).
 PROBABILITIES_FILE = "probabilities_train.npy"
 # The same at each replica's best validation epoch (the selected network).
 PROBABILITIES_BEST_FILE = "probabilities_train_best.npy"

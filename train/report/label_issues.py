@@ -49,6 +49,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -197,7 +198,7 @@ def write(workdir: str, suggestions: Sequence[label_ranking.Suggestions], *,
   if drawn:
     draw(first, inputs, os.path.join(workdir, contract.LABEL_ISSUES_FIGURE),
          title=_title(workdir, len(first), len(suggestions),
-                      clean is not None))
+                      clean is not None, suggestions[0].multi_label))
   issues = {"origin": origin}
   for key in each[0]:
     issues[key] = each[0][key] if len(each) == 1 else [e[key] for e in each]
@@ -215,7 +216,7 @@ def summary_line(issues: Mapping[str, Any], num_train: int) -> str:
 
   def count(key):
     v = values(key)
-    if len(v) == 1:
+    if len(set(v)) == 1:
       return f"{v[0]:,}"
     return f"{sum(v) / len(v):,.1f}±{_std(v):,.1f}"
 
@@ -249,11 +250,14 @@ def _std(values: Sequence[float]) -> float:
 # ---------------------------------------------------------------------------
 # The figure.
 # ---------------------------------------------------------------------------
-def _title(workdir: str, k: int, replicas: int, known: bool) -> str:
+def _title(workdir: str, k: int, replicas: int, known: bool,
+           multi_label: bool) -> str:
   name = os.path.basename(os.path.normpath(workdir))
+  change = ("+ the labels it adds, − those it removes" if multi_label
+            else "given → suggested")
   title = (f"{name}: the {k} most doubted training labels"
            f"{' of replica 0' if replicas > 1 else ''} "
-           f"(given → suggested; p: the suggestion's probability)")
+           f"({change}; p: the suggestion's probability)")
   if known:
     title += ("\ngreen: the noise flipped the given label; red: the given "
               "label is the clean one")
@@ -265,12 +269,23 @@ def _caption(row: Mapping[str, str]) -> str:
   if "added" in row:
     for sign, key in (("+", "added"), ("−", "removed")):
       if row[key]:
-        lines.append(sign + row[key].replace(";", ", "))
+        # At most two lines of a cell's width each.
+        wrapped = textwrap.wrap(sign + row[key].replace(";", ", "), 28)
+        lines += wrapped[:2]
+        if len(wrapped) > 2:
+          lines[-1] = lines[-1][:25] + "..."
   else:
     lines.append(f"{row['given_name']} → {row['suggested_name']}")
-  lines.append(f"p {float(row['suggested_probability']):.2f} (given "
-               f"{float(row['given_probability']):.2f})")
+  lines.append(f"p {_probability(row['suggested_probability'])} (given "
+               f"{_probability(row['given_probability'])})")
   return "\n".join(lines)
+
+
+def _probability(text: str) -> str:
+  """Two decimals; a probability that rounds to 0 or 1 says so."""
+  p = float(text)
+  return "<0.01" if 0 < p < 0.005 else (">0.99" if 0.995 <= p < 1
+                                        else f"{p:.2f}")
 
 
 def figure(rows: Sequence[Mapping[str, Any]], images: np.ndarray, *,
@@ -357,7 +372,8 @@ def redraw(workdir: str, k: int, out: str, replica: int = 0) -> str:
                      f"replica {replica}")
   config = saved_config(workdir)
   known = rows[0]["flipped"] != ""
-  title = _title(workdir, min(k, len(rows)), config.replicas, known)
+  title = _title(workdir, min(k, len(rows)), config.replicas, known,
+                 "added" in rows[0])
   if config.replicas > 1:
     title = title.replace("replica 0", f"replica {replica}")
   return draw(rows[:k], training_data.train_inputs_of(config), out,
