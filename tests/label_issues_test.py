@@ -51,8 +51,7 @@ class RunTest(absltest.TestCase):
     cls.jo, cls.jo_printed = _run(**{
         "loss.name": "jo", "label_state.mode": "soft",
         "label_state.begin": 1, "label_issues_drawn": 6})
-    cls.ce, cls.ce_printed = _run(**{"num_epochs": 3,
-                                     "save_train_probabilities": True})
+    cls.ce, cls.ce_printed = _run(save_train_probabilities=True)
 
   def test_jo_run_suggests_its_label_state(self):
     rows = label_issues.read(self.jo)

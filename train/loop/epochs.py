@@ -448,15 +448,12 @@ class _Run:
                                     multi_label=multi_label)
               for r in range(self.replicas)], "label_state"
     outputs = lambda: self.train_outputs(classifier, state)
-    if best is None or not best.best_epoch.all():
-      origin = "last_epoch"
-    else:
-      origin = "best_validation"
-    if best is None:
+    if best is None:  # no test split: nothing was kept
       table = outputs()
       return [label_ranking.suggest(given[r], table[r],
                                     multi_label=multi_label)
-              for r in range(self.replicas)], origin
+              for r in range(self.replicas)], "last_epoch"
+    origin = "best_validation" if best.best_epoch.all() else "last_epoch"
     return best.suggestions(outputs), origin
 
   @staticmethod
@@ -609,10 +606,9 @@ def train(settings: settings_lib.Settings, workdir: str, *,
     suggestions, origin = run.label_suggestions(classifier, state,
                                                 label_state, best)
     if main_process:
-      noisy = run.noisy
       issues = label_issues.write(
           workdir, suggestions, origin=origin,
-          clean=([n.clean_labels for n in noisy]
+          clean=([n.clean_labels for n in run.noisy]
                  if run.clean_labels_known else None),
           dataset=run.data, inputs=run.train_inputs,
           drawn=settings.label_issues_drawn)

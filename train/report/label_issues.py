@@ -196,9 +196,14 @@ def write(workdir: str, suggestions: Sequence[label_ranking.Suggestions], *,
                    "precision_at_k": None, "restored": None})
   os.replace(path + ".tmp", path)
   if drawn:
-    draw(first, inputs, os.path.join(workdir, contract.LABEL_ISSUES_FIGURE),
-         title=_title(workdir, len(first), len(suggestions),
-                      clean is not None, suggestions[0].multi_label))
+    try:
+      draw(first, inputs, os.path.join(workdir, contract.LABEL_ISSUES_FIGURE),
+           title=_title(workdir, len(first), len(suggestions),
+                        clean is not None, suggestions[0].multi_label))
+    except Exception as e:  # pylint: disable=broad-except
+      # A trained run is not lost to its figure (it can be drawn again).
+      print(f"warning: {contract.LABEL_ISSUES_FIGURE} not drawn: "
+            f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
   issues = {"origin": origin}
   for key in each[0]:
     issues[key] = each[0][key] if len(each) == 1 else [e[key] for e in each]
