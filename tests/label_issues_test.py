@@ -17,6 +17,8 @@ from absl.testing import absltest
 from tests.tiny import ROOT
 from tests.tiny import tiny_config
 from train import contract
+from train.errors import ConfigError
+from train.loop import settings as settings_lib
 from train.loop import trainer
 from train.report import label_issues
 from train.report import label_ranking
@@ -254,6 +256,17 @@ class WriteTest(absltest.TestCase):
     line = label_issues.summary_line(issues, 4)
     self.assertIn("change 2.5±0.7 of its 4 training labels", line)
     self.assertIn("recall 100.0 %", line)  # replica 0 has no flips
+
+
+class ConfigTest(absltest.TestCase):
+
+  def test_a_bad_figure_count_is_one_line(self):
+    for value in (-1, True):
+      with self.assertRaisesRegex(
+          ConfigError, f"config.label_issues_drawn = {value}: must be a "
+          "non-negative integer"):
+        settings_lib.check_config(tiny_config(label_issues_drawn=value),
+                                  num_devices=1)
 
 
 if __name__ == "__main__":

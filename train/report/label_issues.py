@@ -309,6 +309,9 @@ def figure(rows: Sequence[Mapping[str, Any]], images: np.ndarray, *,
   captions = [_caption(row) for row in rows]
   lines = max([c.count("\n") + 1 for c in captions], default=1)
   width, box = 2.0, 1.5  # a cell's width and its picture's side, inches
+  # About 12 characters of 10-point text to an inch.
+  title = "\n".join(textwrap.fill(line, int(12 * width * columns))
+                    for line in title.split("\n"))
   caption = 0.16 * lines + 0.1
   height = box + caption + 0.15
   head = 0.2 + 0.2 * (title.count("\n") + 1)
