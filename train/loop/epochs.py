@@ -599,7 +599,7 @@ def train(settings: settings_lib.Settings, workdir: str, *,
 
   if settings.save_train_probabilities and last == run.total_epochs:
     run.save_train_probabilities(classifier, state)
-  if best is not None and last == run.total_epochs:
+  if best is not None and best.test_predictions and last == run.total_epochs:
     best.finish(run.test_outputs(classifier, state), last)
   issues = None
   if settings.label_issues and last == run.total_epochs:

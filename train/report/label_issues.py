@@ -45,6 +45,7 @@ The columns (one row per training example and replica):
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import os
@@ -187,8 +188,8 @@ def write(workdir: str, suggestions: Sequence[label_ranking.Suggestions], *,
       columns = _columns(s, mine, dataset.class_names, sources, r)
       if not r:
         writer.writerow(columns)
-        first = [dict(zip(columns, row))
-                 for row in zip(*columns.values())][:drawn]
+        first = [dict(zip(columns, row)) for row in
+                 itertools.islice(zip(*columns.values()), drawn)]
       writer.writerows(zip(*columns.values()))
       each.append(label_ranking.agreement(s, mine) if mine is not None else
                   {"changed": int(s.changed.sum()), "flipped": None,
