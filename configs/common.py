@@ -251,6 +251,14 @@ def base_config() -> config_dict.ConfigDict:
   # each replica's best validation epoch and at the last (train/contract.py
   # says what it holds), for a bootstrap over test examples.
   c.save_test_predictions = True
+  # Writes workdir/label_issues.csv at the end: every training example, the
+  # most doubted given label first, with the label the run suggests (Joint
+  # Optimization's label state; without relabelling, the network's at the
+  # best validation epoch, which costs a pass over the training set at each
+  # new best) and label_issues.png, the `label_issues_drawn` most doubted
+  # examples drawn (0: no figure); train/report/label_issues.py.
+  c.label_issues = True
+  c.label_issues_drawn = 24
   c.progress = True
   return c
 
@@ -265,7 +273,8 @@ def shrink_for_tests(c: config_dict.ConfigDict, *,
   head, every kind of layer it has, compiled in a fraction of the time
   its 16 blocks take), images of
   ``image_size`` pixels, relabelling from the first epoch; the data, the
-  input path, the loss and the schedule's kind stay the paper's.
+  input path, the loss and the schedule's kind stay the paper's; no
+  TensorBoard, progress bar or label-issue figure.
   """
   c.num_epochs = 2
   c.batch_size = 4
@@ -288,5 +297,6 @@ def shrink_for_tests(c: config_dict.ConfigDict, *,
     opt.schedule_epochs, opt.warmup_epochs = 4, 1.0
   c.tensorboard = False
   c.progress = False
+  c.label_issues_drawn = 0
   c.checkpoint_min_seconds = 0.0
   return c

@@ -76,8 +76,9 @@ def execute(group: Sequence[plan.Run] | plan.Run, *, configs_dir: str,
   env = dict(os.environ)
   env.setdefault("PYTHONUNBUFFERED", "1")
   # The progress line is for a terminal; a log file wants epoch lines only.
+  # A study's runs keep their label_issues.csv, not a figure each.
   command = [python, *run.command(configs_dir), "--config.progress=False",
-             "--config.tensorboard=False"]
+             "--config.tensorboard=False", "--config.label_issues_drawn=0"]
   with open(log_path, "a") as log:
     code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT,
                            stdin=subprocess.DEVNULL, env=env)

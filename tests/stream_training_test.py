@@ -32,6 +32,7 @@ from tests.preemption_test import _StopAt
 from train.loop import preemption
 from train.loop import settings as settings_lib
 from train.loop import trainer
+from train.report import label_issues
 
 TIMINGS = ("epoch_seconds", "label_update_seconds")
 
@@ -70,7 +71,8 @@ print("RECORDS" + json.dumps(contract.read_records(sys.argv[3])))
 # process streamed): 2 processes x 2 devices = 1 process x 4 devices.
 _JO_OVERRIDES = {"loss.name": "jo", "label_state.mode": "soft",
                  "label_state.begin": 1, "num_epochs": 2,
-                 "eval_batch_size": 100}
+                 "eval_batch_size": 100, "label_issues": True,
+                 "label_issues_drawn": 0}
 _JO_SCRIPT = """
 import json, sys
 import jax
@@ -90,6 +92,8 @@ config = tiny_config(**{"dataset.pipeline": "stream",
                         "dataset.cache_dir": sys.argv[5], **_JO_OVERRIDES})
 trainer.train_and_evaluate(config, sys.argv[4])
 print("RECORDS" + json.dumps(contract.read_records(sys.argv[4])))
+print("ISSUES" + json.dumps(contract.read_run(sys.argv[4])["label_issues"]
+                            if jax.process_index() == 0 else None))
 """
 
 
@@ -101,7 +105,8 @@ def _free_address() -> str:
 
 def _jo_records(test, processes: int, cache: str, timeout: float = 300):
   """The records of ``_JO_SCRIPT`` on ``processes`` processes of ``4 /
-  processes`` CPU devices each; fails ``test`` if one fails or hangs."""
+  processes`` CPU devices each, and its ``label_issues`` (``run.json``);
+  fails ``test`` if one fails or hangs."""
   workdir, address = tempfile.mkdtemp(), _free_address()
   env = dict(os.environ, JAX_PLATFORMS="cpu",
              XLA_FLAGS="--xla_force_host_platform_device_count="
@@ -120,9 +125,10 @@ def _jo_records(test, processes: int, cache: str, timeout: float = 300):
   for p, (_, err) in zip(running, outputs):
     test.assertEqual(p.returncode, 0, err[-3000:])
   out = outputs[0][0]
+  printed = lambda tag: json.loads(next(
+      l for l in out.splitlines() if l.startswith(tag))[len(tag):])
   return [{k: v for k, v in r.items() if k not in TIMINGS}
-          for r in json.loads(next(l for l in out.splitlines()
-                                   if l.startswith("RECORDS"))[7:])]
+          for r in printed("RECORDS")], printed("ISSUES")
 
 
 class StreamTrainingTest(absltest.TestCase):
@@ -255,7 +261,8 @@ class StreamTrainingTest(absltest.TestCase):
                  "label_state.begin": 1, "replicas": 2,
                  "noise.shared_across_replicas": True,
                  "stage2.epochs": 1, "stage2.loss": "elr",
-                 "save_train_probabilities": True}
+                 "save_train_probabilities": True, "label_issues": True,
+                 "label_issues_drawn": 0}
     device, device_dir = _run(self.config("device", **overrides))
     streamed, workdir = _run(self.config("stream", **overrides))
     self.assertLen(streamed, len(device))
@@ -273,6 +280,20 @@ class StreamTrainingTest(absltest.TestCase):
         for d in (workdir, device_dir))
     self.assertEqual(probs.shape, (2, 256, 10))
     np.testing.assert_allclose(probs[0], device_probs[0], atol=1e-5)
+    # Both write label_issues.csv, a replica column, replica 0 alike (its
+    # rows by index: nearly equal scores may rank in another order).
+    issues = [label_issues.read(d) for d in (device_dir, workdir)]
+    for rows in issues:
+      self.assertLen(rows, 512)
+      self.assertEqual([r["replica"] for r in rows[::256]], ["0", "1"])
+    device_rows, rows = (sorted(r[:256], key=lambda r: int(r["index"]))
+                         for r in issues)
+    for key in ("index", "source", "given_label", "suggested_label",
+                "flipped"):
+      self.assertEqual([r[key] for r in rows], [r[key] for r in device_rows])
+    np.testing.assert_allclose(
+        [float(r["score"]) for r in rows],
+        [float(r["score"]) for r in device_rows], atol=1e-5)
 
   def test_with_augmentation_it_learns(self):
     overrides = {"noise.name": "none", "noise.rate": 0.0, "num_epochs": 3,
@@ -332,8 +353,11 @@ class StreamTrainingTest(absltest.TestCase):
 
   def test_two_processes_of_two_devices_relabel_as_one_of_four(self):
     cache = tempfile.mkdtemp()
-    two = _jo_records(self, 2, cache)  # converts the cache
-    one = _jo_records(self, 1, cache)
+    two, two_issues = _jo_records(self, 2, cache)  # converts the cache
+    one, one_issues = _jo_records(self, 1, cache)
+    # The label state gathered from both processes, written by process 0.
+    self.assertEqual(two_issues["origin"], "label_state")
+    self.assertEqual(two_issues, one_issues)
     self.assertEqual([r["epoch"] for r in two], [1, 2])
     self.assertLen(two, len(one))
     for a, b in zip(one, two):

@@ -60,4 +60,7 @@ def tiny_config(**overrides):
   c.tensorboard = False
   c.progress = False
   c.checkpoint_min_seconds = 0.0  # every epoch: the resume tests need them
+  # A run without relabelling would pass over its training set at each new
+  # best (and compile that pass): tests/label_issues_test.py turns it on.
+  c.label_issues = False
   return common.override(c, **overrides)

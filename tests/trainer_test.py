@@ -273,7 +273,8 @@ class TrainerTest(parameterized.TestCase):
     # best epoch is rarely the last; two replicas pick their own.
     config = tiny_config(**{"num_epochs": 4, "replicas": 2,
                             "optimizer.learning_rate": 0.5,
-                            "save_train_probabilities": True})
+                            "save_train_probabilities": True,
+                            "label_issues": True, "label_issues_drawn": 0})
     summary, records, workdir = _run(config)
     with np.load(os.path.join(workdir, contract.TEST_PREDICTIONS_FILE)) as f:
       saved = dict(f)
@@ -300,12 +301,20 @@ class TrainerTest(parameterized.TestCase):
     true = np.load(os.path.join(workdir, contract.TRANSITION_TRUE_FILE))
     self.assertEqual(true.shape, (2, 10, 10))
     np.testing.assert_allclose(true.sum(-1), 1.0)
-    # A run killed and resumed writes the same predictions.
+    # The label suggestions are those of that training softmax.
+    with np.load(os.path.join(workdir, contract.SUGGESTIONS_BEST_FILE)) as f:
+      np.testing.assert_array_equal(f["best_epoch"], saved["best_epoch"])
+      np.testing.assert_array_equal(f["suggested"], best.argmax(-1))
+    # A run killed and resumed writes the same predictions and suggestions.
     _, _, resumed = _run(config, stop_after_epochs=2)
     trainer.train_and_evaluate(config, resumed)
     with np.load(os.path.join(resumed, contract.TEST_PREDICTIONS_FILE)) as f:
       for key, value in saved.items():
         np.testing.assert_array_equal(f[key], value, err_msg=key)
+    issues = [open(os.path.join(w, contract.LABEL_ISSUES_FILE)).read()
+              for w in (workdir, resumed)]
+    self.assertEqual(issues[0], issues[1])
+    self.assertEqual(issues[0].count("\n"), 1 + 2 * 256)
 
   def test_instance_noise_trains(self):
     _, (record,), _ = _run(tiny_config(**{"num_epochs": 1,

@@ -8,7 +8,8 @@ r"""Trains a classifier as a config file says: ``python -m train``.
 ``--config`` is an ``ml_collections`` config file (``get_config()``; default
 ``configs/default.py``) and takes dotted overrides. The workdir receives
 ``metrics.jsonl``, TensorBoard events, ``config.json``, orbax checkpoints
-and, once the last epoch is done, ``run.json`` (``train/contract.py``); running again with the same workdir resumes. Multi-host runs
+and, once the last epoch is done, ``run.json`` and ``label_issues.csv``
+(``train/contract.py``); running again with the same workdir resumes. Multi-host runs
 pass ``--jax_distributed`` on every host (``jax.distributed.initialize``
 reads the coordinator from the environment, e.g. SLURM or Cloud TPU), or,
 without a scheduler, ``--coordinator_address=HOST:PORT --num_processes=N

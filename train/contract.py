@@ -56,7 +56,8 @@ CONFIG_FILE = "config.json"
 # Written once, when the last epoch is done: see ``RUN_FIELDS``.
 RUN_FILE = "run.json"
 # ``config.save_train_probabilities``: the softmax of every training example
-# after the last epoch, ``[N, C]`` (``[R, N, C]`` for R replicas).
+# after the last epoch (multi-label: each class's sigmoid), ``[N, C]``
+# (``[R, N, C]`` for R replicas).
 PROBABILITIES_FILE = "probabilities_train.npy"
 # The same at each replica's best validation epoch (the selected network).
 PROBABILITIES_BEST_FILE = "probabilities_train_best.npy"
@@ -77,6 +78,17 @@ TRANSITION_TRUE_FILE = "transition_train_true.npy"
 #                  class's ranking of the test set, 0 the highest score
 #                  (multi-label: average precision needs the rankings)
 TEST_PREDICTIONS_FILE = "predictions_test.npz"
+# ``config.label_issues``: every training example, the most doubted given
+# label first (``train.report.label_issues``): its index, source, given and
+# suggested label, their probabilities and the score it is ranked by.
+LABEL_ISSUES_FILE = "label_issues.csv"
+# The most doubted examples drawn (``config.label_issues.drawn``).
+LABEL_ISSUES_FIGURE = "label_issues.png"
+# A run that does not relabel: each replica's suggestions from the training
+# softmax at its best validation epoch, kept as the epochs come (so that a
+# resumed run has them), an ``.npz`` of ``[R, ...]`` arrays: best_epoch,
+# suggested, suggested_probability, given_probability.
+SUGGESTIONS_BEST_FILE = "label_suggestions_best.npz"
 CHECKPOINT_DIR = "checkpoints"
 
 # The fields of ``RUN_FILE``.
@@ -92,6 +104,12 @@ RUN_FIELDS = (
     "devices",         # jax.device_count() of the run
     "train_class_counts",  # training examples per class (None: multi-label)
     "class_names",     # one per class, in label order (the per-class lists)
+    # What the run would change of its training labels (None without
+    # config.label_issues): changed, flipped, precision, recall,
+    # precision_at_k, restored (``train.report.label_ranking.agreement``;
+    # the last five None where the clean labels are unknown), from
+    # (``'label_state'`` or ``'best_validation'``); lists of R with replicas.
+    "label_issues",
 )
 
 

@@ -14,7 +14,8 @@ row of the label state and of the noise draw. Beside them:
   sizes, default augmentation, the key of the dataset config;
 * ``labels.npz``: every split's labels (and human label sets, clean label
   sets and each example's source, where the dataset has them), so that the
-  noise is drawn on the host without reading the records.
+  noise is drawn on the host without reading the records, and each
+  training record's row in the source's training set.
 
 Records decode with numpy alone (``records.decode``); inputs are stored as
 the float32 arrays training sees, so a streamed run reads the same values
@@ -47,6 +48,8 @@ from train.data import records
 SPLITS = ("train", "val", "test")
 INFO_FILE = "dataset.json"
 LABELS_FILE = "labels.npz"
+# labels.npz: the training records' rows in the source's training set.
+SOURCE_INDEX_KEY = "train_source_index"
 # Bumped whenever the files' layout changes: old caches are then not read.
 FORMAT_VERSION = 1
 # config.dataset keys that decide the records' content; augmentation
@@ -111,6 +114,10 @@ def write_dataset(data: datasets.Dataset, out_dir: str, *,
     for key in PER_EXAMPLE:
       if getattr(data, key) is not None:
         labels[key] = getattr(data, key)
+    # Which example of the source each training record is (a conversion
+    # written before this key has none: its examples are named by row).
+    if data.train_source_index is not None:
+      labels[SOURCE_INDEX_KEY] = data.train_source_index
     np.savez(os.path.join(partial, LABELS_FILE), **labels)
     info = {"name": data.name, "class_names": list(data.class_names),
             "multi_label": data.multi_label,

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from train.data import array_file
@@ -80,7 +80,8 @@ class Dataset:
       ``train_y``, ``val_y``, ``test_y`` (training order): where each
       example comes from, its file relative to the folder
       (``'train/cat/001.png'``) or its row of the ``.npz``
-      (``'x_train[17]'``); ``None`` for the shipped datasets.
+      (``'x_train[17]'``); ``None`` for the shipped datasets, whose
+      examples ``label_issues.csv`` names by ``train_source_index``.
   """
 
   name: str

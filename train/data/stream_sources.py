@@ -126,7 +126,8 @@ def _open_converted(config) -> StreamDataset:
       flip=bool(info["flip"] if d.flip is None else d.flip),
       train_noisy_labels={k: labels[f"train_noisy/{k}"] for k in noisy_keys},
       val_noisy_labels={k: labels[f"val_noisy/{k}"] for k in noisy_keys},
-      **{k: labels.get(k) for k in convert.PER_EXAMPLE})
+      **{k: labels.get(k) for k in convert.PER_EXAMPLE},
+      train_source_index=labels.get(convert.SOURCE_INDEX_KEY))
   sources = {split: records.RecordSource(convert.split_path(directory, split))
              for split in convert.SPLITS}
   return StreamDataset(dataset, sources)

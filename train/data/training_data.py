@@ -101,11 +101,17 @@ def check(config) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class RunData:
-  """The host data of a run: the dataset and each replica's labels."""
+  """The host data of a run: the dataset and each replica's labels.
+
+  ``clean_labels_known`` is False where the training labels are the
+  dataset's own (noise ``'none'``): which of them are wrong, if any, is
+  not known, and their ``clean_labels`` are the same labels.
+  """
 
   dataset: datasets.Dataset
   train: list[noise.NoisyLabels]
   val: list[noise.NoisyLabels]
+  clean_labels_known: bool = True
 
 
 def dataset_options(config) -> dict:
@@ -219,7 +225,7 @@ def draw_noise(config, data: datasets.Dataset) -> RunData:
             transition_matrix=None), data.val_clean_y))
   except ValueError as e:
     raise ConfigError(f"config.noise: {e}") from None
-  return RunData(data, train, val)
+  return RunData(data, train, val, clean_labels_known=n.name != "none")
 
 
 def label_dtype(num_classes: int, multi_label: bool) -> np.dtype:
@@ -279,11 +285,14 @@ class Streams:
     train_in_order: the training split in order, unaugmented (the training
       probabilities of ``save_train_probabilities``), made on first use:
       most runs never read it, and its order costs 5 bytes a row.
+    read_train: training rows -> their inputs ``[k, ...]`` as evaluation
+      reads them (a few, for a figure).
   """
 
   train: stream.TrainStream
   eval: dict[str, stream.EvalStream]
   open_train_in_order: Callable[[], stream.EvalStream]
+  read_train: Callable[[np.ndarray], np.ndarray]
 
   @functools.cached_property
   def train_in_order(self) -> stream.EvalStream:
@@ -429,7 +438,37 @@ def place_stream(config, run_data: RunData,
                     # The source alone: ``streamed`` holds the dataset's
                     # labels before ``compact``.
                     open_train_in_order=functools.partial(
-                        in_order, streamed.sources["train"])))
+                        in_order, streamed.sources["train"]),
+                    read_train=functools.partial(
+                        _read_rows, streamed.sources["train"], evaluate)))
+
+
+def _read_rows(source, transform: stream.EvalTransform,
+               rows: np.ndarray) -> np.ndarray:
+  """The inputs of ``rows`` of a streamed split, as evaluation sees them."""
+  return np.stack([transform(source[int(i)]["image"]) for i in rows])
+
+
+def train_inputs(run_data: RunData, placed: Placed
+                 ) -> Callable[[np.ndarray], np.ndarray]:
+  """Training rows -> their inputs (unaugmented): from the host copy of
+  the dataset, or read from the stream's source."""
+  if placed.streams is not None:
+    return placed.streams.read_train
+  return lambda rows: run_data.dataset.train_x[np.asarray(rows)]
+
+
+def train_inputs_of(config) -> Callable[[np.ndarray], np.ndarray]:
+  """The same for a finished run's saved ``config``: its dataset loaded,
+  or opened to stream, as the run did (the noise is not drawn)."""
+  if config.dataset.pipeline == "stream":
+    streamed = stream_sources.open_stream(config)
+    size = streamed.dataset.input_shape[0] if streamed.resize else None
+    return functools.partial(
+        _read_rows, streamed.sources["train"],
+        stream.EvalTransform(resize=size, fit=streamed.fit))
+  data = datasets.load(config.dataset.name, **dataset_options(config))
+  return lambda rows: data.train_x[np.asarray(rows)]
 
 
 def build(config, mesh: jax.sharding.Mesh) -> tuple[RunData, Placed]:

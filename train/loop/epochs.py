@@ -37,6 +37,8 @@ from train.loop import preemption
 from train.loop import predictions
 from train.loop import settings as settings_lib
 from train.objective import stages
+from train.report import label_issues
+from train.report import label_ranking
 from train.report import reporting
 from train.step import label_state as label_state_lib
 from train.step import metrics
@@ -83,6 +85,14 @@ class _Run:
     self._predict = {}  # (classifier, logits) -> jitted predict
     # The streamed input (config.dataset.pipeline = 'stream'), else None.
     self.streams = placed.streams
+    # Whether the label state moves: its labels are then what the run
+    # suggests for each training example (label_issues.csv).
+    self.relabels = next((s.label_update for s in stages_
+                          if s.label_update != "none"
+                          and s.last_epoch + 1 >= settings.label_begin),
+                         None)
+    self.clean_labels_known = run_data.clean_labels_known
+    self.train_inputs = training_data.train_inputs(run_data, placed)
 
   # -- state -----------------------------------------------------------------
   def fresh_state(self, stage: stages.Stage
@@ -376,7 +386,12 @@ class _Run:
     return out[:, mask.reshape(-1)]
 
   def train_outputs(self, classifier, state) -> np.ndarray:
-    return self.outputs(classifier, state, "train")
+    """``[R, N, C]`` class probabilities of the training set: the softmax
+    (multi-label: each class's sigmoid)."""
+    if not self.data.multi_label:
+      return self.outputs(classifier, state, "train")
+    logits = self.outputs(classifier, state, "train", logits=True)
+    return 0.5 * (1.0 + np.tanh(0.5 * logits))  # sigmoid, overflow-free
 
   def test_outputs(self, classifier, state) -> np.ndarray:
     """Softmax (multi-label: logits, what the ranking is made of)."""
@@ -399,16 +414,50 @@ class _Run:
     """What keeps the outputs of each replica's best validation epoch, or
     None where nothing asks for them."""
     settings = self.settings
-    if (not (settings.save_test_predictions
-             or settings.save_train_probabilities)
-        or "test" not in self.eval_sets):
+    test = (settings.save_test_predictions
+            or settings.save_train_probabilities)
+    # A run that does not relabel suggests labels from the training
+    # softmax of its best validation epoch.
+    suggest = settings.label_issues and not self.relabels
+    if not (test or suggest) or "test" not in self.eval_sets:
       return None
     return predictions.BestPredictions(
         self.workdir, select=contract.selection_key(self.data.multi_label),
         test_labels=self.data.test_y, multi_label=self.data.multi_label,
         replicas=self.replicas,
         train_probabilities=settings.save_train_probabilities,
-        records=records, write=jax.process_index() == 0)
+        records=records, write=jax.process_index() == 0,
+        test_predictions=test,
+        train_labels=self._given_labels() if suggest else None)
+
+  def _given_labels(self) -> np.ndarray:
+    return training_data.by_replica([n.labels for n in self.noisy])
+
+  def label_suggestions(self, classifier, state, label_state,
+                        best: predictions.BestPredictions | None
+                        ) -> tuple[list[label_ranking.Suggestions], str]:
+    """Each replica's label suggestions and where they come from: the
+    label state where the run relabels (soft: its labels; hard: the mean
+    of its kept epochs, whose arg max its labels are), else the training
+    softmax of each replica's best validation epoch (of the last epoch
+    without a validation score). Every process calls it alike."""
+    multi_label = self.data.multi_label
+    given = self._given_labels()
+    if self.relabels:
+      table = (label_state.labels if self.relabels == "soft"
+               else jax.jit(label_state_lib.history_mean)(label_state))
+      table = np.asarray(multihost_utils.process_allgather(table, tiled=True))
+      return [label_ranking.suggest(given[r], table[r, :self.data.num_train],
+                                    multi_label=multi_label)
+              for r in range(self.replicas)], "label_state"
+    outputs = lambda: self.train_outputs(classifier, state)
+    if best is None:  # no test split: nothing was kept
+      table = outputs()
+      return [label_ranking.suggest(given[r], table[r],
+                                    multi_label=multi_label)
+              for r in range(self.replicas)], "last_epoch"
+    origin = "best_validation" if best.best_epoch.all() else "last_epoch"
+    return best.suggestions(outputs), origin
 
   @staticmethod
   def _check_finite(sums, epoch, done, reported, progress):
@@ -553,8 +602,19 @@ def train(settings: settings_lib.Settings, workdir: str, *,
 
   if settings.save_train_probabilities and last == run.total_epochs:
     run.save_train_probabilities(classifier, state)
-  if best is not None and last == run.total_epochs:
+  if best is not None and best.test_predictions and last == run.total_epochs:
     best.finish(run.test_outputs(classifier, state), last)
+  issues = None
+  if settings.label_issues and last == run.total_epochs:
+    suggestions, origin = run.label_suggestions(classifier, state,
+                                                label_state, best)
+    if main_process:
+      issues = label_issues.write(
+          workdir, suggestions, origin=origin,
+          clean=([n.clean_labels for n in run.noisy]
+                 if run.clean_labels_known else None),
+          dataset=run.data, inputs=run.train_inputs,
+          drawn=settings.label_issues_drawn)
   summary = contract.summarise(records)
   if main_process and last == run.total_epochs:
     data = run.data
@@ -566,8 +626,11 @@ def train(settings: settings_lib.Settings, workdir: str, *,
         "devices": jax.device_count(),
         "train_class_counts": None if data.multi_label
         else data.train_class_counts.tolist(),
-        "class_names": list(data.class_names)})
+        "class_names": list(data.class_names),
+        "label_issues": issues})
     print(reporting.summary_table(summary, title), flush=True)
+    if issues is not None:
+      print(label_issues.summary_line(issues, data.num_train), flush=True)
   return summary
 
 

@@ -8,13 +8,17 @@ score beats its best so far (the earliest of ties stays, as
 ``contract.summarise`` selects), keeps that epoch's test predictions and,
 with ``save_train_probabilities``, the training set's softmax (forward
 correction's transition matrix is estimated from the selected network,
-not the last one). Both are written to the workdir at each new best, so a
-killed run resumes with them; a best that the resumed records no longer
-name (the run was killed between the file and the checkpoint) is dropped,
-and found again when its epoch reruns.
+not the last one), and, for a run that does not relabel, the label
+suggestions of that softmax (``label_ranking.suggest``: three numbers per
+example, where the softmax is ``C``): what ``label_issues.csv`` ranks. All
+are written to the workdir at each new best, so a killed run resumes with
+them; a best that the resumed records no longer name (the run was killed
+between the file and the checkpoint) is dropped, and found again when its
+epoch reruns.
 
 Files (``train.contract``): ``TEST_PREDICTIONS_FILE`` (see
-``compact``), ``PROBABILITIES_BEST_FILE`` and ``TRANSITION_TRUE_FILE``.
+``compact``), ``PROBABILITIES_BEST_FILE``, ``TRANSITION_TRUE_FILE`` and
+``SUGGESTIONS_BEST_FILE``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,12 @@ from typing import Callable, Sequence
 import numpy as np
 
 from train import contract
+from train.report import label_ranking
+
+# What is kept of each replica's suggestions (the given labels are the
+# run's own).
+_SUGGESTION_KEYS = ("suggested", "suggested_probability",
+                    "given_probability")
 
 
 def compact(outputs: np.ndarray, labels: np.ndarray, multi_label: bool
@@ -63,18 +73,26 @@ class BestPredictions:
     replicas: R.
     train_probabilities: also keep the training set's softmax.
     records: the records the run resumes with (empty for a new run).
+    test_predictions: keep the test predictions.
+    train_labels: each replica's given training labels, ``[R, N]`` or
+      ``[R, N, C]``: keep the suggestions of the training softmax for them
+      (``suggestions``); None: keep none.
   """
 
   def __init__(self, workdir: str, *, select: str, test_labels: np.ndarray,
                multi_label: bool, replicas: int, train_probabilities: bool,
-               records: Sequence[dict], write: bool = True):
+               records: Sequence[dict], write: bool = True,
+               test_predictions: bool = True,
+               train_labels: np.ndarray | None = None):
     self.workdir, self.select, self.multi_label = workdir, select, multi_label
     self.labels, self.replicas = np.asarray(test_labels), replicas
     self.train_probabilities, self._write = train_probabilities, write
+    self.test_predictions, self.train_labels = test_predictions, train_labels
     self.best_value = [-np.inf] * replicas
     self.best_epoch = np.zeros(replicas, np.int64)  # 0: none kept
     self.best: dict[str, np.ndarray] = {}
     self.best_train: np.ndarray | None = None
+    self.best_suggestions: dict[str, np.ndarray] = {}
     for record in records:
       self._improved(record)  # the best values so far; their outputs:
     self._resume()
@@ -95,18 +113,34 @@ class BestPredictions:
         self.best_epoch[r] = -record["epoch"]  # found, outputs not yet kept
     return out
 
+  def _saved(self, name: str, prefix: str
+              ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The epochs an ``.npz`` of ``write`` holds (zeros without the file),
+    and its arrays whose key starts with ``prefix``, without it."""
+    path = os.path.join(self.workdir, name)
+    if not os.path.exists(path):
+      return np.zeros(self.replicas, np.int64), {}
+    with np.load(path) as saved:
+      return saved["best_epoch"], {
+          k[len(prefix):]: saved[k].copy() for k in saved.files
+          if k.startswith(prefix) and k != "best_epoch"}
+
   def _resume(self) -> None:
     """Takes back the outputs of the files where they are of the best
     epochs the resumed records name."""
     wanted = -self.best_epoch
     self.best_epoch = np.zeros(self.replicas, np.int64)
-    path = os.path.join(self.workdir, contract.TEST_PREDICTIONS_FILE)
-    if not wanted.any() or not os.path.exists(path):
+    if not wanted.any():
       return
-    with np.load(path) as saved:
-      kept = saved["best_epoch"]
-      self.best = {k[len("best_"):]: saved[k].copy() for k in saved.files
-                   if k.startswith("best_") and k != "best_epoch"}
+    # The epochs each kept part holds: a replica resumes where all agree.
+    kept = [wanted]
+    if self.test_predictions:
+      epochs, self.best = self._saved(contract.TEST_PREDICTIONS_FILE, "best_")
+      kept.append(epochs)
+    if self.train_labels is not None:
+      epochs, self.best_suggestions = self._saved(
+          contract.SUGGESTIONS_BEST_FILE, "")
+      kept.append(epochs)
     train = None
     if self.train_probabilities:
       path = os.path.join(self.workdir, contract.PROBABILITIES_BEST_FILE)
@@ -114,9 +148,9 @@ class BestPredictions:
         train = np.load(path)
         train = train[None] if self.replicas == 1 else train
     for r in range(self.replicas):
-      if kept[r] == wanted[r] and kept[r] and (
+      if all(k[r] == wanted[r] for k in kept) and (
           not self.train_probabilities or train is not None):
-        self.best_epoch[r] = kept[r]
+        self.best_epoch[r] = wanted[r]
     if train is not None:
       self.best_train = train
 
@@ -127,40 +161,91 @@ class BestPredictions:
     improved = self._improved(record)
     if not improved:
       return
-    kept = compact(test_outputs(), self.labels, self.multi_label)
-    for key, value in kept.items():
-      if key not in self.best:
-        self.best[key] = np.zeros_like(value)
-      self.best[key][improved] = value[improved]
-    if self.train_probabilities:
+    if self.test_predictions:
+      _keep(self.best, compact(test_outputs(), self.labels,
+                               self.multi_label), improved)
+    if self.train_probabilities or self.train_labels is not None:
       probabilities = train_outputs()
-      if self.best_train is None:
-        self.best_train = np.zeros_like(probabilities)
-      self.best_train[improved] = probabilities[improved]
+      if self.train_probabilities:
+        if self.best_train is None:
+          self.best_train = np.zeros_like(probabilities)
+        self.best_train[improved] = probabilities[improved]
+      if self.train_labels is not None:
+        _keep(self.best_suggestions,
+              self._suggested(probabilities, improved), improved)
     self.best_epoch[improved] = record["epoch"]
     self.write()
+
+  def _suggested(self, probabilities: np.ndarray, replicas: list[int]
+                 ) -> dict[str, np.ndarray]:
+    """``[R, ...]`` arrays of ``_SUGGESTION_KEYS`` (zeros but for
+    ``replicas``)."""
+    out = {}
+    for r in replicas:
+      s = label_ranking.suggest(self.train_labels[r], probabilities[r],
+                                multi_label=self.multi_label)
+      for key in _SUGGESTION_KEYS:
+        value = getattr(s, key)
+        value = value.astype(np.float32) if value.dtype == np.float64 else (
+            value if value.dtype == bool else value.astype(np.int32))
+        if key not in out:
+          out[key] = np.zeros((self.replicas, *value.shape), value.dtype)
+        out[key][r] = value
+    return out
+
+  def suggestions(self, train_outputs: Callable[[], np.ndarray]
+                  ) -> list[label_ranking.Suggestions]:
+    """Each replica's suggestions at its best validation epoch; a replica
+    without one (no validation score) gets those of ``train_outputs()``,
+    the network's now (called on every process alike)."""
+    missing = [r for r in range(self.replicas) if not self.best_epoch[r]]
+    if missing:
+      _keep(self.best_suggestions, self._suggested(train_outputs(), missing),
+            missing)
+    kept = self.best_suggestions
+    return [label_ranking.Suggestions(
+        given=(self.train_labels[r] > 0.5 if self.multi_label
+               else self.train_labels[r].astype(np.int64)),
+        suggested=kept["suggested"][r],
+        given_probability=kept["given_probability"][r],
+        suggested_probability=kept["suggested_probability"][r])
+            for r in range(self.replicas)]
 
   def write(self, last: dict[str, np.ndarray] | None = None,
             last_epoch: int = 0) -> None:
     """The files; ``last`` (``compact``'s) once the last epoch is done."""
     if not self._write:
       return
-    arrays = {"labels": self.labels, "best_epoch": self.best_epoch,
-              **{f"best_{k}": v for k, v in self.best.items()}}
-    if last is not None:
-      arrays.update({f"last_{k}": v for k, v in last.items()})
-      arrays["last_epoch"] = np.full(self.replicas, last_epoch, np.int64)
-    _save(os.path.join(self.workdir, contract.TEST_PREDICTIONS_FILE),
-          np.savez, arrays)
+    if self.test_predictions:
+      arrays = {"labels": self.labels, "best_epoch": self.best_epoch,
+                **{f"best_{k}": v for k, v in self.best.items()}}
+      if last is not None:
+        arrays.update({f"last_{k}": v for k, v in last.items()})
+        arrays["last_epoch"] = np.full(self.replicas, last_epoch, np.int64)
+      _save(os.path.join(self.workdir, contract.TEST_PREDICTIONS_FILE),
+            np.savez, arrays)
     if self.best_train is not None:
       _save(os.path.join(self.workdir, contract.PROBABILITIES_BEST_FILE),
             np.save, self.best_train[0] if self.replicas == 1
             else self.best_train)
+    if self.best_suggestions:
+      _save(os.path.join(self.workdir, contract.SUGGESTIONS_BEST_FILE),
+            np.savez, {"best_epoch": self.best_epoch,
+                       **self.best_suggestions})
 
   def finish(self, test_outputs: np.ndarray, last_epoch: int) -> None:
     """Writes the last epoch's predictions beside the best ones."""
     self.write(compact(test_outputs, self.labels, self.multi_label),
                last_epoch)
+
+
+def _keep(best: dict[str, np.ndarray], new: dict[str, np.ndarray],
+          replicas: list[int]) -> None:
+  """``best[key][replicas] = new[key][replicas]`` for every key."""
+  for key, value in new.items():
+    if key not in best:
+      best[key] = np.zeros_like(value)
+    best[key][replicas] = value[replicas]
 
 
 def _save(path: str, save, value) -> None:

@@ -35,6 +35,8 @@ class Settings:
   keep_checkpoints: int
   save_train_probabilities: bool
   save_test_predictions: bool
+  label_issues: bool
+  label_issues_drawn: int
   progress: bool
   tensorboard: bool
   label_begin: int
@@ -72,6 +74,11 @@ def check(config, *, num_devices: int) -> None:
           and config.log_every_steps >= 0):
     raise ConfigError.of("log_every_steps", config.log_every_steps,
                          "must be a non-negative integer (0: once per epoch)")
+  drawn = config.label_issues_drawn
+  if not (isinstance(drawn, int) and not isinstance(drawn, bool)
+          and drawn >= 0):
+    raise ConfigError.of("label_issues_drawn", drawn,
+                         "must be a non-negative integer (0: no figure)")
   timeout = config.peer_timeout_seconds
   if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
           and timeout > 0):

@@ -23,7 +23,7 @@ CONFIG_FILE = contract.CONFIG_FILE
 RESUMABLE_CHANGES = ("num_epochs", "checkpoint_every_epochs",
                      "checkpoint_min_seconds", "log_every_steps",
                      "keep_checkpoints", "tensorboard", "progress",
-                     "peer_timeout_seconds")
+                     "peer_timeout_seconds", "label_issues_drawn")
 
 
 def _epochs_shape_schedules(config: Mapping) -> str | None:

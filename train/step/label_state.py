@@ -272,6 +272,16 @@ def update(state: LabelState, epoch: jax.Array, *, begin: int, mode: str,
   return state._replace(labels=labels, written=written, slot=slot)
 
 
+def history_mean(state: LabelState) -> jax.Array:
+  """The mean of the buffer's written entries, ``[(R,) N', C]`` float32
+  (the labels of an example with none written): the distribution that
+  ``hard`` labels are the arg max of. Jit-able."""
+  weights = state.written.astype(jnp.float32)[..., None]
+  count = weights.sum(axis=-3)
+  total = (state.history.astype(jnp.float32) * weights).sum(axis=-3)
+  return jnp.where(count > 0, total / jnp.maximum(count, 1.0), state.labels)
+
+
 def hard_labels(labels: jax.Array, multi_label: bool = False) -> jax.Array:
   """The class of each row (multi-label: the multi-hot at 1/2)."""
   if multi_label:

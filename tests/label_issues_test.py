@@ -1,0 +1,273 @@
+"""Tests of train/report/label_issues.py: the file, the line, the figure,
+the label file, after tiny runs (the streamed, replica, multi-process and
+resumed runs: tests/stream_training_test.py, tests/trainer_test.py)."""
+
+import contextlib
+import csv
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import types
+
+import numpy as np
+from absl.testing import absltest
+
+from tests.tiny import ROOT
+from tests.tiny import tiny_config
+from train import contract
+from train.errors import ConfigError
+from train.loop import settings as settings_lib
+from train.loop import trainer
+from train.report import label_issues
+from train.report import label_ranking
+
+COLUMNS = ["rank", "index", "source", "given_label", "suggested_label",
+           "given_name", "suggested_name", "given_probability",
+           "suggested_probability", "score", "flipped", "replica"]
+
+
+def _run(**overrides):
+  """A tiny run with the report on; its workdir and what it printed."""
+  workdir, out = tempfile.mkdtemp(), io.StringIO()
+  with contextlib.redirect_stdout(out):
+    trainer.train_and_evaluate(tiny_config(**{
+        "label_issues": True, "label_issues_drawn": 0, **overrides}),
+                               workdir)
+  return workdir, out.getvalue()
+
+
+def _read_labels(path):
+  """A label file read back: its header, and key -> label."""
+  with open(path, newline="") as f:
+    header, *rows = list(csv.reader(f))
+  return header, {key: label for key, label in rows}
+
+
+class RunTest(absltest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.jo, cls.jo_printed = _run(**{
+        "loss.name": "jo", "label_state.mode": "soft",
+        "label_state.begin": 1, "label_issues_drawn": 6})
+    cls.ce, cls.ce_printed = _run(save_train_probabilities=True)
+
+  def test_jo_run_suggests_its_label_state(self):
+    rows = label_issues.read(self.jo)
+    with open(os.path.join(self.jo, contract.LABEL_ISSUES_FILE)) as f:
+      self.assertEqual(f.readline().strip().split(","), COLUMNS)
+    self.assertLen(rows, 256)
+    self.assertEqual([int(r["rank"]) for r in rows], list(range(1, 257)))
+    self.assertEqual(sorted(int(r["index"]) for r in rows), list(range(256)))
+    scores = [float(r["score"]) for r in rows]
+    self.assertEqual(scores, sorted(scores, reverse=True))
+    # The source is the row in MNIST-1D's own training set: validation
+    # rows are not among them.
+    sources = [int(r["source"]) for r in rows]
+    self.assertLen(set(sources), 256)
+    self.assertGreater(max(sources), 255)
+    issues = contract.read_run(self.jo)["label_issues"]
+    self.assertEqual(issues["origin"], "label_state")
+    # The suggestions are the label state's hard labels: the clean ones
+    # where recovered, which is what recovery accuracy measures.
+    kept = sum(r["flipped"] == "0" and r["given_label"] == r["suggested_label"]
+               for r in rows)
+    recovery = contract.read_records(self.jo)[-1]["recovery_accuracy"]
+    self.assertAlmostEqual((kept + issues["restored"]) / 256, recovery,
+                           places=6)
+
+  def test_ce_run_suggests_its_best_validation_softmax(self):
+    self.assertEqual(contract.read_run(self.ce)["label_issues"]["origin"],
+                     "best_validation")
+    best = np.load(os.path.join(self.ce, contract.PROBABILITIES_BEST_FILE))
+    rows = label_issues.read(self.ce)
+    index = np.array([int(r["index"]) for r in rows])
+    given = np.array([int(r["given_label"]) for r in rows])
+    np.testing.assert_array_equal(
+        [int(r["suggested_label"]) for r in rows], best[index].argmax(-1))
+    np.testing.assert_allclose([float(r["given_probability"]) for r in rows],
+                               best[index, given], rtol=1e-5)
+    self.assertEqual([r["given_name"] for r in rows[:3]],
+                     [str(g) for g in given[:3]])
+
+  def test_the_summary_line_against_a_hand_count(self):
+    for workdir, printed in ((self.jo, self.jo_printed),
+                             (self.ce, self.ce_printed)):
+      rows = label_issues.read(workdir)
+      changed = [r["given_label"] != r["suggested_label"] for r in rows]
+      flipped = [r["flipped"] == "1" for r in rows]
+      hits = sum(c and f for c, f in zip(changed, flipped))
+      k = sum(flipped)
+      issues = contract.read_run(workdir)["label_issues"]
+      self.assertEqual(issues["changed"], sum(changed))
+      self.assertEqual(issues["flipped"], k)
+      self.assertAlmostEqual(issues["precision"], hits / sum(changed))
+      self.assertAlmostEqual(issues["recall"], hits / k)
+      self.assertAlmostEqual(issues["precision_at_k"], sum(flipped[:k]) / k)
+      line = label_issues.summary_line(issues, 256)
+      self.assertIn(line, printed.splitlines())
+      self.assertIn(f"would change {sum(changed)} of its 256", line)
+      self.assertIn(f"precision {100 * hits / sum(changed):.1f} %, recall "
+                    f"{100 * hits / k:.1f} %", line)
+
+  def test_the_figure_is_written_and_drawn_again(self):
+    path = os.path.join(self.jo, contract.LABEL_ISSUES_FIGURE)
+    self.assertGreater(os.path.getsize(path), 5000)
+    self.assertFalse(os.path.exists(os.path.join(
+        self.ce, contract.LABEL_ISSUES_FIGURE)))  # label_issues_drawn = 0
+    out = os.path.join(tempfile.mkdtemp(), "again.png")
+    self.assertEqual(label_issues.redraw(self.ce, 3, out), out)
+    self.assertGreater(os.path.getsize(out), 5000)
+
+  def test_apply_round_trips(self):
+    rows = label_issues.read(self.jo)
+    out = os.path.join(tempfile.mkdtemp(), "labels.csv")
+    self.assertEqual(label_issues.apply(self.jo, out), 256)
+    header, labels = _read_labels(out)
+    self.assertEqual(header, ["index", "label"])
+    self.assertEqual(labels, {r["source"]: r["suggested_label"]
+                              for r in rows})
+    # Only the changes the suggestion is sure of.
+    self.assertEqual(label_issues.apply(self.jo, out, threshold=0.15),
+                     len(_read_labels(out)[1]))
+    self.assertEqual(_read_labels(out)[1], {
+        r["source"]: r["suggested_label"] for r in rows
+        if r["given_label"] != r["suggested_label"]
+        and float(r["suggested_probability"]) > 0.15})
+    with self.assertRaisesRegex(ValueError, r"--threshold=1.5: must lie"):
+      label_issues.apply(self.jo, out, threshold=1.5)
+    with self.assertRaisesRegex(ValueError, "no replica 1"):
+      label_issues.apply(self.jo, out, replica=1)
+
+  def test_apply_on_the_command_line(self):
+    out = os.path.join(tempfile.mkdtemp(), "labels.csv")
+    done = subprocess.run(
+        [sys.executable, "-m", "train.report.label_issues",
+         f"--workdir={self.ce}", "--apply", f"--out={out}",
+         "--threshold=0.3"], cwd=ROOT, capture_output=True, text=True,
+        check=False)
+    self.assertEqual(done.returncode, 0, done.stderr)
+    count = len(_read_labels(out)[1])
+    self.assertEqual(done.stdout.strip(), f"{out}: {count} labels")
+
+
+def _rows(count, *, multi_label=False, flipped="1"):
+  names = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat")
+  rows = []
+  for i in range(count):
+    row = {"rank": i + 1, "index": i, "given_name": names[i % 5],
+           "suggested_name": names[(i + 1) % 5], "given_probability": "0.01",
+           "suggested_probability": "0.93", "flipped": flipped}
+    if multi_label:
+      row.update(added="Coat;Dress" if i % 2 else "", removed="Trouser")
+    rows.append(row)
+  return rows
+
+
+class FigureTest(absltest.TestCase):
+
+  def test_images_signals_and_label_sets(self):
+    rng = np.random.default_rng(0)
+    for rows, images, caption in (
+        (_rows(10), rng.random((10, 28, 28, 1)), "T-shirt/top → Trouser"),
+        (_rows(3, flipped=""), rng.random((3, 16, 16, 3)), "p 0.93 (given "
+         "0.01)"),
+        (_rows(9, flipped="0"), rng.normal(size=(9, 40, 1)), "#9  example 8"),
+        (_rows(4, multi_label=True), rng.random((4, 56, 56, 1)),
+         "+Coat, Dress\n−Trouser")):
+      fig = label_issues.figure(rows, images, title="t")
+      (ax,) = fig.get_axes()
+      texts = [t.get_text() for t in ax.texts]
+      self.assertLen(texts, len(rows))
+      self.assertTrue(any(caption in t for t in texts), texts)
+      kind = ax.images if images.ndim == 4 else ax.lines
+      self.assertLen(kind, len(rows))
+      out = os.path.join(tempfile.mkdtemp(), "f.png")
+      label_issues.draw(rows, lambda index, x=images: x[index], out,
+                        title="the title")
+      self.assertGreater(os.path.getsize(out), 3000)
+
+
+class WriteTest(absltest.TestCase):
+
+  def _dataset(self, **fields):
+    return types.SimpleNamespace(**{
+        "class_names": ("cat", "dog", "bird"), "train_sources": None,
+        "train_source_index": None, "num_train": 4, **fields})
+
+  def test_files_name_the_examples_and_the_label_file(self):
+    workdir = tempfile.mkdtemp()
+    s = label_ranking.suggest(np.array([0, 1, 2, 0]), np.array(
+        [[.9, .05, .05], [.7, .2, .1], [.1, .1, .8], [.2, .5, .3]]))
+    files = ["a/1.png", "a/2.png", "b/3.png", "b/4.png"]
+    issues = label_issues.write(
+        workdir, [s], origin="best_validation", clean=None,
+        dataset=self._dataset(train_sources=files), inputs=None, drawn=0)
+    self.assertEqual(issues, {"origin": "best_validation", "changed": 2,
+                              "flipped": None, "precision": None,
+                              "recall": None, "precision_at_k": None,
+                              "restored": None})
+    rows = label_issues.read(workdir)
+    # Examples 1 and 3 tie at 0.8: the lower index first.
+    self.assertEqual([r["source"] for r in rows],
+                     ["a/2.png", "b/4.png", "b/3.png", "a/1.png"])
+    self.assertEqual([r["flipped"] for r in rows], [""] * 4)
+    self.assertEqual((rows[0]["given_name"], rows[0]["suggested_name"]),
+                     ("dog", "cat"))
+    line = label_issues.summary_line(issues, 4)
+    self.assertEqual(line, "label issues: the run would change 2 of its 4 "
+                     "training labels (50.0 %, from its network at the best "
+                     "validation epoch; label_issues.csv)")
+    out = os.path.join(workdir, "labels.csv")
+    label_issues.apply(workdir, out)
+    self.assertEqual(_read_labels(out), (["file", "label"], {
+        "a/1.png": "0", "a/2.png": "0", "b/3.png": "2", "b/4.png": "1"}))
+
+  def test_multi_label_rows_and_replicas(self):
+    workdir = tempfile.mkdtemp()
+    given = np.array([[1, 0, 0], [0, 1, 1], [1, 1, 0], [0, 0, 0]])
+    q = np.array([[.9, .1, .1], [.1, .9, .2], [.8, .9, .1], [.1, .2, .6]])
+    flipped = given.copy()
+    flipped[0] = [0, 0, 1]  # replica 1's noise moved example 0
+    each = [label_ranking.suggest(given, q, multi_label=True),
+            label_ranking.suggest(flipped, q, multi_label=True)]
+    issues = label_issues.write(
+        workdir, each, origin="label_state", clean=[given, given],
+        dataset=self._dataset(train_source_index=np.arange(10, 14)),
+        inputs=lambda rows: np.zeros((len(rows), 8, 8, 1)), drawn=2)
+    self.assertEqual(issues["changed"], [2, 3])
+    self.assertEqual(issues["flipped"], [0, 1])
+    self.assertEqual(issues["restored"], [0, 1])
+    rows = label_issues.read(workdir, replica=0)
+    # Scores 1 - .9 * .9 * .2, 1 - .9 * .8 * .4, 1 - .8 * .9 * .9, ...
+    self.assertEqual([r["index"] for r in rows], ["1", "3", "2", "0"])
+    self.assertEqual((rows[0]["given_label"], rows[0]["suggested_label"],
+                      rows[0]["removed"], rows[0]["added"],
+                      rows[0]["source"]), ("1 2", "1", "bird", "", "11"))
+    self.assertEqual((rows[1]["added"], rows[1]["removed"]), ("bird", ""))
+    self.assertEqual(rows[2]["given_name"], "cat;dog")
+    self.assertEqual(label_issues.read(workdir, replica=1)[0]["flipped"],
+                     "1")
+    self.assertTrue(os.path.exists(os.path.join(
+        workdir, contract.LABEL_ISSUES_FIGURE)))
+    line = label_issues.summary_line(issues, 4)
+    self.assertIn("change 2.5±0.7 of its 4 training labels", line)
+    self.assertIn("recall 100.0 %", line)  # replica 0 has no flips
+
+
+class ConfigTest(absltest.TestCase):
+
+  def test_a_bad_figure_count_is_one_line(self):
+    for value in (-1, True):
+      with self.assertRaisesRegex(
+          ConfigError, f"config.label_issues_drawn = {value}: must be a "
+          "non-negative integer"):
+        settings_lib.check_config(tiny_config(label_issues_drawn=value),
+                                  num_devices=1)
+
+
+if __name__ == "__main__":
+  absltest.main()
