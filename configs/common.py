@@ -251,6 +251,11 @@ def base_config() -> config_dict.ConfigDict:
   # each replica's best validation epoch and at the last (train/contract.py
   # says what it holds), for a bootstrap over test examples.
   c.save_test_predictions = True
+  # Writes workdir/probabilities_test_best.npy: the test set's softmax at
+  # each replica's best validation epoch ([N, C]; [R, N, C]): out-of-sample
+  # probabilities, such as cross-validated label finding (cleanlab) takes,
+  # when the test set is a held-out fold of the training set.
+  c.save_test_probabilities = False
   # Writes workdir/label_issues.csv at the end: every training example, the
   # most doubted given label first, with the label the run suggests (Joint
   # Optimization's label state; without relabelling, the network's at the

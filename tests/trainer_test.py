@@ -274,6 +274,7 @@ class TrainerTest(parameterized.TestCase):
     config = tiny_config(**{"num_epochs": 4, "replicas": 2,
                             "optimizer.learning_rate": 0.5,
                             "save_train_probabilities": True,
+                            "save_test_probabilities": True,
                             "label_issues": True, "label_issues_drawn": 0})
     summary, records, workdir = _run(config)
     with np.load(os.path.join(workdir, contract.TEST_PREDICTIONS_FILE)) as f:
@@ -294,6 +295,14 @@ class TrainerTest(parameterized.TestCase):
       self.assertEqual(saved["last_epoch"][r], 4)
     self.assertTrue(np.all((saved["best_p_true"] >= 0)
                            & (saved["best_p_true"] <= 1)))
+    # The test softmax of the same epochs, of which the predictions are.
+    test = np.load(os.path.join(workdir,
+                                contract.TEST_PROBABILITIES_BEST_FILE))
+    self.assertEqual(test.shape, (2, 1000, 10))
+    np.testing.assert_array_equal(test.argmax(-1), saved["best_pred"])
+    np.testing.assert_allclose(
+        np.take_along_axis(test, labels[None, :, None], 2)[..., 0],
+        saved["best_p_true"], rtol=1e-3)
     # The training softmax of the selected epoch, and the noise's own T.
     best = np.load(os.path.join(workdir, contract.PROBABILITIES_BEST_FILE))
     self.assertEqual(best.shape, (2, 256, 10))
@@ -311,6 +320,8 @@ class TrainerTest(parameterized.TestCase):
     with np.load(os.path.join(resumed, contract.TEST_PREDICTIONS_FILE)) as f:
       for key, value in saved.items():
         np.testing.assert_array_equal(f[key], value, err_msg=key)
+    np.testing.assert_array_equal(np.load(os.path.join(
+        resumed, contract.TEST_PROBABILITIES_BEST_FILE)), test)
     issues = [open(os.path.join(w, contract.LABEL_ISSUES_FILE)).read()
               for w in (workdir, resumed)]
     self.assertEqual(issues[0], issues[1])

@@ -78,6 +78,9 @@ TRANSITION_TRUE_FILE = "transition_train_true.npy"
 #                  class's ranking of the test set, 0 the highest score
 #                  (multi-label: average precision needs the rankings)
 TEST_PREDICTIONS_FILE = "predictions_test.npz"
+# ``config.save_test_probabilities``: the test set's softmax at each
+# replica's best validation epoch, ``[N, C]`` (``[R, N, C]``).
+TEST_PROBABILITIES_BEST_FILE = "probabilities_test_best.npy"
 # ``config.label_issues``: every training example, the most doubted given
 # label first (``train.report.label_issues``): its index, source, given and
 # suggested label, their probabilities and the score it is ranked by.

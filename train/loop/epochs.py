@@ -415,7 +415,8 @@ class _Run:
     None where nothing asks for them."""
     settings = self.settings
     test = (settings.save_test_predictions
-            or settings.save_train_probabilities)
+            or settings.save_train_probabilities
+            or settings.save_test_probabilities)
     # A run that does not relabel suggests labels from the training
     # softmax of its best validation epoch.
     suggest = settings.label_issues and not self.relabels
@@ -426,6 +427,7 @@ class _Run:
         test_labels=self.data.test_y, multi_label=self.data.multi_label,
         replicas=self.replicas,
         train_probabilities=settings.save_train_probabilities,
+        test_probabilities=settings.save_test_probabilities,
         records=records, write=jax.process_index() == 0,
         test_predictions=test,
         train_labels=self._given_labels() if suggest else None)

@@ -72,6 +72,7 @@ class BestPredictions:
     multi_label: as the data.
     replicas: R.
     train_probabilities: also keep the training set's softmax.
+    test_probabilities: also keep the test set's softmax (single-label).
     records: the records the run resumes with (empty for a new run).
     test_predictions: keep the test predictions.
     train_labels: each replica's given training labels, ``[R, N]`` or
@@ -82,16 +83,19 @@ class BestPredictions:
   def __init__(self, workdir: str, *, select: str, test_labels: np.ndarray,
                multi_label: bool, replicas: int, train_probabilities: bool,
                records: Sequence[dict], write: bool = True,
+               test_probabilities: bool = False,
                test_predictions: bool = True,
                train_labels: np.ndarray | None = None):
     self.workdir, self.select, self.multi_label = workdir, select, multi_label
     self.labels, self.replicas = np.asarray(test_labels), replicas
     self.train_probabilities, self._write = train_probabilities, write
+    self.test_probabilities = test_probabilities
     self.test_predictions, self.train_labels = test_predictions, train_labels
     self.best_value = [-np.inf] * replicas
     self.best_epoch = np.zeros(replicas, np.int64)  # 0: none kept
     self.best: dict[str, np.ndarray] = {}
     self.best_train: np.ndarray | None = None
+    self.best_test: np.ndarray | None = None
     self.best_suggestions: dict[str, np.ndarray] = {}
     for record in records:
       self._improved(record)  # the best values so far; their outputs:
@@ -141,18 +145,24 @@ class BestPredictions:
       epochs, self.best_suggestions = self._saved(
           contract.SUGGESTIONS_BEST_FILE, "")
       kept.append(epochs)
-    train = None
-    if self.train_probabilities:
-      path = os.path.join(self.workdir, contract.PROBABILITIES_BEST_FILE)
-      if os.path.exists(path):
-        train = np.load(path)
-        train = train[None] if self.replicas == 1 else train
+    train = self._saved_probabilities(self.train_probabilities,
+                                      contract.PROBABILITIES_BEST_FILE)
+    test = self._saved_probabilities(self.test_probabilities,
+                                     contract.TEST_PROBABILITIES_BEST_FILE)
     for r in range(self.replicas):
       if all(k[r] == wanted[r] for k in kept) and (
-          not self.train_probabilities or train is not None):
+          not self.train_probabilities or train is not None) and (
+              not self.test_probabilities or test is not None):
         self.best_epoch[r] = wanted[r]
-    if train is not None:
-      self.best_train = train
+    self.best_train, self.best_test = train, test
+
+  def _saved_probabilities(self, kept: bool, name: str) -> np.ndarray | None:
+    """``[R, N, C]`` of a probabilities file ``write`` wrote, or None."""
+    path = os.path.join(self.workdir, name)
+    if not kept or not os.path.exists(path):
+      return None
+    saved = np.load(path)
+    return saved[None] if self.replicas == 1 else saved
 
   def observe(self, record: dict, test_outputs: Callable[[], np.ndarray],
               train_outputs: Callable[[], np.ndarray]) -> None:
@@ -162,8 +172,13 @@ class BestPredictions:
     if not improved:
       return
     if self.test_predictions:
-      _keep(self.best, compact(test_outputs(), self.labels,
-                               self.multi_label), improved)
+      outputs = test_outputs()
+      _keep(self.best, compact(outputs, self.labels, self.multi_label),
+            improved)
+      if self.test_probabilities:
+        if self.best_test is None:
+          self.best_test = np.zeros_like(outputs)
+        self.best_test[improved] = outputs[improved]
     if self.train_probabilities or self.train_labels is not None:
       probabilities = train_outputs()
       if self.train_probabilities:
@@ -224,10 +239,12 @@ class BestPredictions:
         arrays["last_epoch"] = np.full(self.replicas, last_epoch, np.int64)
       _save(os.path.join(self.workdir, contract.TEST_PREDICTIONS_FILE),
             np.savez, arrays)
-    if self.best_train is not None:
-      _save(os.path.join(self.workdir, contract.PROBABILITIES_BEST_FILE),
-            np.save, self.best_train[0] if self.replicas == 1
-            else self.best_train)
+    for probabilities, name in (
+        (self.best_train, contract.PROBABILITIES_BEST_FILE),
+        (self.best_test, contract.TEST_PROBABILITIES_BEST_FILE)):
+      if probabilities is not None:
+        _save(os.path.join(self.workdir, name), np.save,
+              probabilities[0] if self.replicas == 1 else probabilities)
     if self.best_suggestions:
       _save(os.path.join(self.workdir, contract.SUGGESTIONS_BEST_FILE),
             np.savez, {"best_epoch": self.best_epoch,

@@ -35,6 +35,7 @@ class Settings:
   keep_checkpoints: int
   save_train_probabilities: bool
   save_test_predictions: bool
+  save_test_probabilities: bool
   label_issues: bool
   label_issues_drawn: int
   progress: bool
