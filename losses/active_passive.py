@@ -13,6 +13,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from losses import _apply
 from losses import _inputs
@@ -143,7 +144,7 @@ def _check_apl(active, passive, alpha, beta, **terms):
   for name, value in terms.items():
     default, owner = _TERM_HYPERPARAMETERS[name]
     if (owner not in (active, passive) and _inputs.is_concrete(value)
-        and bool(jnp.any(jnp.asarray(value) != default))):
+        and np.any(np.asarray(value) != default)):
       raise ValueError(f"`{name}` = {value!r} has no effect: it belongs to "
                        f"{owner}, not to active={active!r} or "
                        f"passive={passive!r}.")

@@ -29,7 +29,8 @@ _SIGMOID = [(c.name, c.loss, c.reference, c.kwargs)
 # prediction or focusing weight held constant), the plain formula's
 # stop_gradient blocks every order, the custom rule only the first: no
 # Hessian comparison there.
-_FIRST_ORDER_ONLY = ("boot_soft_const", "weight_as_constant")
+_FIRST_ORDER_ONLY = ("boot_soft_const", "weight_as_constant", "nfl_const",
+                     "nfl_rce_const")
 
 
 def _softmax_inputs():
