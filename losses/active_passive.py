@@ -251,6 +251,8 @@ def active_passive_loss_steepness(p, *, active="normalized_cross_entropy",
   else:
     p = _inputs.check_probability(p)
     second = (1.0 - p, jnp.full_like(p, -1.0))
-  return tuple(alpha * f + beta * s for f, s in zip(first, second))
+  # A zero weight drops its term even where its slope is -inf (p = 0).
+  return tuple(_numerics.xlogp(alpha, f) + _numerics.xlogp(beta, s)
+               for f, s in zip(first, second))
 
 

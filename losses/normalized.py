@@ -79,14 +79,20 @@ def _canonical_ratio(a, da, b, db_dq, num_classes):
   configuration: ``a = l(p)``, ``b = l(q)``, ``q = (1-p)/(C-1)``.
 
   ``d/dp = ((C-1) b a' + a l'(q)) / D^2``; ``D = 0`` gives ``(0, 0)``.
+  The ends take their limits: ``a = inf`` (``p = 0``) gives ``(1, -inf)``,
+  ``b = inf`` (``p = 1``) gives ``(0, 0)``.
   """
   others = num_classes - 1.0
+  a_inf, b_inf = jnp.isinf(a), jnp.isinf(b)
+  a = jnp.where(a_inf, 0.0, a)
+  b = jnp.where(b_inf, 0.0, b)
   total = a + others * b
   positive = total > 0.0
   safe = jnp.where(positive, total, 1.0)
   ratio = jnp.where(positive, a / safe, 0.0)
-  slope = (others * b * da + a * db_dq) / safe ** 2
-  return ratio, jnp.where(positive, slope, 0.0)
+  slope = jnp.where(positive, (others * b * da + a * db_dq) / safe ** 2, 0.0)
+  return (jnp.where(a_inf, 1.0, jnp.where(b_inf, 0.0, ratio)),
+          jnp.where(a_inf, -jnp.inf, jnp.where(b_inf, 0.0, slope)))
 
 
 def _canonical_p(p, num_classes):
@@ -258,8 +264,9 @@ def normalized_focal_loss_steepness(p, *, gamma=0.5,
   b, db = focal.focal_loss_steepness(q, gamma=gamma)
   ratio, slope = _canonical_ratio(a, da, b, db, num_classes)
   total = a + (num_classes - 1.0) * b
+  # -(1-p)^g / (p D): -inf at p = 0, 0 at p = 1 (D = inf there).
   held = -_numerics.pow_from_log(jnp.log1p(-p), _inputs.as_float(gamma)) / (
-      p * total)
+      jnp.where(p > 0.0, p * total, 0.0))
   return ratio, jnp.where(prediction_as_constant, held, slope)
 
 
@@ -356,5 +363,7 @@ def active_negative_loss_steepness(p, *, alpha=5.0, beta=5.0, min_prob=1e-7,
 
   (a, da), (b, db) = flipped(p), flipped(q)
   ratio, dratio = _canonical_ratio(a, da, b, db, num_classes)
+  # A zero weight drops its term even where its slope is -inf (p = 0).
   return (hyper["alpha"] * nce + hyper["beta"] * (1.0 - ratio),
-          hyper["alpha"] * dnce - hyper["beta"] * dratio)
+          _numerics.xlogp(hyper["alpha"], dnce)
+          - _numerics.xlogp(hyper["beta"], dratio))
