@@ -110,12 +110,18 @@ def softmax_and_complement(logits: jax.Array):
                                            0.0))
   exps = jnp.exp(others - second)  # 0 at the arg max
   rest = jnp.sum(exps, axis=-1, keepdims=True)
-  # total = sum exp(s) = 1 + S e^{z_2}: exact, the 1 is the arg max's.
+  # total = sum exp(s) = 1 + S e^{z_2}: exact, the 1 is the arg max's,
+  # exp(s_m) = exp(0) written so that it keeps its derivative wrt z_m: a
+  # constant 1 would leave it out of every derivative of these outputs
+  # (the Hessians of the losses built on them).
+  # (A row without a finite logit keeps the constant.)
+  s_max = jnp.sum(jnp.where(is_max, s, 0.0), axis=-1, keepdims=True)
+  one = jnp.exp(jnp.where(jnp.isfinite(s_max), s_max, 0.0))
   scale = jnp.exp(second)
-  total = 1.0 + rest * scale
+  total = one + rest * scale
   log_total = jnp.log(total)
   log_p = s - log_total
-  probs = jnp.where(is_max, 1.0, exps * scale) / total
+  probs = jnp.where(is_max, one, exps * scale) / total
   log1m_max = jnp.log(rest) + second - log_total
   log1m_p = jnp.where(is_max, log1m_max,
                       jnp.log1p(-jnp.where(is_max, 0.0, probs)))
