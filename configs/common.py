@@ -26,13 +26,19 @@ _FLOAT, _INT, _STR, _BOOL = float, int, str, bool
 #   joint_optimization: alpha, beta, prior ('uniform' | 'noisy_labels')
 #   logit_adjusted_cross_entropy: tau, prior ('training_labels' | 'uniform')
 #   class_balanced_cross_entropy: beta, class_counts ('training_labels')
+#   taylor_cross_entropy: order              reverse_cross_entropy: floor
+#   normalized_focal: gamma, prediction_as_constant
+#   active_passive: active, passive, alpha, beta, gamma,
+#                   prediction_as_constant, floor
+#   active_negative: alpha, beta, min_prob
 LOSS_HYPERPARAMETERS = {
     "alpha": _FLOAT, "beta": _FLOAT, "gamma": _FLOAT, "gamma_pos": _FLOAT,
     "gamma_neg": _FLOAT, "label_smoothing": _FLOAT, "epsilon": _FLOAT,
     "bonus_weight": _FLOAT, "log_end": _FLOAT, "floor": _FLOAT, "q": _FLOAT,
     "clip": _FLOAT, "normalize": _BOOL, "prediction_as_constant": _BOOL,
     "mode": _STR, "transition_matrix": _STR, "prior": _STR, "tau": _FLOAT,
-    "class_counts": _STR,
+    "class_counts": _STR, "order": _INT, "active": _STR, "passive": _STR,
+    "min_prob": _FLOAT,
 }
 
 

@@ -60,6 +60,14 @@ LOSSES: dict[str, LossSpec] = {
                                           "softmax"),
     "symmetric_cross_entropy": LossSpec(losses.symmetric_cross_entropy,
                                         "softmax"),
+    "taylor_cross_entropy": LossSpec(losses.taylor_cross_entropy, "softmax"),
+    "normalized_cross_entropy": LossSpec(losses.normalized_cross_entropy,
+                                         "softmax"),
+    "normalized_focal": LossSpec(losses.normalized_focal_loss, "softmax"),
+    "reverse_cross_entropy": LossSpec(losses.reverse_cross_entropy,
+                                      "softmax"),
+    "active_passive": LossSpec(losses.active_passive_loss, "softmax"),
+    "active_negative": LossSpec(losses.active_negative_loss, "softmax"),
     "bootstrapping": LossSpec(losses.bootstrapping_loss, "softmax"),
     "forward_correction": LossSpec(losses.forward_corrected_cross_entropy,
                                    "softmax"),
@@ -84,7 +92,10 @@ ALIASES = {
     "jo": "joint_optimization", "mse": "probability_mse",
     "mae": "probability_mae", "bce": "sigmoid_binary_cross_entropy",
     "asl": "sigmoid_asymmetric", "la": "logit_adjusted_cross_entropy",
-    "cb": "class_balanced_cross_entropy",
+    "cb": "class_balanced_cross_entropy", "nce": "normalized_cross_entropy",
+    "nfl": "normalized_focal", "rce": "reverse_cross_entropy",
+    "apl": "active_passive", "anl": "active_negative",
+    "taylor_ce": "taylor_cross_entropy",
 }
 
 # Hyperparameters given by name in a config and resolved against the data:
