@@ -107,9 +107,35 @@ def _canonical_p(p, num_classes):
 def nce_parts(logits, labels):
   """The ``parts`` of :func:`normalized_cross_entropy` (shared with
   :mod:`losses.active_passive`)."""
+  if _inputs.is_integer(labels):
+    return _nce_integer(logits, labels)
   log_p = _numerics.log_softmax(logits)
-  value, dlogp = _nce_dlogp(log_p, _dense(logits, labels))
+  value, dlogp = _nce_dlogp(log_p, labels)
   return value, _numerics.log_softmax_vjp(jnp.exp(log_p), dlogp)
+
+
+def _nce_integer(logits, labels):
+  """One pass of sums, as cross entropy's: ``s = z - max z``, ``lse``.
+
+  ``D = sum_k (lse - s_k) = C' lse - sum_k s_k`` over the ``C'`` classes in
+  the softmax and ``-log p_y = lse - s_y``: sums of non-negative terms, no
+  cancellation. Gradient ``(L [k in] - e_y - p (L C' - 1)) / D``.
+  """
+  s = _numerics.shifted(logits)
+  exps = jnp.exp(s)
+  total = jnp.sum(exps, axis=-1, keepdims=True)
+  lse = jnp.log(total)
+  inside = s > -jnp.inf
+  count = jnp.sum(inside, axis=-1, keepdims=True).astype(s.dtype)
+  denominator = count * lse - jnp.sum(jnp.where(inside, s, 0.0), axis=-1,
+                                      keepdims=True)
+  s_y = jnp.take_along_axis(s, labels[..., None], axis=-1, mode="clip")
+  positive = denominator > 0.0
+  safe = jnp.where(positive, denominator, 1.0)
+  value = jnp.where(positive, (lse - s_y) / safe, 0.0)
+  grad = (value * inside - _numerics.is_target(s, labels)
+          - exps / total * (value * count - 1.0)) / safe
+  return value[..., 0], jnp.where(positive, grad, 0.0)
 
 
 def normalized_cross_entropy(logits, labels, *, axis=-1, where=None
