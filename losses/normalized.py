@@ -148,7 +148,8 @@ def normalized_cross_entropy(logits, labels, *, axis=-1, where=None
 
   Values in ``[0, 1]``; uniform logits give ``1/C``. The sum runs over the
   classes in the softmax (a ``-inf`` logit or a class masked by ``where``
-  leaves it); a row with one class left gives 0. The gradient
+  leaves it; target mass on such a class makes the loss infinite); a row
+  with one class left gives 0. The gradient
   ``dL/dlog p_k = (L - t_k) / sum_j(-log p_j)`` (through log-softmax) is
   the official code's, which differentiates the denominator too.
 
