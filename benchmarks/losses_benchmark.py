@@ -82,6 +82,12 @@ def _softmax_cases(c):
       "poly1": lambda z, y, t: losses.poly1_loss(z, y),
       "gce": lambda z, y, t: losses.generalized_cross_entropy(z, y),
       "sce": lambda z, y, t: losses.symmetric_cross_entropy(z, y),
+      "taylor_ce": lambda z, y, t: losses.taylor_cross_entropy(z, y),
+      "nce": lambda z, y, t: losses.normalized_cross_entropy(z, y),
+      "nfl": lambda z, y, t: losses.normalized_focal_loss(z, y),
+      "rce": lambda z, y, t: losses.reverse_cross_entropy(z, y),
+      "apl nce+rce": lambda z, y, t: losses.active_passive_loss(z, y),
+      "anl": lambda z, y, t: losses.active_negative_loss(z, y),
       "bootstrapping soft": lambda z, y, t: losses.bootstrapping_loss(z, y),
       "bootstrapping hard": lambda z, y, t: losses.bootstrapping_loss(
           z, y, mode="hard"),
@@ -103,6 +109,13 @@ def _softmax_cases(c):
           ref.asymmetric_single_label(z, one_hot(y)),
       "poly1" + TEXTBOOK: lambda z, y, t: ref.poly1(z, one_hot(y)),
       "gce" + TEXTBOOK: lambda z, y, t: ref.gce(z, one_hot(y)),
+      "taylor_ce" + TEXTBOOK: lambda z, y, t: ref.taylor(z, one_hot(y)),
+      "nce" + TEXTBOOK: lambda z, y, t: ref.nce(z, one_hot(y)),
+      "nfl" + TEXTBOOK: lambda z, y, t: ref.nfl(z, one_hot(y)),
+      "rce" + TEXTBOOK: lambda z, y, t: ref.rce(z, one_hot(y)),
+      "apl nce+rce" + TEXTBOOK: lambda z, y, t: ref.active_passive(
+          z, one_hot(y)),
+      "anl" + TEXTBOOK: lambda z, y, t: ref.active_negative(z, one_hot(y)),
       "probability_mse" + TEXTBOOK: lambda z, y, t: ref.mse(z, one_hot(y)),
       # LDAM's textbook is its official form: cross entropy of s (z - Delta_y
       # e_y), the margin gathered by label (the reference's per-label sum

@@ -45,6 +45,13 @@ the official code (clamps, floors, what is detached), not imported:
   plus ``log n``) and VS of Kini et al. (NeurIPS 2021, as the official
   ``VSLoss``: the logits divided by ``(n_max / n)^0.3``, plus
   ``log(n / N)``).
+* the active passive losses of Ma et al. (ICML 2020) as in their official
+  code: NCE ``-log p_y / -sum_k log p_k``, NFL with the normalizer and the
+  focusing weight detached (``.data``), RCE with ``p`` clamped to
+  ``[1e-7, 1]`` and the one-hot label to ``[1e-4, 1]``, MAE ``1 - p_y``;
+  the active negative loss of Ye et al. (NeurIPS 2023) as in theirs (NNCE
+  with ``p`` clamped to ``[1e-7, 1]``); Taylor cross entropy of Feng et al.
+  (IJCAI 2020), which has no official code, from the paper's equation.
 
 Measured (2 CPU threads, torch 2.13.0+cpu, ``--rounds=9
 --shapes=4096x1000``), peer/Steep before and after binary cross entropy's
@@ -195,6 +202,46 @@ def official_vs(x, y, gamma=0.3, tau=1.0):
   delta = torch.tensor(delta / np.min(delta), dtype=x.dtype)
   iota = torch.tensor(tau * np.log(counts / counts.sum()), dtype=x.dtype)
   return F.cross_entropy(x / delta + iota, y)
+def official_nce(x, y):
+  """Ma et al.'s official NormalizedCrossEntropy, batch mean."""
+  log_p = F.log_softmax(x, dim=1)
+  return (-log_p.gather(1, y[:, None])[:, 0] / -log_p.sum(dim=1)).mean()
+
+
+def official_nfl(x, y, gamma=0.5):
+  """Ma et al.'s official NormalizedFocalLoss: normalizer and weight detached."""
+  log_p = F.log_softmax(x, dim=1)
+  normalizer = torch.sum(-(1 - log_p.detach().exp()) ** gamma * log_p.detach(),
+                         dim=1)
+  log_pt = log_p.gather(1, y[:, None])[:, 0]
+  weight = (1 - log_pt.detach().exp()) ** gamma
+  return (-weight * log_pt / normalizer).mean()
+
+
+def official_rce(x, y):
+  """Ma et al.'s official ReverseCrossEntropy, batch mean."""
+  p = torch.clamp(F.softmax(x, dim=1), min=1e-7, max=1.0)
+  one_hot = torch.clamp(F.one_hot(y, x.shape[1]).float(), min=1e-4, max=1.0)
+  return (-torch.sum(p * torch.log(one_hot), dim=1)).mean()
+
+
+def official_mae(x, y):
+  """Ma et al.'s official (reduced) MeanAbsoluteError, 1 - p_y."""
+  return (1.0 - F.softmax(x, dim=1).gather(1, y[:, None])[:, 0]).mean()
+
+
+def official_anl(x, y, alpha=5.0, beta=5.0, min_prob=1e-7):
+  """Ye et al.'s official ANL-CE without its L1 term: NCE + NNCE."""
+  p = F.softmax(x, dim=1).clamp(min=min_prob, max=1)
+  flipped = -math.log(min_prob) + p.log()
+  nnce = 1 - flipped.gather(1, y[:, None])[:, 0] / flipped.sum(dim=1)
+  return alpha * official_nce(x, y) + beta * nnce.mean()
+
+
+def taylor_ce(x, y, order=2):
+  """Feng et al.'s Taylor cross entropy, from the paper's equation."""
+  one_minus_p = 1 - F.softmax(x, dim=1).gather(1, y[:, None])[:, 0]
+  return sum(one_minus_p ** i / i for i in range(1, order + 1)).mean()
 
 
 def _jo_constant(t: np.ndarray, alpha=1.0) -> float:
@@ -232,6 +279,23 @@ CASES = (
          official_asl_single_label, "int"),
     Case("jo", lambda z, t: losses.joint_optimization_loss(z, t),
          official_joint_optimization, "soft", _jo_constant),
+    Case("taylor_ce", lambda z, y: losses.taylor_cross_entropy(z, y),
+         taylor_ce, "int"),
+    Case("nce", lambda z, y: losses.normalized_cross_entropy(z, y),
+         official_nce, "int"),
+    Case("nfl", lambda z, y: losses.normalized_focal_loss(z, y), official_nfl,
+         "int"),
+    Case("rce", lambda z, y: losses.reverse_cross_entropy(z, y), official_rce,
+         "int"),
+    Case("apl_nce_rce", lambda z, y: losses.active_passive_loss(z, y),
+         lambda x, y: official_nce(x, y) + official_rce(x, y), "int"),
+    Case("apl_nfl_mae",
+         lambda z, y: losses.active_passive_loss(
+             z, y, active="normalized_focal_loss",
+             passive="mean_absolute_error"),
+         lambda x, y: official_nfl(x, y) + official_mae(x, y), "int"),
+    Case("anl", lambda z, y: losses.active_negative_loss(z, y), official_anl,
+         "int"),
     Case("bce", lambda z, t: losses.sigmoid_binary_cross_entropy(z, t),
          lambda x, t: F.binary_cross_entropy_with_logits(x, t), "multi_hot"),
     # The floor of the BCE row on this backend: jax.grad of the textbook

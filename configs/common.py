@@ -33,6 +33,11 @@ _FLOAT, _INT, _STR, _BOOL = float, int, str, bool
 #     loss.schedule.kind='step', loss.schedule.start_epoch=160 (of 200)
 #   balanced_softmax_cross_entropy: class_counts ('training_labels')
 #   vs: gamma, tau, class_counts ('training_labels')
+#   taylor_cross_entropy: order              reverse_cross_entropy: floor
+#   normalized_focal: gamma, prediction_as_constant
+#   active_passive: active, passive, alpha, beta, gamma,
+#                   prediction_as_constant, floor
+#   active_negative: alpha, beta, min_prob
 LOSS_HYPERPARAMETERS = {
     "alpha": _FLOAT, "beta": _FLOAT, "gamma": _FLOAT, "gamma_pos": _FLOAT,
     "gamma_neg": _FLOAT, "label_smoothing": _FLOAT, "epsilon": _FLOAT,
@@ -40,7 +45,8 @@ LOSS_HYPERPARAMETERS = {
     "clip": _FLOAT, "normalize": _BOOL, "prediction_as_constant": _BOOL,
     "mode": _STR, "transition_matrix": _STR, "prior": _STR, "tau": _FLOAT,
     "class_counts": _STR, "lam": _FLOAT, "max_margin": _FLOAT,
-    "scale": _FLOAT,
+    "scale": _FLOAT, "order": _INT, "active": _STR, "passive": _STR,
+    "min_prob": _FLOAT,
 }
 
 

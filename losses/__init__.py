@@ -8,7 +8,9 @@ value per example (softmax family) or per element (sigmoid family), never
 reduced, except the Joint Optimization batch loss, which needs the batch
 mean. Each ``name`` has ``name_grad`` (its analytic gradient wrt the
 logits) and, where the loss is a function of the target probability,
-``name_steepness`` (the loss and ``dL/dp`` as functions of ``p``).
+``name_steepness`` (the loss and ``dL/dp`` as functions of ``p``; for a loss
+of the whole probability vector, along the canonical configuration: the
+remaining ``1 - p`` spread evenly over the other classes, ``num_classes``).
 
 Rules every loss shares:
 
@@ -33,6 +35,12 @@ Rules every loss shares:
 from losses._inputs import check_transition_matrix
 
 # Softmax family.
+from losses.normalized import active_negative_loss
+from losses.normalized import active_negative_loss_grad
+from losses.normalized import active_negative_loss_steepness
+from losses.active_passive import active_passive_loss
+from losses.active_passive import active_passive_loss_grad
+from losses.active_passive import active_passive_loss_steepness
 from losses.softmax_asymmetric import asymmetric_single_label_loss
 from losses.softmax_asymmetric import asymmetric_single_label_loss_grad
 from losses.softmax_asymmetric import asymmetric_single_label_loss_steepness
@@ -77,15 +85,27 @@ from losses.joint_optimization import joint_optimization_terms
 from losses.noise_robust import generalized_cross_entropy
 from losses.noise_robust import generalized_cross_entropy_grad
 from losses.noise_robust import generalized_cross_entropy_steepness
-from losses.noise_robust import symmetric_cross_entropy
-from losses.noise_robust import symmetric_cross_entropy_grad
-from losses.noise_robust import symmetric_cross_entropy_steepness
+from losses.normalized import normalized_cross_entropy
+from losses.normalized import normalized_cross_entropy_grad
+from losses.normalized import normalized_cross_entropy_steepness
+from losses.normalized import normalized_focal_loss
+from losses.normalized import normalized_focal_loss_grad
+from losses.normalized import normalized_focal_loss_steepness
 from losses.probability import probability_mae
 from losses.probability import probability_mae_grad
 from losses.probability import probability_mae_steepness
 from losses.probability import probability_mse
 from losses.probability import probability_mse_grad
 from losses.probability import probability_mse_steepness
+from losses.active_passive import reverse_cross_entropy
+from losses.active_passive import reverse_cross_entropy_grad
+from losses.active_passive import reverse_cross_entropy_steepness
+from losses.noise_robust import symmetric_cross_entropy
+from losses.noise_robust import symmetric_cross_entropy_grad
+from losses.noise_robust import symmetric_cross_entropy_steepness
+from losses.noise_robust import taylor_cross_entropy
+from losses.noise_robust import taylor_cross_entropy_grad
+from losses.noise_robust import taylor_cross_entropy_steepness
 from losses.long_tail import vs_loss
 from losses.long_tail import vs_loss_grad
 

@@ -134,12 +134,18 @@ def softmax_and_complement(logits: jax.Array):
                                            0.0))
   exps = jnp.exp(others - second)  # 0 at the arg max
   rest = jnp.sum(exps, axis=-1, keepdims=True)
-  # total = sum exp(s) = 1 + S e^{z_2}: exact, the 1 is the arg max's.
+  # total = sum exp(s) = 1 + S e^{z_2}: exact, the 1 is the arg max's,
+  # exp(s_m) = exp(0) written so that it keeps its derivative wrt z_m: a
+  # constant 1 would leave it out of every derivative of these outputs
+  # (the Hessians of the losses built on them).
+  # (A row without a finite logit keeps the constant.)
+  s_max = jnp.sum(jnp.where(is_max, s, 0.0), axis=-1, keepdims=True)
+  one = jnp.exp(jnp.where(jnp.isfinite(s_max), s_max, 0.0))
   scale = jnp.exp(second)
-  total = 1.0 + rest * scale
+  total = one + rest * scale
   log_total = jnp.log(total)
   log_p = s - log_total
-  probs = jnp.where(is_max, 1.0, exps * scale) / total
+  probs = jnp.where(is_max, one, exps * scale) / total
   log1m_max = jnp.log(rest) + second - log_total
   log1m_p = jnp.where(is_max, log1m_max,
                       jnp.log1p(-jnp.where(is_max, 0.0, probs)))
@@ -299,8 +305,37 @@ def mix_targets(term, z: jax.Array, t: jax.Array, pos_weight=1.0,
 
 
 # --------------------------------------------------------------------------
-# Loss pieces shared by two families.
+# Loss pieces shared by two families or two modules.
 # --------------------------------------------------------------------------
+def reverse_cross_entropy_terms(log_p: jax.Array, log1m_p: jax.Array,
+                                floor: jax.Array
+                                ) -> tuple[jax.Array, jax.Array]:
+  """One-hot reverse cross entropy for :func:`target_probability_parts`.
+
+  ``RCE = -log(A) (1 - p_y)`` and its ``A`` term ``-log(A) p_y (1 - p_y)``
+  (``dRCE/dlog p_y = log(A) p_y``), ``1 - p_y`` exact from ``log1m_p``.
+  Shared by symmetric cross entropy and the active passive losses.
+  """
+  one_minus_p = jnp.exp(log1m_p)
+  minus_log_a = -jnp.log(floor)
+  return (minus_log_a * one_minus_p,
+          minus_log_a * jnp.exp(log_p) * one_minus_p)
+
+
+def reverse_cross_entropy_dense(probs: jax.Array, targets: jax.Array,
+                                floor: jax.Array
+                                ) -> tuple[jax.Array, jax.Array]:
+  """``RCE = -sum_k p_k log max(t_k, A)`` and ``dRCE/dlog p_k``.
+
+  The derivative wrt ``log p_k`` is ``-p_k log max(t_k, A)``
+  (:func:`log_softmax_vjp` turns it into the logit gradient). A one-hot
+  row gives ``-log(A)`` times the sum of the other classes' ``p``: a sum of
+  positive terms, exact.
+  """
+  dloss_dlogp = -probs * jnp.log(jnp.maximum(targets, floor))
+  return jnp.sum(dloss_dlogp, axis=-1), dloss_dlogp
+
+
 def conservative_bonus(log_p, log1m_p, log_end, floor):
   """The Encouraging Loss's bonus ``b(p)`` and its regions.
 

@@ -1,9 +1,10 @@
-"""Noise-robust losses: generalized cross entropy and symmetric cross entropy."""
+"""Noise-robust losses of p_y: generalized, symmetric and Taylor cross entropy."""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from losses import _apply
 from losses import _numerics
@@ -88,18 +89,18 @@ def _sce(logits, labels, *, alpha, beta, floor):
   targets = labels
   log_p = _numerics.log_softmax(logits)
   probs = jnp.exp(log_p)
-  log_t = jnp.log(jnp.maximum(targets, floor))
+  rce, rce_dlogp = _numerics.reverse_cross_entropy_dense(probs, targets,
+                                                         floor)
   value = (-alpha * jnp.sum(_numerics.xlogp(targets, log_p), axis=-1)
-           - beta * jnp.sum(probs * log_t, axis=-1))
+           + beta * rce)
   ce = probs * jnp.sum(targets, -1, keepdims=True) - targets
-  return value, alpha * ce + beta * _numerics.softmax_vjp(probs, -log_t)
+  return value, alpha * ce + beta * _numerics.log_softmax_vjp(probs,
+                                                              rce_dlogp)
 
 
 def _sce_terms(log_p, log1m_p, *, alpha, beta, floor):
-  log_a = jnp.log(floor)
-  one_minus_p = jnp.exp(log1m_p)
-  return (-alpha * log_p - beta * log_a * one_minus_p,
-          (alpha - beta * log_a * jnp.exp(log_p)) * one_minus_p)
+  rce, rce_a = _numerics.reverse_cross_entropy_terms(log_p, log1m_p, floor)
+  return -alpha * log_p + beta * rce, alpha * jnp.exp(log1m_p) + beta * rce_a
 
 
 def _check_sce(alpha, beta, floor):
@@ -121,7 +122,8 @@ def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
     \text{ one-hot}).
 
   The official code also clamps ``p`` to ``[1e-7, 1]`` inside RCE; this
-  implementation does not (the difference is below ``1e-7 |log A|``).
+  implementation does not (the difference is below ``1e-7 |log A|`` per
+  class). The RCE term alone is :func:`losses.reverse_cross_entropy`.
 
   Args:
     logits: ``[..., C]`` float logits.
@@ -129,8 +131,10 @@ def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
     alpha: cross-entropy weight (default 0.1, the paper's CIFAR-10 value).
     beta: reverse-cross-entropy weight (default 1.0).
     floor: ``A`` in ``(0, 1]``, the lower bound on a target inside the
-      log, the stand-in for ``log 0`` (default 1e-4, the paper's; named as
-      the Encouraging Loss's bound on ``1 - p``, the same role).
+      log, the stand-in for ``log 0`` (default 1e-4, the official code's
+      clamp of the one-hot label, ``log A = -9.21``; the paper writes
+      ``log 0 = -4``, a floor of ``exp(-4) = 0.0183``; named as the
+      Encouraging Loss's bound on ``1 - p``, the same role).
     axis: the class axis of ``logits`` (default -1).
     where: optional boolean mask, per example or per class (the rule in
       :mod:`losses`).
@@ -163,3 +167,122 @@ def symmetric_cross_entropy_steepness(p, *, alpha=0.1, beta=1.0,
   log_a = jnp.log(floor)
   return (-alpha * jnp.log(p) - beta * log_a * (1.0 - p),
           -alpha / p + beta * log_a)
+
+
+# --------------------------------------------------------------------------
+# Taylor cross entropy.
+# --------------------------------------------------------------------------
+def _taylor_sum(log1m_p, order):
+  """``sum_{i=1..t} x^i / i`` with ``x = 1 - p`` from ``log(1 - p)``.
+
+  A loop over a traced ``order`` (a while loop): a new order never
+  recompiles. ``x`` is exact where ``log1m_p`` is, so ``p -> 1`` keeps every
+  digit of the loss.
+  """
+  x = jnp.exp(log1m_p)
+
+  def add_term(i, carry):
+    power, total = carry
+    power = power * x
+    return power, total + power / i.astype(x.dtype)
+
+  _, total = jax.lax.fori_loop(1, order + 1, add_term,
+                               (jnp.ones_like(x), jnp.zeros_like(x)))
+  return total
+
+
+def _taylor(logits, labels, *, order):
+  """Loss and ``dL/dlog p_k = -t_k (1 - (1 - p_k)^t)``."""
+  if _inputs.is_integer(labels):
+    return _numerics.target_probability_parts(_taylor_terms, logits, labels,
+                                              order=order)
+  targets = labels
+  log_p, probs, log1m_p, _, _ = _numerics.softmax_and_complement(logits)
+  value = jnp.sum(targets * _taylor_sum(log1m_p, order), axis=-1)
+  # 1 - (1-p)^t = -expm1(t log(1-p)): exact for small p.
+  dlogp = targets * jnp.expm1(order * log1m_p)
+  return value, _numerics.log_softmax_vjp(probs, dlogp)
+
+
+def _taylor_terms(log_p, log1m_p, *, order):
+  del log_p
+  return (_taylor_sum(log1m_p, order),
+          -jnp.expm1(order * log1m_p) * jnp.exp(log1m_p))
+
+
+def _check_order(order):
+  if _inputs.is_concrete(order):
+    value = np.asarray(order)
+    if (value.ndim or not np.issubdtype(value.dtype, np.number)
+        or value != np.round(value) or value < 1):
+      raise ValueError(f"`order` must be a positive integer (the number of "
+                       f"Taylor terms), got {order!r}.")
+  return jnp.asarray(order).astype(jnp.int32)
+
+
+def taylor_cross_entropy(logits, labels, *, order=2, axis=-1, where=None
+                         ) -> jax.Array:
+  r"""Taylor cross entropy: the first ``t`` terms of cross entropy's series.
+
+  .. math::
+    L = \sum_{i=1}^{t} \frac{(1 - p_y)^i}{i};\quad \text{soft targets: }
+    \sum_k t_k \sum_{i=1}^{t} \frac{(1 - p_k)^i}{i}.
+
+  ``-log p = sum_{i>=1} (1-p)^i / i`` (the Taylor series of cross entropy
+  at ``p = 1``), so ``t -> inf`` is cross entropy; ``t = 1`` is ``1 - p_y``
+  (MAE in the paper's convention, half of :func:`probability_mae`); the loss
+  is bounded by ``sum_{i<=t} 1/i``. Its steepness
+  ``dL/dp = -(1 - (1-p)^t) / p`` is ``-t`` at ``p = 0`` and ``-1`` at
+  ``p = 1``: cross entropy's ``-1/p`` capped.
+
+  Args:
+    logits: ``[..., C]`` float logits.
+    labels: integer labels ``[...]`` or soft targets ``[..., C]``.
+    order: ``t``, a positive integer (default 2: the paper tunes it in
+      ``{2, ..., 6}`` per dataset and released no code; 2 is the order most
+      reimplementations default to); traced, so a new order never
+      recompiles (a traced order must hold an integer).
+    axis: the class axis of ``logits`` (default -1).
+    where: optional boolean mask, per example or per class (the rule in
+      :mod:`losses`).
+
+  Returns:
+    ``[...]`` loss per example.
+
+  References:
+    Feng et al., Can Cross Entropy Loss Be Robust to Label Noise?, IJCAI
+    2020.
+  """
+  return _apply.softmax_loss(_taylor, logits, labels, axis=axis, where=where,
+                             order=_check_order(order))
+
+
+def taylor_cross_entropy_grad(logits, labels, *, order=2, axis=-1,
+                              where=None) -> jax.Array:
+  """Analytic gradient: ``dL/dlog p_k = -t_k (1 - (1-p_k)^t)`` through
+  log-softmax."""
+  return _apply.softmax_gradient(_taylor, logits, labels, axis=axis,
+                                 where=where, order=_check_order(order))
+
+
+def taylor_cross_entropy_steepness(p, *, order=2
+                                   ) -> tuple[jax.Array, jax.Array]:
+  """Loss ``sum_{i<=t} (1-p)^i / i`` and ``dL/dp = -sum_{i<t} (1-p)^i``.
+
+  The slope is ``-(1 - (1-p)^t) / p`` summed term by term: exact at
+  ``p = 0`` (``-t``) and ``p = 1`` (``-1``).
+  """
+  p = _inputs.check_probability(p)
+  order = _check_order(order)
+  x = 1.0 - p
+
+  def add_term(i, carry):
+    power, total, slope = carry
+    slope = slope - power
+    power = power * x
+    return power, total + power / i.astype(x.dtype), slope
+
+  _, total, slope = jax.lax.fori_loop(
+      1, order + 1, add_term,
+      (jnp.ones_like(x), jnp.zeros_like(x), jnp.zeros_like(x)))
+  return total, slope

@@ -206,6 +206,38 @@ class FromConfigTest(parameterized.TestCase):
       with self.assertRaisesRegex(ValueError, r"config.loss.*class_counts"):
         from_config([draw_], **{"loss.name": name})
 
+  @parameterized.named_parameters(
+      ("nce", "nce", {}, losses.normalized_cross_entropy),
+      ("nfl", "nfl", {"loss.gamma": 1.0},
+       lambda z, y: losses.normalized_focal_loss(z, y, gamma=1.0)),
+      ("rce", "rce", {}, losses.reverse_cross_entropy),
+      ("apl", "apl", {"loss.active": "normalized_focal_loss",
+                      "loss.passive": "mean_absolute_error",
+                      "loss.alpha": 10.0, "loss.beta": 0.1},
+       lambda z, y: losses.active_passive_loss(
+           z, y, active="normalized_focal_loss",
+           passive="mean_absolute_error", alpha=10.0, beta=0.1)),
+      ("anl", "anl", {"loss.min_prob": 1e-5},
+       lambda z, y: losses.active_negative_loss(z, y, min_prob=1e-5)),
+      ("taylor_ce", "taylor_ce", {"loss.order": 4},
+       lambda z, y: losses.taylor_cross_entropy(z, y, order=4)),
+  )
+  def test_field_losses_by_alias(self, alias, overrides, expected):
+    loss = from_config(**{"loss.name": alias, **overrides})
+    logits = jax.random.normal(jax.random.key(1), (6, NUM_CLASSES))
+    targets = jnp.arange(6) % NUM_CLASSES
+    np.testing.assert_allclose(loss.total(logits, targets),
+                               expected(logits, targets).sum(), rtol=1e-6)
+
+  def test_active_passive_terms_are_checked_in_the_config(self):
+    with self.assertRaisesRegex(ValueError, r"config.loss \(active_passive"
+                                r".*`passive` must be one of"):
+      from_config(**{"loss.name": "apl", "loss.passive": "mae"})
+    with self.assertRaisesRegex(ValueError, r"`gamma` = 2.0 has no effect"):
+      from_config(**{"loss.name": "apl", "loss.gamma": 2.0})
+    with self.assertRaisesRegex(ValueError, r"`order` must be a positive"):
+      from_config(**{"loss.name": "taylor_ce", "loss.order": 0})
+
   def test_softmax_loss_on_multi_label_data(self):
     with self.assertRaisesRegex(ValueError, r"config.loss.name = 'ce': the "
                                 r"dataset is multi-label.*sigmoid"):

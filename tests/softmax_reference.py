@@ -67,6 +67,63 @@ def sce(z, t, alpha=0.1, beta=1.0, floor=1e-4):
   return alpha * cross_entropy(z, t) + beta * rce
 
 
+def taylor(z, t, order=2):
+  """Feng et al.: the first ``order`` terms of -log p = sum_i (1-p)^i / i."""
+  x = 1 - probs(z)
+  return jnp.sum(t * sum(x ** i / i for i in range(1, order + 1)), -1)
+
+
+def _over_softmax(per_class, z):
+  """Sum over the classes in the softmax (a -inf logit leaves the sum)."""
+  return jnp.sum(jnp.where(jnp.isfinite(log_probs(z)), per_class, 0.0), -1)
+
+
+def nce(z, t):
+  """Ma et al.: -log p_y / sum_k -log p_k (soft targets: sum_k t_k ...)."""
+  return jnp.sum(-t * log_probs(z), -1) / _over_softmax(-log_probs(z), z)
+
+
+def nfl(z, t, gamma=0.5, prediction_as_constant=True):
+  """FL_y / sum_k FL_k; the official code holds p constant in the focusing
+  weight and in the normalizer (``.data``)."""
+  p = probs(z)
+  fl = -(1 - p) ** gamma * log_probs(z)
+  if not prediction_as_constant:
+    return jnp.sum(t * fl, -1) / _over_softmax(fl, z)
+  weight = jax.lax.stop_gradient((1 - p) ** gamma)
+  return (jnp.sum(-t * weight * log_probs(z), -1)
+          / jax.lax.stop_gradient(_over_softmax(fl, z)))
+
+
+def rce(z, t, floor=1e-4):
+  return -jnp.sum(probs(z) * jnp.log(jnp.maximum(t, floor)), -1)
+
+
+def apl_mae(z, t):
+  """The active passive code's MAE: 1 - p_y (sum_k t_k (1 - p_k))."""
+  return jnp.sum(t * (1 - probs(z)), -1)
+
+
+def active_passive(z, t, active="normalized_cross_entropy",
+                   passive="reverse_cross_entropy", alpha=1.0, beta=1.0,
+                   gamma=0.5, prediction_as_constant=True, floor=1e-4):
+  first = (nce(z, t) if active == "normalized_cross_entropy"
+           else nfl(z, t, gamma, prediction_as_constant))
+  second = (rce(z, t, floor) if passive == "reverse_cross_entropy"
+            else apl_mae(z, t))
+  return alpha * first + beta * second
+
+
+def nnce(z, t, min_prob=1e-7):
+  """Ye et al.: 1 - (A + log p~_y) / sum_k (A + log p~_k), p~ = max(p, m)."""
+  flipped = -jnp.log(min_prob) + jnp.log(jnp.maximum(probs(z), min_prob))
+  return jnp.sum(t, -1) - jnp.sum(t * flipped, -1) / jnp.sum(flipped, -1)
+
+
+def active_negative(z, t, alpha=5.0, beta=5.0, min_prob=1e-7):
+  return alpha * nce(z, t) + beta * nnce(z, t, min_prob)
+
+
 def bootstrapping(z, t, beta=None, mode="soft", prediction_as_constant=False):
   beta = {"soft": 0.95, "hard": 0.8}[mode] if beta is None else beta
   p = probs(z)

@@ -7,7 +7,8 @@ r"""Writes the steepness figures of the papers, with the numbers behind them.
 For each figure NAME in ``--figures`` it writes ``NAME.csv`` and
 ``NAME.<format>`` for each of ``--formats``, and prints one line per file.
 Figures: el (Encouraging Loss), bonus (conservative bonus), focal, asl
-(asymmetric loss), sigmoid (BCE/MSE/MAE on sigmoid outputs), all_softmax.
+(asymmetric loss), sigmoid (BCE/MSE/MAE on sigmoid outputs), all_softmax,
+robust (CE against NCE, RCE, MAE, GCE, Taylor CE and NCE+RCE).
 """
 
 from __future__ import annotations

@@ -35,6 +35,10 @@ FAMILIES = {
     "mse": "#e7298a",
     "boot": "#7f7f7f",
     "forward": "#b8b000",
+    "nce": "#d62728",
+    "rce": "#7570b3",
+    "taylor": "#1b9e77",
+    "apl": "#66a61e",
 }
 # family -> (colour map, its lightest and darkest positions, the map from a
 # variant's value to [0, 1]). The same value gets the same shade everywhere.
@@ -271,6 +275,27 @@ def all_softmax_figure(table: curves.Table):
   return fig
 
 
+def robust_figure(table: curves.Table):
+  """CE and the noise-robust losses: loss, steepness, target-logit gradient."""
+  fig, (loss, slope, logit) = _axes(3, width=3.9, height=3.6)
+  drawn = table.curves
+  _plot(loss, table, drawn, "loss", lw=1.4)
+  loss.set(ylim=(0, 10), ylabel=r"loss $L$ (loss units)")
+  _plot(slope, table, drawn, "dL_dp", sign=-1.0, lw=1.4)
+  slope.set(yscale="log", ylim=(1e-3, 1e4), ylabel=SLOPE_LABEL)
+  _plot(logit, table, drawn, "dL_dz_y", lw=1.4)
+  logit.set(ylim=(-2.6, 0.05), ylabel=LOGIT_LABEL)
+  for ax in (loss, slope, logit):
+    _p_axis(ax)
+  _titles((loss, slope, logit), "loss", "steepness (log scale)",
+          "gradient wrt the target logit")
+  slope.text(0.03, 2e-3, "NCE: bounded in [0, 1], nearly flat",
+             fontsize=8, color="0.25")
+  fig.legend(*loss.get_legend_handles_labels(), loc="outside right upper")
+  _caption(fig, table)
+  return fig
+
+
 FIGURES: dict[str, Callable[[curves.Table], "matplotlib.figure.Figure"]] = {
     "el": el_figure,
     "bonus": bonus_figure,
@@ -278,6 +303,7 @@ FIGURES: dict[str, Callable[[curves.Table], "matplotlib.figure.Figure"]] = {
     "asl": asl_figure,
     "sigmoid": sigmoid_figure,
     "all_softmax": all_softmax_figure,
+    "robust": robust_figure,
 }
 
 

@@ -298,6 +298,49 @@ def all_softmax_table(s: Settings) -> curves.Table:
                       curves.softmax_columns(drawn, p, c), notes)
 
 
+# --------------------------------------------------------------------------
+# 7. The noise-robust losses the field compares against.
+# --------------------------------------------------------------------------
+def robust_table(s: Settings) -> curves.Table:
+  """CE against the noise-robust losses: loss, ``dL/dp`` and ``dL/dz_y``.
+
+  NCE and NCE+RCE are functions of the whole probability vector: their
+  curves are the canonical configuration's (the rest spread evenly), as
+  every softmax curve here.
+  """
+  c = s.num_classes
+  per_class = dict(num_classes=c)
+  drawn = (
+      _cross_entropy(),
+      Curve("nce", "NCE", "nce", losses.normalized_cross_entropy,
+            steepness=losses.normalized_cross_entropy_steepness,
+            steepness_kwargs=per_class),
+      Curve("rce", r"RCE, $A = 10^{-4}$", "rce", losses.reverse_cross_entropy,
+            steepness=losses.reverse_cross_entropy_steepness),
+      Curve("mae", "MAE on probabilities", "mae", losses.probability_mae,
+            steepness=losses.probability_mae_steepness),
+      Curve("gce", r"GCE, $q = 0.7$", "gce", losses.generalized_cross_entropy,
+            steepness=losses.generalized_cross_entropy_steepness),
+      Curve("taylor", r"Taylor CE, $t = 2$", "taylor",
+            losses.taylor_cross_entropy,
+            steepness=losses.taylor_cross_entropy_steepness),
+      Curve("apl", r"NCE+RCE, $\alpha = \beta = 1$", "apl",
+            losses.active_passive_loss,
+            steepness=losses.active_passive_loss_steepness,
+            steepness_kwargs=per_class),
+  )
+  p = s.grid()
+  notes = _softmax_notes(s) | {
+      "hyperparameters": "library defaults (the papers' code): RCE floor "
+                         "1e-4, GCE q 0.7, Taylor order 2, APL alpha = beta "
+                         "= 1; MAE is sum_k |p_k - t_k| = 2 (1 - p)",
+      "dL_dz_y": "dL/dp p (1 - p): moving z_y alone keeps the other classes "
+                 "equal, the canonical configuration"}
+  return curves.Table("robust", "Cross entropy against the noise-robust "
+                      "losses", "p", p, drawn,
+                      curves.softmax_columns(drawn, p, c), notes)
+
+
 TABLES: dict[str, Callable[[Settings], curves.Table]] = {
     "el": el_table,
     "bonus": bonus_table,
@@ -305,4 +348,5 @@ TABLES: dict[str, Callable[[Settings], curves.Table]] = {
     "asl": asl_table,
     "sigmoid": sigmoid_table,
     "all_softmax": all_softmax_table,
+    "robust": robust_table,
 }

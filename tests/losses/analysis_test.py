@@ -187,7 +187,30 @@ class AnalysisTest(parameterized.TestCase):
   # ------------------------------------------------------------------------
   # Curves against the library's closed-form steepness functions.
   # ------------------------------------------------------------------------
-  @parameterized.parameters("el", "focal", "asl", "sigmoid", "all_softmax")
+  def test_robust_target_logit_gradient_is_the_chain_rule(self):
+    # Moving z_y alone keeps the other classes equal (the canonical
+    # configuration), so dL/dz_y = dL/dp p (1 - p), for NCE too.
+    p = self.grid("robust")
+    for c in self.tables["robust"].curves:
+      _, slope = curves.reference(c, p)
+      np.testing.assert_allclose(self.column("robust", "dL_dz_y", c.key),
+                                 slope * p * (1 - p), rtol=3e-3, atol=1e-6,
+                                 err_msg=c.key)
+    # Closed forms: RCE log(A) p (1-p); Taylor CE (t = 2) -(1 - (1-p)^2)(1-p).
+    np.testing.assert_allclose(self.column("robust", "dL_dz_y", "rce"),
+                               np.log(1e-4) * p * (1 - p), rtol=1e-4,
+                               atol=1e-6)
+    np.testing.assert_allclose(self.column("robust", "dL_dz_y", "taylor"),
+                               -(1 - (1 - p) ** 2) * (1 - p), rtol=1e-4,
+                               atol=1e-6)
+    # NCE + RCE is the sum of its terms.
+    np.testing.assert_allclose(
+        self.column("robust", "dL_dz_y", "apl"),
+        self.column("robust", "dL_dz_y", "nce")
+        + self.column("robust", "dL_dz_y", "rce"), rtol=1e-5, atol=1e-6)
+
+  @parameterized.parameters("el", "focal", "asl", "sigmoid", "all_softmax",
+                            "robust")
   def test_curves_match_steepness_functions(self, name):
     table = self.tables[name]
     x = self.grid(name)

@@ -102,6 +102,41 @@ class ErrorTest(parameterized.TestCase):
           Z, Y, class_counts=np.ones(3), gamma=-0.1), ValueError, "gamma"),
       ("vs_tau", lambda: losses.vs_loss(
           Z, Y, class_counts=np.ones(3), tau=-1.0), ValueError, "tau"),
+      ("nfl_gamma", lambda: losses.normalized_focal_loss(Z, Y, gamma=-0.5),
+       ValueError, r"`gamma` must lie in \[0.0, inf\]"),
+      ("rce_floor", lambda: losses.reverse_cross_entropy(Z, Y, floor=0.0),
+       ValueError, r"`floor` must lie in \(0.0, 1.0\]"),
+      ("apl_active", lambda: losses.active_passive_loss(
+          Z, Y, active="cross_entropy"), ValueError,
+       r"`active` must be one of \['normalized_cross_entropy', "
+       r"'normalized_focal_loss'\], got 'cross_entropy'"),
+      ("apl_passive", lambda: losses.active_passive_loss(
+          Z, Y, passive="mae"), ValueError,
+       r"`passive` must be one of \['mean_absolute_error', "
+       r"'reverse_cross_entropy'\], got 'mae'"),
+      ("apl_beta", lambda: losses.active_passive_loss(Z, Y, beta=-1.0),
+       ValueError, "`beta`"),
+      ("apl_unused_gamma", lambda: losses.active_passive_loss(
+          Z, Y, gamma=2.0), ValueError,
+       r"`gamma` = 2.0 has no effect: it belongs to normalized_focal_loss"),
+      ("apl_unused_floor", lambda: losses.active_passive_loss(
+          Z, Y, passive="mean_absolute_error", floor=0.01), ValueError,
+       r"`floor` = 0.01 has no effect: it belongs to reverse_cross_entropy"),
+      ("apl_nfl_gamma", lambda: losses.active_passive_loss(
+          Z, Y, active="normalized_focal_loss", gamma=-1.0), ValueError,
+       "`gamma` must lie in"),
+      ("anl_min_prob", lambda: losses.active_negative_loss(Z, Y,
+                                                           min_prob=1.0),
+       ValueError, r"`min_prob` must lie in \(0.0, 1.0\)"),
+      ("anl_alpha", lambda: losses.active_negative_loss(Z, Y, alpha=-1.0),
+       ValueError, "`alpha`"),
+      ("taylor_order_zero", lambda: losses.taylor_cross_entropy(Z, Y,
+                                                                order=0),
+       ValueError, r"`order` must be a positive integer.*got 0"),
+      ("taylor_order_fraction", lambda: losses.taylor_cross_entropy(
+          Z, Y, order=2.5), ValueError, r"`order`.*got 2.5"),
+      ("taylor_steepness_order", lambda: losses.taylor_cross_entropy_steepness(
+          0.5, order=-1), ValueError, "`order`"),
   )
   def test_error(self, call, error, pattern):
     with self.assertRaisesRegex(error, pattern):
@@ -139,6 +174,14 @@ class ErrorTest(parameterized.TestCase):
                                class_counts=np.array([100.0, 10.0, 1.0]))),
       ("vs", functools.partial(losses.vs_loss,
                                class_counts=np.array([100.0, 10.0, 1.0]))),
+      ("taylor", losses.taylor_cross_entropy),
+      ("nce", losses.normalized_cross_entropy),
+      ("nfl", losses.normalized_focal_loss),
+      ("rce", losses.reverse_cross_entropy),
+      ("apl", functools.partial(losses.active_passive_loss,
+                                active="normalized_focal_loss",
+                                passive="mean_absolute_error")),
+      ("anl", losses.active_negative_loss),
   )
   def test_out_of_range_labels_under_jit_mask_their_example(self, loss):
     import jax

@@ -189,5 +189,46 @@ class EncouragingGradientTest(parameterized.TestCase):
                                + np.log(1e-5), rtol=1e-6)
 
 
+
+class TaylorCrossEntropyTest(parameterized.TestCase):
+  """Feng et al.: the first t terms of -log p = sum_i (1 - p)^i / i."""
+
+  def test_known_values(self):
+    z = jnp.log(jnp.array([[0.5, 0.3, 0.2]]))
+    y = jnp.array([0])
+    # 0.5 + 0.5^2 / 2, and + 0.5^3 / 3.
+    self.assertAlmostEqual(float(losses.taylor_cross_entropy(z, y)[0]),
+                           0.625, places=6)
+    self.assertAlmostEqual(
+        float(losses.taylor_cross_entropy(z, y, order=3)[0]), 0.6666667,
+        places=6)
+
+  def test_order_one_is_mae_in_the_papers_convention(self):
+    np.testing.assert_allclose(losses.taylor_cross_entropy(Z, Y, order=1),
+                               0.5 * losses.probability_mae(Z, Y), rtol=1e-5,
+                               atol=1e-7)
+    np.testing.assert_allclose(losses.taylor_cross_entropy(Z, Y, order=1),
+                               losses.generalized_cross_entropy(Z, Y, q=1.0),
+                               rtol=1e-5, atol=1e-7)
+
+  def test_high_order_tends_to_cross_entropy(self):
+    z = jnp.asarray([[2.0, 0.0, -1.0], [0.5, 0.0, 0.2]])
+    y = jnp.array([0, 2])  # p_y 0.84 and 0.30
+    ce = losses.cross_entropy(z, y)
+    gaps = [float(jnp.max(ce - losses.taylor_cross_entropy(z, y, order=t)))
+            for t in (2, 6, 60)]
+    self.assertGreater(gaps[0], gaps[1])
+    self.assertGreater(gaps[1], 0.0)
+    self.assertLess(gaps[2], 1e-6)
+
+  def test_steepness_ends(self):
+    # dL/dp = -(1 - (1-p)^t)/p: -t at p = 0, -1 at p = 1.
+    loss, slope = losses.taylor_cross_entropy_steepness(
+        jnp.array([0.0, 1.0]), order=4)
+    np.testing.assert_allclose(loss, [1 + 1 / 2 + 1 / 3 + 1 / 4, 0.0],
+                               rtol=1e-6)
+    np.testing.assert_allclose(slope, [-4.0, -1.0])
+
+
 if __name__ == "__main__":
   absltest.main()

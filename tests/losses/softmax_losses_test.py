@@ -65,6 +65,41 @@ CASES = [
      losses.generalized_cross_entropy_grad, ref.gce, dict(q=1.0)),
     ("sce", losses.symmetric_cross_entropy, losses.symmetric_cross_entropy_grad,
      ref.sce, {}),
+    ("taylor", losses.taylor_cross_entropy, losses.taylor_cross_entropy_grad,
+     ref.taylor, {}),
+    ("taylor_o1", losses.taylor_cross_entropy,
+     losses.taylor_cross_entropy_grad, ref.taylor, dict(order=1)),
+    ("taylor_o6", losses.taylor_cross_entropy,
+     losses.taylor_cross_entropy_grad, ref.taylor, dict(order=6)),
+    ("nce", losses.normalized_cross_entropy,
+     losses.normalized_cross_entropy_grad, ref.nce, {}),
+    ("nfl_const", losses.normalized_focal_loss,
+     losses.normalized_focal_loss_grad, ref.nfl, {}),
+    ("nfl_full_g2", losses.normalized_focal_loss,
+     losses.normalized_focal_loss_grad, ref.nfl,
+     dict(gamma=2.0, prediction_as_constant=False)),
+    ("rce", losses.reverse_cross_entropy, losses.reverse_cross_entropy_grad,
+     ref.rce, {}),
+    # The symmetric cross entropy paper's log 0 = -4.
+    ("rce_paper_floor", losses.reverse_cross_entropy,
+     losses.reverse_cross_entropy_grad, ref.rce, dict(floor=np.exp(-4.0))),
+    ("apl_nce_rce", losses.active_passive_loss,
+     losses.active_passive_loss_grad, ref.active_passive, {}),
+    ("apl_nce_mae", losses.active_passive_loss,
+     losses.active_passive_loss_grad, ref.active_passive,
+     dict(passive="mean_absolute_error", alpha=10.0, beta=0.1)),
+    ("apl_nfl_rce_const", losses.active_passive_loss,
+     losses.active_passive_loss_grad, ref.active_passive,
+     dict(active="normalized_focal_loss")),
+    ("apl_nfl_mae_full", losses.active_passive_loss,
+     losses.active_passive_loss_grad, ref.active_passive,
+     dict(active="normalized_focal_loss", passive="mean_absolute_error",
+          gamma=1.0, prediction_as_constant=False)),
+    ("anl", losses.active_negative_loss, losses.active_negative_loss_grad,
+     ref.active_negative, {}),
+    # A clamp the test logits reach (p_k < 1e-3 in several rows).
+    ("anl_m1e3", losses.active_negative_loss, losses.active_negative_loss_grad,
+     ref.active_negative, dict(alpha=10.0, beta=1.0, min_prob=1e-3)),
     ("boot_soft", losses.bootstrapping_loss, losses.bootstrapping_loss_grad,
      ref.bootstrapping, {}),
     ("boot_soft_const", losses.bootstrapping_loss,
@@ -109,16 +144,18 @@ NAMES = tuple(BY_NAME)
 # mode, separate code paths): the sweeps' fast subset, which
 # `pytest -m "not slow"` runs; the other cases run in the slow sweeps.
 FAST_NAMES = ("ce", "ce_smooth", "poly1", "el_le075", "focal_g05_alpha",
-              "asl_single", "mse", "mae", "gce", "sce", "boot_soft",
+              "asl_single", "mse", "mae", "gce", "sce", "taylor", "nce",
+              "nfl_const", "rce", "apl_nce_rce", "anl", "boot_soft",
               "boot_hard", "forward", "la", "cw", "cb", "ldam", "bs", "vs")
 SLOW_NAMES = tuple(n for n in NAMES if n not in FAST_NAMES)
 # Fewer still for the property sweeps (extremes, offsets, masks,
 # transforms): the fast subset keeps every property on a loss of each
 # kind (cross entropy; a bonus with a tangent region; focusing weights;
 # a prediction-dependent target; a margin on scaled logits; logits scaled by
-# class), every case stays in the slow sweeps.
+# class; a normalizer over the classes in the softmax, with a clamp), every
+# case stays in the slow sweeps.
 PROPERTY_NAMES = ("ce", "el_le075", "asl_single", "boot_soft", "la", "ldam",
-                  "vs")
+                  "vs", "anl")
 
 
 def _inputs(soft: bool, dtype=np.float64, scale=2.0):
@@ -188,9 +225,11 @@ def _softmax_loss_tests(names):
 
     @parameterized.named_parameters(
         (name, loss, kwargs) for name, loss, _, _, kwargs in CASES
-        # MAE and hard bootstrapping have kinks; soft bootstrapping with a
-        # constant prediction is by design not the derivative of its value.
-        if name not in ("mae", "boot_hard", "boot_soft_const"))
+        # MAE and hard bootstrapping have kinks; soft bootstrapping and NFL
+        # with a constant prediction are by design not the derivative of
+        # their value.
+        if name not in ("mae", "boot_hard", "boot_soft_const", "nfl_const",
+                        "apl_nfl_rce_const"))
     def test_finite_differences(self, loss, kwargs):
       z, labels, _ = _inputs(soft=False)
       jax.test_util.check_grads(
@@ -250,6 +289,14 @@ TRACED = [
     (losses.cross_entropy, "label_smoothing", 0.0, 0.1),
     (losses.bootstrapping_loss, "beta", 0.8, 0.95),
     (losses.symmetric_cross_entropy, "beta", 0.5, 1.0),
+    (losses.taylor_cross_entropy, "order", 2, 6),
+    (losses.normalized_focal_loss, "gamma", 0.5, 2.0),
+    (losses.normalized_focal_loss, "prediction_as_constant", True, False),
+    (losses.reverse_cross_entropy, "floor", 1e-4, 0.0183),
+    (losses.active_passive_loss, "alpha", 1.0, 10.0),
+    (functools.partial(losses.active_passive_loss,
+                       active="normalized_focal_loss"), "gamma", 0.5, 1.0),
+    (losses.active_negative_loss, "min_prob", 1e-7, 1e-5),
     (losses.joint_optimization_loss, "alpha", 0.8, 1.2),
     (functools.partial(losses.logit_adjusted_cross_entropy, prior=_PRIOR),
      "tau", 0.5, 1.0),

@@ -14,8 +14,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import losses
 from tests.losses import sigmoid_asymmetric_test
 from tests import loss_contracts
+from tests import softmax_reference
 from tests.losses import sigmoid_focal_test
 from tests.losses import sigmoid_test
 from tests.losses import softmax_losses_test
@@ -29,7 +31,8 @@ _SIGMOID = [(c.name, c.loss, c.reference, c.kwargs)
 # prediction or focusing weight held constant), the plain formula's
 # stop_gradient blocks every order, the custom rule only the first: no
 # Hessian comparison there.
-_FIRST_ORDER_ONLY = ("boot_soft_const", "weight_as_constant")
+_FIRST_ORDER_ONLY = ("boot_soft_const", "weight_as_constant", "nfl_const",
+                     "nfl_rce_const")
 
 
 def _softmax_inputs():
@@ -126,6 +129,28 @@ def _transform_tests(cases):
                                  rtol=1e-9, atol=1e-12)
 
   return TransformTest, SecondOrderTest
+
+
+class SoftTargetSecondOrderTest(loss_contracts.Float64Test):
+  """Soft targets take the dense paths (``1 - p`` exact for every class):
+  their Hessians, which differentiate the analytic gradient, too."""
+
+  @parameterized.named_parameters(
+      ("focal", losses.focal_loss, softmax_reference.focal, {}),
+      ("asl_single", losses.asymmetric_single_label_loss,
+       softmax_reference.asymmetric_single_label, {}),
+      ("taylor", losses.taylor_cross_entropy, softmax_reference.taylor, {}),
+      ("nfl_full", losses.normalized_focal_loss, softmax_reference.nfl,
+       dict(gamma=2.0, prediction_as_constant=False)))
+  def test_hessian(self, loss, reference, kwargs):
+    z, _, one_hot = _softmax_inputs()
+    t = jnp.asarray(0.6 * one_hot + 0.4 * np.random.default_rng(8).dirichlet(
+        np.ones(4), size=3))
+    hessian = jax.jit(lambda g, x: jax.hessian(g)(x), static_argnums=0)
+    np.testing.assert_allclose(
+        hessian(lambda x: jnp.sum(loss(x, t, **kwargs)), jnp.asarray(z)),
+        hessian(lambda x: jnp.sum(reference(x, t, **kwargs)),
+                jnp.asarray(z)), rtol=1e-7, atol=1e-10)
 
 
 TransformTest, SecondOrderTest = _transform_tests(_FAST)

@@ -93,6 +93,14 @@ LOSSES: dict[str, LossSpec] = {
                                           "softmax"),
     "symmetric_cross_entropy": LossSpec(losses.symmetric_cross_entropy,
                                         "softmax"),
+    "taylor_cross_entropy": LossSpec(losses.taylor_cross_entropy, "softmax"),
+    "normalized_cross_entropy": LossSpec(losses.normalized_cross_entropy,
+                                         "softmax"),
+    "normalized_focal": LossSpec(losses.normalized_focal_loss, "softmax"),
+    "reverse_cross_entropy": LossSpec(losses.reverse_cross_entropy,
+                                      "softmax"),
+    "active_passive": LossSpec(losses.active_passive_loss, "softmax"),
+    "active_negative": LossSpec(losses.active_negative_loss, "softmax"),
     "bootstrapping": LossSpec(losses.bootstrapping_loss, "softmax"),
     "forward_correction": LossSpec(losses.forward_corrected_cross_entropy,
                                    "softmax"),
@@ -127,6 +135,10 @@ ALIASES = {
     "elr": "early_learning_regularization",
     "bs": "balanced_softmax_cross_entropy",
     "balanced_softmax": "balanced_softmax_cross_entropy",
+    "cb": "class_balanced_cross_entropy", "nce": "normalized_cross_entropy",
+    "nfl": "normalized_focal", "rce": "reverse_cross_entropy",
+    "apl": "active_passive", "anl": "active_negative",
+    "taylor_ce": "taylor_cross_entropy",
 }
 
 # Hyperparameters given by name in a config and resolved against the data:
