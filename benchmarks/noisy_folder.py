@@ -34,20 +34,6 @@ from PIL import Image
 from train.data import local_data
 from train.data import sampling
 
-_OUT = flags.DEFINE_string("out", None, "The folder to write (must not "
-                           "exist, or be empty).", required=True)
-_TRAIN = flags.DEFINE_integer("train", 6000, "Training images.",
-                              lower_bound=10)
-_TEST = flags.DEFINE_integer("test", 2000, "Test images.", lower_bound=10)
-_NOISE = flags.DEFINE_float("noise", 0.2, "Fraction of training labels "
-                            "flipped to another class.", lower_bound=0.0,
-                            upper_bound=0.9)
-_SEED = flags.DEFINE_integer("seed", 0, "Which images and which flips.")
-_DATA_DIR = flags.DEFINE_string("data_dir", None, "Folder of the "
-                                "Fashion-MNIST IDX files (default: the "
-                                "usual places, local_data).")
-
-
 def stratified(labels: np.ndarray, size: int, rng: np.random.Generator
                ) -> np.ndarray:
   """``size`` indices of ``labels``, each class in its own proportion."""
@@ -111,18 +97,39 @@ def make(out: str, *, train: int, test: int, rate: float, seed: int,
           "flipped": float(np.mean(noisy != clean))}
 
 
-def main(argv):
+def _define_flags() -> dict:
+  """The command line's flags, defined when it runs (importing ``make``
+  defines none, so a test beside another program's flags cannot clash)."""
+  return {
+      "out": flags.DEFINE_string("out", None, "The folder to write (must "
+                                 "not exist, or be empty).", required=True),
+      "train": flags.DEFINE_integer("train", 6000, "Training images.",
+                                    lower_bound=10),
+      "test": flags.DEFINE_integer("test", 2000, "Test images.",
+                                   lower_bound=10),
+      "rate": flags.DEFINE_float("noise", 0.2, "Fraction of training labels "
+                                 "flipped to another class.",
+                                 lower_bound=0.0, upper_bound=0.9),
+      "seed": flags.DEFINE_integer("seed", 0, "Which images and which "
+                                   "flips."),
+      "data_dir": flags.DEFINE_string("data_dir", None, "Folder of the "
+                                      "Fashion-MNIST IDX files (default: "
+                                      "the usual places, local_data)."),
+  }
+
+
+def main(argv, options: dict):
   del argv
+  values = {name: flag.value for name, flag in options.items()}
   try:
-    written = make(_OUT.value, train=_TRAIN.value, test=_TEST.value,
-                   rate=_NOISE.value, seed=_SEED.value,
-                   data_dir=_DATA_DIR.value)
+    written = make(values.pop("out"), **values)
   except (FileExistsError, FileNotFoundError) as e:
     sys.exit(f"error: {e}")
-  print(f"{_OUT.value}: {written['train']} training and {written['test']} "
-        f"test images; labels.csv has {100 * written['flipped']:.1f} % of "
-        f"the training labels flipped")
+  print(f"{options['out'].value}: {written['train']} training and "
+        f"{written['test']} test images; labels.csv has "
+        f"{100 * written['flipped']:.1f} % of the training labels flipped")
 
 
 if __name__ == "__main__":
-  app.run(main)
+  _options = _define_flags()
+  app.run(lambda argv: main(argv, _options))

@@ -4,6 +4,7 @@ resumed runs: tests/stream_training_test.py, tests/trainer_test.py)."""
 
 import contextlib
 import csv
+import json
 import io
 import os
 import subprocess
@@ -17,6 +18,7 @@ from absl.testing import absltest
 from tests.tiny import ROOT
 from tests.tiny import tiny_config
 from train import contract
+from train.data import own_data
 from train.errors import ConfigError
 from train.loop import settings as settings_lib
 from train.loop import trainer
@@ -125,16 +127,18 @@ class RunTest(absltest.TestCase):
   def test_apply_round_trips(self):
     rows = label_issues.read(self.jo)
     out = os.path.join(tempfile.mkdtemp(), "labels.csv")
-    self.assertEqual(label_issues.apply(self.jo, out), 256)
+    self.assertEqual(label_issues.apply(self.jo, out), sum(
+        r["given_label"] != r["suggested_label"] for r in rows))
     header, labels = _read_labels(out)
     self.assertEqual(header, ["index", "label"])
-    self.assertEqual(labels, {r["source"]: r["suggested_label"]
+    self.assertLen(labels, 256)
+    self.assertEqual(labels, {r["source"]: r["suggested_name"]
                               for r in rows})
     # Only the changes the suggestion is sure of.
     self.assertEqual(label_issues.apply(self.jo, out, threshold=0.15),
                      len(_read_labels(out)[1]))
     self.assertEqual(_read_labels(out)[1], {
-        r["source"]: r["suggested_label"] for r in rows
+        r["source"]: r["suggested_name"] for r in rows
         if r["given_label"] != r["suggested_label"]
         and float(r["suggested_probability"]) > 0.15})
     with self.assertRaisesRegex(ValueError, r"--threshold=1.5: must lie"):
@@ -151,7 +155,7 @@ class RunTest(absltest.TestCase):
         check=False)
     self.assertEqual(done.returncode, 0, done.stderr)
     count = len(_read_labels(out)[1])
-    self.assertEqual(done.stdout.strip(), f"{out}: {count} labels")
+    self.assertEqual(done.stdout.strip(), f"{out}: {count} labels changed")
 
 
 def _rows(count, *, multi_label=False, flipped="1"):
@@ -222,9 +226,40 @@ class WriteTest(absltest.TestCase):
                      "training labels (50.0 %, from its network at the best "
                      "validation epoch; label_issues.csv)")
     out = os.path.join(workdir, "labels.csv")
-    label_issues.apply(workdir, out)
+    self.assertEqual(label_issues.apply(workdir, out), 2)
     self.assertEqual(_read_labels(out), (["file", "label"], {
-        "a/1.png": "0", "a/2.png": "0", "b/3.png": "2", "b/4.png": "1"}))
+        "a/1.png": "cat", "a/2.png": "cat", "b/3.png": "bird",
+        "b/4.png": "dog"}))
+
+  def test_applied_labels_read_back_through_the_runs_own_csv(self):
+    # An .npz run that read its labels from a CSV: the file written is that
+    # CSV's every row (the validation rows too, which the run did not
+    # rank), keyed as it was, the training rows corrected, by class name.
+    workdir = tempfile.mkdtemp()
+    given = os.path.join(workdir, "given.csv")
+    with open(given, "w") as f:
+      f.write("index,noisy,clean\n" + "".join(
+          f"{i},{n},{c}\n" for i, (n, c) in enumerate(
+              [("cat", "cat"), ("cat", "dog"), ("bird", "bird"),
+               ("cat", "cat"), ("dog", "dog")])))
+    with open(os.path.join(workdir, contract.CONFIG_FILE), "w") as f:
+      json.dump({"dataset": {"labels_csv": given, "label_set": "noisy"}}, f)
+    # Rows 0, 1, 2, 4 trained (row 3 went to validation).
+    s = label_ranking.suggest(np.array([0, 0, 2, 1]), np.array(
+        [[.9, .05, .05], [.2, .7, .1], [.1, .1, .8], [.1, .6, .3]]))
+    label_issues.write(
+        workdir, [s], origin="best_validation", clean=None,
+        dataset=self._dataset(train_sources=np.array(
+            ["x_train[0]", "x_train[1]", "x_train[2]", "x_train[4]"])),
+        inputs=None, drawn=0)
+    out = os.path.join(workdir, "labels.csv")
+    self.assertEqual(label_issues.apply(workdir, out), 1)
+    self.assertEqual(_read_labels(out), (["index", "label"], {
+        "0": "cat", "1": "dog", "2": "bird", "3": "cat", "4": "dog"}))
+    table = own_data.read_labels_csv(
+        out, sources=np.array([f"x_train[{i}]" for i in range(5)]))
+    self.assertEqual(table.columns["label"].tolist(),
+                     ["cat", "dog", "bird", "cat", "dog"])
 
   def test_multi_label_rows_and_replicas(self):
     workdir = tempfile.mkdtemp()

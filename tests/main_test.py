@@ -76,7 +76,7 @@ class OneLineErrorTest(parameterized.TestCase):
       ("group_typo", ["--config.los.gamma=1"], "",
        r"did you mean --config.loss.gamma\?"),
       ("key_without_close_one", ["--config.loss.xyzzy=1"], "",
-       r"no such key; config.loss has the keys alpha, beta, "),
+       r"no such key; config.loss has the keys active, alpha, beta, "),
       ("value_type", ["--config.num_epochs=abc"], "",
        r"--config.num_epochs=abc: must be an integer"),
       ("bool_type", ["--config.tensorboard=maybe"], "",

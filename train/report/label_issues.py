@@ -36,10 +36,13 @@ The columns (one row per training example and replica):
   replica           the seed replica (``config.replicas``); each replica
                     has its own noisy labels and ranks its own rows
 
-``--apply`` writes the suggested labels back as a label file, ``index,label``
-(``index``: ``source``, the row in the dataset's own training set) or
-``file,label`` where the examples are files: every training label, or with
-``--threshold=P`` only the changes whose suggested probability exceeds P.
+``--apply`` writes the corrected labels as a label file that
+``dataset.labels_csv`` reads back: where the run read its labels from a CSV,
+every row of that CSV with the training examples' labels replaced by the
+suggestions (with ``--threshold=P``, only the changes whose suggested
+probability exceeds P); else the training examples alone, ``index,label``
+(``index``: the row in the dataset's own training set) or ``file,label``
+where the examples are files. Labels are written as class names.
 """
 
 from __future__ import annotations
@@ -389,30 +392,83 @@ def redraw(workdir: str, k: int, out: str, replica: int = 0) -> str:
               title=title)
 
 
+def _csv_key(source: str) -> str:
+  """A ``label_issues.csv`` source as a labels CSV keys it: an ``.npz``
+  row ``x_train[17]`` by its index, anything else as it is."""
+  if source.startswith("x_train[") and source.endswith("]"):
+    return source[len("x_train["):-1]
+  return source
+
+
+def _given_file(workdir: str) -> tuple[str, list[dict[str, str]], str] | None:
+  """The run's own labels CSV: its key column, rows and the label column
+  it trained on; None where the run read none."""
+  if not os.path.exists(os.path.join(workdir, contract.CONFIG_FILE)):
+    return None
+  config = saved_config(workdir)
+  path = config.dataset.get("labels_csv")
+  if not path:
+    return None
+  with open(path, newline="", encoding="utf-8-sig") as f:
+    reader = csv.DictReader(f)
+    rows = list(reader)
+    header = reader.fieldnames or []
+  key = "file" if "file" in header else "index"
+  labels = [c for c in header if c not in ("file", "index")]
+  column = config.dataset.get("label_set") or (
+      labels[0] if len(labels) == 1 else "label")
+  return key, rows, column
+
+
 def apply(workdir: str, out: str, *, threshold: float | None = None,
           replica: int = 0) -> int:
-  """Writes the suggested labels as a label file (``index,label`` or
-  ``file,label``, see the module's docstring); returns the rows written.
+  """Writes the corrected labels as a label file; returns the rows changed.
+
+  Labels are written as class names (a folder named ``10`` is the class
+  ``10``, whatever its index). Where the run read its labels from a CSV
+  (``dataset.labels_csv``), the file is that CSV's every row, keyed as it
+  was, with the training examples' labels replaced: ``dataset.labels_csv``
+  reads it back for the same data (its validation and held-out rows keep
+  their labels). Otherwise it holds the training examples alone
+  (``index,label`` or ``file,label``, see the module's docstring).
   ``threshold``: only the changes whose suggested probability exceeds it;
-  None: every training label."""
+  None: every suggestion.
+  """
   if threshold is not None and not 0 <= threshold < 1:
     raise ValueError(f"--threshold={threshold}: must lie in [0, 1)")
   rows = read(workdir, replica)
   if not rows:
     raise ValueError(f"{contract.LABEL_ISSUES_FILE} in {workdir} has no "
                      f"replica {replica}")
+  changed = [r for r in rows if r["given_label"] != r["suggested_label"]]
   if threshold is not None:
-    rows = [r for r in rows if r["given_label"] != r["suggested_label"]
-            and float(r["suggested_probability"]) > threshold]
-  # Rows of the dataset's own training set, or its files.
-  key = ("index" if all(r["source"].isdigit() for r in rows) else "file")
-  rows = sorted(rows, key=lambda r: int(r["index"]))
+    changed = [r for r in changed
+               if float(r["suggested_probability"]) > threshold]
+  name = "suggested_name" if rows[0].get("suggested_name") else (
+      "suggested_label")
+  given = _given_file(workdir)
+  if given is None:
+    keyed = rows if threshold is None else changed
+    keyed = sorted(keyed, key=lambda r: int(r["index"]))
+    key = ("index" if all(_csv_key(r["source"]).isdigit() for r in keyed)
+           else "file")
+    table = [(_csv_key(r["source"]), r[name]) for r in keyed]
+  else:
+    key, base, column = given
+    suggested = {_csv_key(r["source"]): r[name] for r in changed}
+    table = []
+    for row in base:
+      cell = row[key]
+      # A folder's source is relative to the folder; the CSV may key a
+      # file relative to its train/ folder.
+      new = suggested.get(cell, suggested.get(os.path.join("train", cell)))
+      table.append((cell, row[column] if new is None else new))
   with open(out + ".tmp", "w", newline="") as f:
     writer = csv.writer(f)
     writer.writerow([key, "label"])
-    writer.writerows([r["source"], r["suggested_label"]] for r in rows)
+    writer.writerows(table)
   os.replace(out + ".tmp", out)
-  return len(rows)
+  return len(changed)
 
 
 def main(argv):
@@ -423,7 +479,7 @@ def main(argv):
     if f.apply:
       out = f.out or os.path.join(f.workdir, "labels_corrected.csv")
       count = apply(f.workdir, out, threshold=f.threshold, replica=f.replica)
-      print(f"{out}: {count} labels")
+      print(f"{out}: {count} labels changed")
     else:
       if f.threshold is not None:
         raise ValueError("--threshold goes with --apply")
