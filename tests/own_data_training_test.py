@@ -83,7 +83,8 @@ class TrainingTest(_OwnData):
 
   def test_folder_with_a_csv_on_both_pipelines(self):
     overrides = {"dataset.labels_csv": self.csv, "dataset.label_set": "worst",
-                 "dataset.clean_label_set": "clean"}
+                 "dataset.clean_label_set": "clean", "label_issues": True,
+                 "label_issues_drawn": 0}
     device, run = _records(self.config("folder", "device", **overrides))
     streamed, _ = _records(self.config("folder", "stream", **overrides))
     # Without augmentation the streamed run is the on-device run.
@@ -97,6 +98,10 @@ class TrainingTest(_OwnData):
                 "val_clean_accuracy"):
       self.assertIsNotNone(last.get(key), key)
     self.assertLess(last["recovery_accuracy"], 1.0)
+    # The labels it would change are scored against the clean set too.
+    issues = run["label_issues"]
+    self.assertGreater(issues["flipped"], 0)
+    self.assertIsNotNone(issues["precision"])
 
   def test_arrays_on_both_pipelines(self):
     device, run = _records(self.config("arrays", "device"))

@@ -104,8 +104,9 @@ class RunData:
   """The host data of a run: the dataset and each replica's labels.
 
   ``clean_labels_known`` is False where the training labels are the
-  dataset's own (noise ``'none'``): which of them are wrong, if any, is
-  not known, and their ``clean_labels`` are the same labels.
+  dataset's own (noise ``'none'``) and it has no clean label set of its own
+  (``Dataset.train_clean_y``): which of them are wrong, if any, is not
+  known, and their ``clean_labels`` are the same labels.
   """
 
   dataset: datasets.Dataset
@@ -225,7 +226,8 @@ def draw_noise(config, data: datasets.Dataset) -> RunData:
             transition_matrix=None), data.val_clean_y))
   except ValueError as e:
     raise ConfigError(f"config.noise: {e}") from None
-  return RunData(data, train, val, clean_labels_known=n.name != "none")
+  return RunData(data, train, val, clean_labels_known=(
+      n.name != "none" or data.train_clean_y is not None))
 
 
 def label_dtype(num_classes: int, multi_label: bool) -> np.dtype:
