@@ -102,6 +102,8 @@ def _softmax_cases(c):
       "balanced_softmax": lambda z, y, t:
           losses.balanced_softmax_cross_entropy(z, y, class_counts=counts),
       "vs": lambda z, y, t: losses.vs_loss(z, y, class_counts=counts),
+      # ELR's running targets: the soft targets (rows summing to 1).
+      "elr": lambda z, y, t: losses.elr_loss(z, y, targets=t),
       # jax.grad of the plain formulas (one-hot targets).
       "encouraging" + TEXTBOOK: lambda z, y, t: ref.encouraging(z, one_hot(y)),
       "focal" + TEXTBOOK: lambda z, y, t: ref.focal(z, one_hot(y)),
@@ -125,6 +127,7 @@ def _softmax_cases(c):
       "balanced_softmax" + TEXTBOOK: lambda z, y, t: ref.balanced_softmax(
           z, one_hot(y), counts),
       "vs" + TEXTBOOK: lambda z, y, t: ref.vs(z, one_hot(y), counts),
+      "elr" + TEXTBOOK: lambda z, y, t: ref.elr(z, one_hot(y), t),
       # Floors: skeletons of the passes a loss cannot avoid, for the rows
       # above 1.3x optax. A second exponential per element (ASL's p^g-):
       "floor: 2 exp/element": lambda z, y, t: jnp.sum(

@@ -238,6 +238,23 @@ def official_anl(x, y, alpha=5.0, beta=5.0, min_prob=1e-7):
   return alpha * official_nce(x, y) + beta * nnce.mean()
 
 
+def running_targets(shape) -> np.ndarray:
+  """ELR's running targets for the benchmark: a fixed softmax of a random
+  draw, rows summing to 1 (what the targets tend to)."""
+  z = np.random.default_rng(1).normal(size=shape)
+  e = np.exp(z - z.max(-1, keepdims=True))
+  return (e / e.sum(-1, keepdims=True)).astype(np.float32)
+
+
+def official_elr(x, y, lam=3.0):
+  """Liu et al.'s official elr_loss (ELR/model/loss.py), its targets given:
+  CE + lam mean log(1 - <t, clamp(p, 1e-4, 1 - 1e-4)>)."""
+  t = torch.from_numpy(running_targets(tuple(x.shape)))
+  p = F.softmax(x, dim=1).clamp(min=1e-4, max=1.0 - 1e-4)
+  reg = (1 - (t * p).sum(dim=1)).log().mean()
+  return F.cross_entropy(x, y) + lam * reg
+
+
 def taylor_ce(x, y, order=2):
   """Feng et al.'s Taylor cross entropy, from the paper's equation."""
   one_minus_p = 1 - F.softmax(x, dim=1).gather(1, y[:, None])[:, 0]
@@ -323,6 +340,8 @@ CASES = (
     Case("vs", lambda z, y: losses.vs_loss(
         z, y, class_counts=long_tail_counts(z.shape[-1])), official_vs,
          "int"),
+    Case("elr", lambda z, y: losses.elr_loss(
+        z, y, targets=running_targets(z.shape)), official_elr, "int"),
 )
 
 
