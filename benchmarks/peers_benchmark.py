@@ -279,6 +279,10 @@ class Case:
   peer: Callable  # (logits tensor, labels tensor) -> scalar tensor.
   labels: str  # "int", "soft" (rows sum to 1) or "multi_hot".
   offset: Callable[[np.ndarray], float] = lambda labels: 0.0
+  # How far the gradients may differ (tests/losses/peers_test.py): wider
+  # where the peer's own numerics differ by design, as RCE's official clamp
+  # of p at 1e-7 (its gradient is 0 below it, Steep's is not).
+  grad_tolerance: float = 1e-4
 
 
 CASES = (
@@ -303,9 +307,10 @@ CASES = (
     Case("nfl", lambda z, y: losses.normalized_focal_loss(z, y), official_nfl,
          "int"),
     Case("rce", lambda z, y: losses.reverse_cross_entropy(z, y), official_rce,
-         "int"),
+         "int", grad_tolerance=1e-3),
     Case("apl_nce_rce", lambda z, y: losses.active_passive_loss(z, y),
-         lambda x, y: official_nce(x, y) + official_rce(x, y), "int"),
+         lambda x, y: official_nce(x, y) + official_rce(x, y), "int",
+         grad_tolerance=1e-3),
     Case("apl_nfl_mae",
          lambda z, y: losses.active_passive_loss(
              z, y, active="normalized_focal_loss",
