@@ -244,6 +244,31 @@ def log_ratio(log_p: jax.Array, log1m_p: jax.Array) -> jax.Array:
   return jnp.where(high, near_one, log_p / safe)
 
 
+@jax.custom_jvp
+def row_sums(*terms: jax.Array) -> tuple[jax.Array, ...]:
+  """``sum(term, axis=-1, keepdims=True)`` of each ``[..., C]`` term, in one pass.
+
+  One variadic reduction: XLA fuses every term's elementwise producers into
+  it and reads the inputs once. As separate sums, XLA:CPU writes each
+  summed expression to memory and reads it back (normalized cross entropy
+  at ``[4096, 1000]``: 2.2x faster this way). Sums are linear, so the
+  tangent is the sums of the tangents (plain ``jnp.sum``, which reverse
+  mode transposes).
+  """
+  terms = tuple(jnp.broadcast_arrays(*terms))
+  zeros = tuple(jnp.zeros((), t.dtype) for t in terms)
+  sums = jax.lax.reduce(
+      terms, zeros, lambda a, b: tuple(x + y for x, y in zip(a, b)),
+      (terms[0].ndim - 1,))
+  return tuple(s[..., None] for s in sums)
+
+
+@row_sums.defjvp
+def _row_sums_jvp(primals, tangents):
+  return row_sums(*primals), tuple(
+      jnp.sum(t, axis=-1, keepdims=True) for t in tangents)
+
+
 def log_softmax_vjp(probs: jax.Array, dloss_dlogp: jax.Array) -> jax.Array:
   """Gradient wrt the logits from the gradient wrt ``log_softmax(logits)``.
 

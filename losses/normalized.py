@@ -123,19 +123,20 @@ def _nce_integer(logits, labels):
   """
   s = _numerics.shifted(logits)
   exps = jnp.exp(s)
-  total = jnp.sum(exps, axis=-1, keepdims=True)
-  lse = jnp.log(total)
   inside = s > -jnp.inf
-  count = jnp.sum(inside, axis=-1, keepdims=True).astype(s.dtype)
-  denominator = count * lse - jnp.sum(jnp.where(inside, s, 0.0), axis=-1,
-                                      keepdims=True)
+  total, sum_s, count = _numerics.row_sums(
+      exps, jnp.where(inside, s, 0.0), inside.astype(s.dtype))
+  lse = jnp.log(total)
+  denominator = count * lse - sum_s
   s_y = jnp.take_along_axis(s, labels[..., None], axis=-1, mode="clip")
   positive = denominator > 0.0
   safe = jnp.where(positive, denominator, 1.0)
   value = jnp.where(positive, (lse - s_y) / safe, 0.0)
-  grad = (value * inside - _numerics.is_target(s, labels)
-          - exps / total * (value * count - 1.0)) / safe
-  return value[..., 0], jnp.where(positive, grad, 0.0)
+  # Per-row factors: one multiply per element, no division.
+  scale = jnp.where(positive, 1.0 / safe, 0.0)
+  grad = (value * scale * inside - scale * _numerics.is_target(s, labels)
+          - exps * ((value * count - 1.0) * scale / total))
+  return value[..., 0], grad
 
 
 def normalized_cross_entropy(logits, labels, *, axis=-1, where=None
@@ -193,7 +194,52 @@ def normalized_cross_entropy_steepness(p, *, num_classes=10
 # Normalized focal loss.
 # --------------------------------------------------------------------------
 def nfl_parts(logits, labels, *, gamma, prediction_as_constant):
-  """The ``parts`` of :func:`normalized_focal_loss`: ``l_k = -(1-p_k)^g log p_k``, the focal loss's exact pieces.
+  """The ``parts`` of :func:`normalized_focal_loss` (shared with
+  :mod:`losses.active_passive`): integer labels with the prediction held
+  constant (the default) take :func:`_nfl_held_integer`; a ``lax.cond`` on
+  the traced flag runs one branch."""
+  if not _inputs.is_integer(labels):
+    return _nfl_general(logits, labels, gamma, prediction_as_constant)
+  return jax.lax.cond(
+      prediction_as_constant,
+      lambda: _nfl_held_integer(logits, labels, gamma),
+      lambda: _nfl_general(logits, labels, gamma, prediction_as_constant))
+
+
+def _nfl_held_integer(logits, labels, gamma):
+  """NFL with the prediction held constant, integer labels: two passes of sums.
+
+  The target's terms come from ``R = sum_{k != y} e^{s_k}`` (a sum, no
+  cancellation): ``1 - p_y = R / T`` and ``-log p_y = lse - s_y``, or
+  ``log1p(R)`` when ``y`` is the arg max (``s_y = 0``), exact as ``p_y -> 1``.
+  The normalizer ``D = sum_k FL_k`` takes ``log1p(-p_k)`` for every class;
+  only the arg max can be near 1, where its term ``(1-p)^g (-log p)`` is
+  vanishing against the others' (an absolute error below ``D``'s
+  rounding). Gradient ``(w_y / D) (p - e_y)`` with ``w_y = (1-p_y)^g``.
+  """
+  s = _numerics.shifted(logits)
+  exps = jnp.exp(s)
+  is_y = _numerics.is_target(s, labels)
+  total, rest = _numerics.row_sums(exps, jnp.where(is_y, 0.0, exps))
+  lse = jnp.log(total)
+  log_p = s - lse
+  inside = s > -jnp.inf
+  weight = _numerics.pow_from_log(jnp.log1p(-exps / total), gamma)
+  (denominator,) = _numerics.row_sums(jnp.where(inside, -weight * log_p, 0.0))
+  s_y = jnp.take_along_axis(s, labels[..., None], axis=-1, mode="clip")
+  nll_y = jnp.where(s_y == 0.0, jnp.log1p(rest), lse - s_y)
+  weight_y = _numerics.pow_from_log(jnp.log(rest) - lse, gamma)
+  positive = denominator > 0.0
+  scale = jnp.where(positive, weight_y / jnp.where(positive, denominator, 1.0),
+                    0.0)
+  value = scale * nll_y
+  # p - e_y: the target's entry is -(1 - p_y) = -R / T, exact.
+  grad = scale / total * jnp.where(is_y, -rest, exps)
+  return value[..., 0], grad
+
+
+def _nfl_general(logits, labels, gamma, prediction_as_constant):
+  """NFL for any labels: ``l_k = -(1-p_k)^g log p_k`` from the focal loss's exact pieces.
 
   ``dl_k/dlog p_k = w_k (g p_k log(p_k)/(1-p_k) - 1)`` as in
   :mod:`losses.focal`; held constant (the official code), only
@@ -301,6 +347,8 @@ def normalized_focal_loss_steepness(p, *, gamma=0.5,
 # Active negative loss.
 # --------------------------------------------------------------------------
 def _anl(logits, labels, *, alpha, beta, min_prob):
+  if _inputs.is_integer(labels):
+    return _anl_integer(logits, labels, alpha, beta, min_prob)
   log_p = _numerics.log_softmax(logits)
   targets = _dense(logits, labels)
   nce, dnce = _nce_dlogp(log_p, targets)
@@ -308,6 +356,45 @@ def _anl(logits, labels, *, alpha, beta, min_prob):
   return (alpha * nce + beta * nnce,
           _numerics.log_softmax_vjp(jnp.exp(log_p),
                                     alpha * dnce + beta * dnnce))
+
+
+def _anl_integer(logits, labels, alpha, beta, min_prob):
+  """ANL for integer labels: two passes of sums, as :func:`_nce_integer`'s.
+
+  NNCE's ``v_k = max(log p_k - log m, 0)`` (0 at a masked class), ``V =
+  sum_k v_k`` and ``R = v_y / V``; ``dNNCE/dlog p_k = -(e_y - R)_k [v_k >
+  0] / V``, summed over ``k`` from the count ``n`` of classes above the
+  floor: ``-([v_y > 0] - R n) / V``. With NCE's ``dlog p`` and its sum,
+  the gradient through log-softmax ``c - p sum(c)`` is one pass.
+  """
+  s = _numerics.shifted(logits)
+  exps = jnp.exp(s)
+  inside = s > -jnp.inf
+  total, sum_s, count = _numerics.row_sums(
+      exps, jnp.where(inside, s, 0.0), inside.astype(s.dtype))
+  lse = jnp.log(total)
+  above = s - lse - jnp.log(min_prob)
+  counted = above > 0.0
+  flipped, above_count = _numerics.row_sums(
+      jnp.maximum(above, 0.0), counted.astype(s.dtype))
+  is_y = _numerics.is_target(s, labels)
+  s_y = jnp.take_along_axis(s, labels[..., None], axis=-1, mode="clip")
+
+  def per_row(numerator, denominator):  # (N / D, 1 / D), 0 where D = 0
+    positive = denominator > 0.0
+    inverse = jnp.where(positive, 1.0 / jnp.where(positive, denominator,
+                                                  1.0), 0.0)
+    return numerator * inverse, inverse
+
+  nce, nce_scale = per_row(lse - s_y, count * lse - sum_s)
+  above_y = s_y - lse - jnp.log(min_prob)
+  ratio, nnce_scale = per_row(jnp.maximum(above_y, 0.0), flipped)
+  a, b = alpha * nce_scale, beta * nnce_scale
+  row = (a * (nce * count - 1.0)
+         - b * ((above_y > 0.0).astype(s.dtype) - ratio * above_count))
+  grad = (a * (nce * inside - is_y) - b * (is_y - ratio) * counted
+          - exps * (row / total))
+  return (alpha * nce + beta * (1.0 - ratio))[..., 0], grad
 
 
 def _check_anl(alpha, beta, min_prob):

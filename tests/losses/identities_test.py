@@ -8,6 +8,7 @@ import numpy as np
 import optax
 
 import losses
+from losses import _numerics
 
 rng = np.random.default_rng(3)
 Z = jnp.asarray(3 * rng.normal(size=(8, 6)), jnp.float32)
@@ -15,6 +16,32 @@ Y = jnp.asarray(rng.integers(0, 6, size=8))
 
 
 class IdentityTest(parameterized.TestCase):
+
+  def test_row_sums_is_sum_under_every_transform(self):
+    # The one variadic reduction of the normalized losses: its value, its
+    # tangent (forward), its transpose (reverse) and its batching are
+    # jnp.sum's, also over a -inf entry and an integer-valued term.
+    a = Z.at[0, 1].set(-jnp.inf)
+    b, c = jnp.exp(Z), (Z > 0).astype(Z.dtype)
+
+    def ours(x):
+      return sum(jnp.sum(jnp.sin(s)) for s in _numerics.row_sums(x, b * x, c))
+
+    def plain(x):
+      return sum(jnp.sum(jnp.sin(jnp.sum(s, -1, keepdims=True)))
+                 for s in (x, b * x, c))
+
+    for got, want in zip(_numerics.row_sums(a, b, c),
+                         (jnp.sum(t, -1, keepdims=True) for t in (a, b, c))):
+      np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(jax.grad(ours)(Z), jax.grad(plain)(Z),
+                               rtol=1e-5)
+    np.testing.assert_allclose(jax.jvp(ours, (Z,), (b,))[1],
+                               jax.jvp(plain, (Z,), (b,))[1], rtol=1e-5)
+    batched = jax.vmap(lambda x, w: _numerics.row_sums(x, w * x))(Z, b)
+    for got, want in zip(batched, (Z, b * Z)):
+      np.testing.assert_allclose(got, jnp.sum(want, -1, keepdims=True),
+                                 rtol=1e-6)
 
   def test_cross_entropy_matches_optax(self):
     np.testing.assert_allclose(
