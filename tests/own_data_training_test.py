@@ -22,7 +22,6 @@ from train.data import datasets
 from train.data import local_data
 from train.data import records
 from train.data import stream_sources
-from train.data import training_data
 from train.loop import trainer
 
 TIMINGS = ("epoch_seconds", "label_update_seconds")
@@ -116,7 +115,7 @@ class TrainingTest(_OwnData):
     config = self.config("folder", "stream", **overrides)
     streamed = stream_sources.open_stream(config).dataset
     device = datasets.load("folder",
-                           **training_data.dataset_options(config))
+                           **datasets.load_options(config))
     for key in ("train_y", "val_y", "test_y", *convert.PER_EXAMPLE):
       np.testing.assert_array_equal(getattr(streamed, key),
                                     getattr(device, key), err_msg=key)
@@ -131,7 +130,7 @@ class ConvertTest(_OwnData):
         "dataset.label_set": "worst"})
     out = convert.convert(config, os.path.join(self.tmp, "out"))
     info, labels = convert.read_info(out)
-    data = datasets.load("folder", **training_data.dataset_options(config))
+    data = datasets.load("folder", **datasets.load_options(config))
     self.assertEqual(info["class_names"], list(files.CLASSES))
     self.assertEqual(info["input_shape"], [8, 8, 3])
     for key in ("train_y", "val_y", "test_y", *convert.PER_EXAMPLE):

@@ -16,7 +16,6 @@ from tests.tiny import tiny_config
 from train.data import convert
 from train.data import datasets
 from train.data import records
-from train.data import training_data
 
 
 class RecordsTest(absltest.TestCase):
@@ -65,7 +64,7 @@ class ConvertTest(absltest.TestCase):
     out = convert.convert(self.config, os.path.join(self.tmp, "out"))
     info, labels = convert.read_info(out)
     data = datasets.load("mnist1d",
-                         **training_data.dataset_options(self.config))
+                         **datasets.load_options(self.config))
     self.assertEqual(info["sizes"], {"train": 256, "val": 200, "test": 1000})
     self.assertEqual(info["input_shape"], [40, 1])
     for split, x, y in (("train", data.train_x, data.train_y),

@@ -57,7 +57,7 @@ class TfdsSourceTest(parameterized.TestCase):
       ("coco/2017", "validation", 12, (12, 12, 3), (80,)))
   def test_examples(self, name, split, image_size, shape, label_shape):
     data_dir = self.data_dir if name.startswith("coco") else None
-    source = sources.TfdsSource(tfds_data._builder(name, data_dir), split,  # pylint: disable=protected-access
+    source = sources.TfdsSource(sources.open_builder(name, data_dir), split,
                                 image_size=image_size)
     self.assertLen(source, 6)
     example = source[4]
@@ -72,7 +72,7 @@ class TfdsSourceTest(parameterized.TestCase):
   def test_a_pickled_copy_reopens_the_split(self, name):
     # What a grain worker of the streamed pipeline gets: no open files.
     data_dir = self.data_dir if name.startswith("coco") else None
-    source = sources.TfdsSource(tfds_data._builder(name, data_dir), "train")  # pylint: disable=protected-access
+    source = sources.TfdsSource(sources.open_builder(name, data_dir), "train")
     copy = pickle.loads(pickle.dumps(source))
     self.assertIsNone(copy.__dict__["_source"])
     for key, value in source[3].items():
@@ -94,7 +94,7 @@ class TfdsSourceTest(parameterized.TestCase):
     self.assertBetween(float(data.train_x.max()), 0.0, 1.0)
 
   def test_a_missing_split_is_named(self):
-    builder = tfds_data._builder("coco/2017", self.data_dir)  # pylint: disable=protected-access
+    builder = sources.open_builder("coco/2017", self.data_dir)
     with self.assertRaisesRegex(
         ValueError, r"coco/2017/1.1.0' in .* has no split 'test' \(it has "
         r"\['train', 'validation'\]\)"):

@@ -145,8 +145,7 @@ def convert(config, out_dir: str, *, overwrite: bool = True) -> str:
   Raises:
     ValueError, FileNotFoundError, RuntimeError: as ``datasets.load``.
   """
-  from train.data import training_data  # pylint: disable=g-import-not-at-top
-  options = training_data.dataset_options(config)
+  options = datasets.load_options(config)
   # The records hold the source's data; augmentation is the reader's.
   options.update(crop_padding=None, flip=None)
   data = datasets.load(config.dataset.name, **options)

@@ -355,6 +355,23 @@ def split_rows(labels: np.ndarray, *, val_size: int | float, seed: int,
   return rest, val
 
 
+def load_options(config) -> dict:
+  """:func:`load`'s arguments from ``config.dataset`` (and the seed)."""
+  d = config.dataset
+  options = {k: d[k] for k in ("num_samples", "num_train", "num_test",
+                               "mosaic_seed", "download", "image_size",
+                               *OWN_DATA_KEYS)
+             if d[k] is not None}
+  # ml_collections keeps val_size a float: 800.0 means 800 examples.
+  val_size = d.val_size
+  if val_size >= 1 and float(val_size).is_integer():
+    val_size = int(val_size)
+  return dict(data_dir=d.data_dir, val_size=val_size,
+              seed=config.seed if d.split_seed is None else d.split_seed,
+              train_size=d.train_size, crop_padding=d.crop_padding,
+              flip=d.flip, imbalance_ratio=d.imbalance_ratio, **options)
+
+
 def load(name: str, *, data_dir: str | None = None,
          val_size: int | float = 0.1, seed: int = 0,
          train_size: int | None = None, crop_padding: int | None = None,

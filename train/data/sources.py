@@ -18,6 +18,7 @@ ImageNet-style (shorter side to ``image_size / 0.875``, then the central
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Sequence
 
@@ -139,9 +140,8 @@ class TfdsSource:
 
   def _open(self):
     if self._source is None:
-      from train.data import tfds_data  # pylint: disable=g-import-not-at-top
       name, data_dir = self._reopen
-      self._source = tfds_data.image_builder(name, data_dir).as_data_source(
+      self._source = open_builder(name, data_dir).as_data_source(
           split=self.split)
     return self._source
 
@@ -170,6 +170,39 @@ def _data_root(data_dir: str, full_name: str) -> str:
   for _ in full_name.split("/"):
     data_dir = os.path.dirname(str(data_dir).rstrip("/"))
   return data_dir
+
+
+def open_builder(name: str, data_dir: str | None):
+  """The tfds builder of ``name`` (ArrayRecord), or one line saying why not.
+
+  Its own prepared files serve when the dataset's tfds code needs a
+  module that is not installed.
+  """
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  try:
+    return tfds.builder(name, data_dir=data_dir, file_format="array_record")
+  except ModuleNotFoundError as e:
+    # The dataset's tfds code imports TensorFlow (coco's does): a prepared
+    # copy is still readable from its own metadata.
+    try:
+      return tfds.core.read_only_builder.builder_from_files(
+          name, data_dir=data_dir)
+    except Exception:  # pylint: disable=broad-except
+      raise RuntimeError(
+          f"tfds dataset {name!r}: its tensorflow-datasets code needs "
+          f"{e.name or 'TensorFlow'}, which is not installed, and no "
+          f"prepared copy is in {data_dir or 'the default data_dir'}: "
+          f"prepare it on a machine with TensorFlow (tfds build {name} "
+          f"--file_format=array_record) and pass that folder as data_dir"
+      ) from None
+  except tfds.core.registered.DatasetNotFoundError:
+    # Without community datasets: listing those needs a network.
+    known = tfds.list_builders(with_community_datasets=False)
+    close = difflib.get_close_matches(name.split("/")[0], known, n=3)
+    raise ValueError(
+        f"tensorflow-datasets has no dataset {name!r}; "
+        + (f"did you mean {' or '.join(map(repr, close))}?" if close else
+           "see https://www.tensorflow.org/datasets/catalog")) from None
 
 
 def _is_class_label(feature) -> bool:

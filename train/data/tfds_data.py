@@ -25,7 +25,6 @@ COCO) to one square (``sources.fit_image``); the test split is
 
 from __future__ import annotations
 
-import difflib
 import importlib.util
 import socket
 import urllib.parse
@@ -67,34 +66,6 @@ def _tfds():
   # this path needs it.
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   return tfds
-
-
-def _builder(name: str, data_dir: str | None):
-  tfds = _tfds()
-  try:
-    return tfds.builder(name, data_dir=data_dir, file_format="array_record")
-  except ModuleNotFoundError as e:
-    # The dataset's tfds code imports TensorFlow (coco's does): a prepared
-    # copy is still readable from its own metadata.
-    try:
-      return tfds.core.read_only_builder.builder_from_files(
-          name, data_dir=data_dir)
-    except Exception:  # pylint: disable=broad-except
-      raise RuntimeError(
-          f"tfds dataset {name!r}: its tensorflow-datasets code needs "
-          f"{e.name or 'TensorFlow'}, which is not installed, and no "
-          f"prepared copy is in {data_dir or 'the default data_dir'}: "
-          f"prepare it on a machine with TensorFlow (tfds build {name} "
-          f"--file_format=array_record) and pass that folder as data_dir"
-      ) from None
-  except tfds.core.registered.DatasetNotFoundError:
-    # Without community datasets: listing those needs a network.
-    known = tfds.list_builders(with_community_datasets=False)
-    close = difflib.get_close_matches(name.split("/")[0], known, n=3)
-    raise ValueError(
-        f"tensorflow-datasets has no dataset {name!r}; "
-        + (f"did you mean {' or '.join(map(repr, close))}?" if close else
-           "see https://www.tensorflow.org/datasets/catalog")) from None
 
 
 def _missing_modules() -> list[str]:
@@ -161,7 +132,7 @@ def check_available(name: str, *, data_dir: str | None = None,
 def image_builder(name: str, data_dir: str | None):
   """The builder of ``name``; raises if it is not image classification."""
   tfds = _tfds()
-  builder = _builder(name, data_dir)
+  builder = sources.open_builder(name, data_dir)
   features = builder.info.features
   image = features["image"] if "image" in features.keys() else None
   label, _ = sources.label_feature(features)

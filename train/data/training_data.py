@@ -115,23 +115,6 @@ class RunData:
   clean_labels_known: bool = True
 
 
-def dataset_options(config) -> dict:
-  """``datasets.load``'s arguments from ``config.dataset`` (and the seed)."""
-  d = config.dataset
-  options = {k: d[k] for k in ("num_samples", "num_train", "num_test",
-                               "mosaic_seed", "download", "image_size",
-                               *datasets.OWN_DATA_KEYS)
-             if d[k] is not None}
-  # ml_collections keeps val_size a float: 800.0 means 800 examples.
-  val_size = d.val_size
-  if val_size >= 1 and float(val_size).is_integer():
-    val_size = int(val_size)
-  return dict(data_dir=d.data_dir, val_size=val_size,
-              seed=config.seed if d.split_seed is None else d.split_seed,
-              train_size=d.train_size, crop_padding=d.crop_padding,
-              flip=d.flip, imbalance_ratio=d.imbalance_ratio, **options)
-
-
 def load(config) -> RunData:
   """The dataset, found then loaded, and per replica its noisy training and
   validation labels.
@@ -153,7 +136,7 @@ def load(config) -> RunData:
     ConfigError: the data cannot be had, or does not fit the config.
   """
   d = config.dataset
-  options = dataset_options(config)
+  options = datasets.load_options(config)
   # tfds logs each folder it probes at WARNING: an error stays one line.
   verbosity = logging.get_verbosity()
   logging.set_verbosity(min(verbosity, logging.ERROR))
@@ -469,7 +452,7 @@ def train_inputs_of(config) -> Callable[[np.ndarray], np.ndarray]:
     return functools.partial(
         _read_rows, streamed.sources["train"],
         stream.EvalTransform(resize=size, fit=streamed.fit))
-  data = datasets.load(config.dataset.name, **dataset_options(config))
+  data = datasets.load(config.dataset.name, **datasets.load_options(config))
   return lambda rows: data.train_x[np.asarray(rows)]
 
 
