@@ -9,10 +9,10 @@ a "Plain form" of a few lines of jnp. It returns one value per example
 Joint Optimization batch loss, which needs the batch mean. Each ``name``
 but the Joint Optimization terms (``jo_*``) has ``name_grad`` (its
 analytic gradient wrt the logits) and, where the loss is a function of the
-target probability,
-``name_steepness`` (the loss and ``dL/dp`` as functions of ``p``; for a loss
-of the whole probability vector, along the canonical configuration: the
-remaining ``1 - p`` spread evenly over the other classes, ``num_classes``).
+target probability, ``name_steepness`` (the loss and ``dL/dp`` as
+functions of ``p``; for a loss of the whole probability vector, along the
+canonical configuration: the remaining ``1 - p`` spread evenly over the
+other classes, ``num_classes``).
 
 Rules every loss shares:
 
