@@ -3,10 +3,10 @@
 A loss's docstring holds a "Plain form" block: the loss as a textbook
 writes it, a few lines of jnp in the logits ``z``, the targets ``t`` and the
 hyperparameters by their names in the signature, ending in ``loss = ...``.
-Each block runs here in float64 with the loss's defaults bound (and, where
-the block branches on a hyperparameter, the other branches too) and must
+Each block runs here in float64 with the loss's defaults bound and must
 give the library's value, and its gradient wrt the logits where the block
-holds the prediction constant. The tests' own references
+holds the prediction constant; ``OTHER_VALUES`` takes the branches the
+defaults leave out (in the slow sweep). The tests' own references
 (tests/softmax_reference.py, tests/sigmoid_reference.py) hold the same
 formulas.
 """
@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import losses
+from tests import loss_contracts
 
 # Exported functions that return no loss: an input check, class weights,
 # the bonus alone, ELR's state update, JO's three terms as a tuple.
@@ -117,14 +118,16 @@ def _arguments(loss, overrides):
   return jnp.asarray(SOFT if "axis" in parameters else MULTI_HOT), kwargs
 
 
-def _cases():
-  """``(case name, loss name, overrides)``: every loss, then OTHER_VALUES."""
-  cases = [(name, name, {}) for name in public_losses()]
-  for name, overrides in OTHER_VALUES:
-    label = "_".join(f"{k}_{v}" for k, v in overrides.items()
-                     if not isinstance(v, np.ndarray))
-    cases.append((f"{name}_{label or 'vector'}", name, overrides))
-  return cases
+def _case_name(name, overrides):
+  values = "_".join(f"{k}_{v}" for k, v in overrides.items()
+                    if not isinstance(v, np.ndarray))
+  return f"{name}_{values or 'vector'}"
+
+
+# (case name, loss name, overrides)
+DEFAULT_CASES = [(name, name, {}) for name in public_losses()]
+OTHER_CASES = [(_case_name(name, overrides), name, overrides)
+               for name, overrides in OTHER_VALUES]
 
 
 def _outputs(loss, source, overrides, z):
@@ -172,34 +175,45 @@ class EveryLossTest(absltest.TestCase):
       self.assertIn("loss = ", plain_form(getattr(losses, name)), name)
 
 
-class PlainFormTest(parameterized.TestCase):
+def _plain_form_tests(cases):
+  """The plain forms of ``cases`` against their losses (and a wrong one)."""
 
-  @classmethod
-  def setUpClass(cls):
-    super().setUpClass()
-    # Every case in one compiled program: XLA's cost per program, not the
-    # arithmetic, is most of the time of a program per case.
-    runs = {case: (getattr(losses, name), plain_form(getattr(losses, name)),
-                   overrides) for case, name, overrides in _cases()
-            if plain_form(getattr(losses, name)) is not None}
-    runs[_WRONG[0]] = (_WRONG[1], plain_form(_WRONG[2]), {})
-    with jax.enable_x64(True):
-      cls.outputs = jax.jit(lambda z: {
-          case: _outputs(*run, z) for case, run in runs.items()})(
-              jnp.asarray(Z))
+  class PlainFormTest(parameterized.TestCase):
 
-  @parameterized.named_parameters((case, case) for case, _, _ in _cases())
-  def test_plain_form_is_the_loss(self, case):
-    if case not in self.outputs:
-      self.fail(f"{case}: no plain form to run")
-    library, plain, *gradients = self.outputs[case]
-    np.testing.assert_allclose(library, plain, rtol=1e-9, atol=1e-12)
-    if gradients:
-      np.testing.assert_allclose(*gradients, rtol=1e-9, atol=1e-12)
+    @classmethod
+    def setUpClass(cls):
+      super().setUpClass()
+      # Every case in one compiled program: XLA's cost per program, not the
+      # arithmetic, is most of the time of a program per case.
+      runs = {case: (getattr(losses, name),
+                     plain_form(getattr(losses, name)), overrides)
+              for case, name, overrides in cases
+              if plain_form(getattr(losses, name)) is not None}
+      runs[_WRONG[0]] = (_WRONG[1], plain_form(_WRONG[2]), {})
+      with jax.enable_x64(True):
+        cls.outputs = jax.jit(lambda z: {
+            case: _outputs(*run, z) for case, run in runs.items()})(
+                jnp.asarray(Z))
 
-  def test_a_wrong_plain_form_fails(self):
-    library, plain = self.outputs[_WRONG[0]]
-    self.assertGreater(np.max(np.abs(library - plain)), 1e-3)
+    @parameterized.named_parameters((case, case) for case, _, _ in cases)
+    def test_plain_form_is_the_loss(self, case):
+      if case not in self.outputs:
+        self.fail(f"{case}: no plain form to run")
+      library, plain, *gradients = self.outputs[case]
+      np.testing.assert_allclose(library, plain, rtol=1e-9, atol=1e-12)
+      if gradients:
+        np.testing.assert_allclose(*gradients, rtol=1e-9, atol=1e-12)
+
+    def test_a_wrong_plain_form_fails(self):
+      library, plain = self.outputs[_WRONG[0]]
+      self.assertGreater(np.max(np.abs(library - plain)), 1e-3)
+
+  return PlainFormTest
+
+
+PlainFormTest = _plain_form_tests(DEFAULT_CASES)
+# The other branches, in the slow sweeps (CI runs them).
+PlainFormSweepTest = loss_contracts.slow(_plain_form_tests(OTHER_CASES))
 
 
 if __name__ == "__main__":
