@@ -3,14 +3,16 @@
 The API is exactly the names imported below; the modules behind them may
 move. Every loss is a plain function
 ``name(logits, labels, *, hyperparameters..., where=None)`` (softmax losses
-also take ``axis=-1``) with its formula in its docstring. It returns one
-value per example (softmax family) or per element (sigmoid family), never
-reduced, except the Joint Optimization batch loss, which needs the batch
-mean. Each ``name`` has ``name_grad`` (its analytic gradient wrt the
-logits) and, where the loss is a function of the target probability,
-``name_steepness`` (the loss and ``dL/dp`` as functions of ``p``; for a loss
-of the whole probability vector, along the canonical configuration: the
-remaining ``1 - p`` spread evenly over the other classes, ``num_classes``).
+also take ``axis=-1``) with its formula in its docstring, as math and as
+a "Plain form" of a few lines of jnp. It returns one value per example
+(softmax family) or per element (sigmoid family), never reduced, except the
+Joint Optimization batch loss, which needs the batch mean. Each ``name``
+but the Joint Optimization terms (``jo_*``) has ``name_grad`` (its
+analytic gradient wrt the logits) and, where the loss is a function of the
+target probability, ``name_steepness`` (the loss and ``dL/dp`` as
+functions of ``p``; for a loss of the whole probability vector, along the
+canonical configuration: the remaining ``1 - p`` spread evenly over the
+other classes, ``num_classes``).
 
 Rules every loss shares:
 

@@ -53,6 +53,10 @@ def reverse_cross_entropy(logits, labels, *, floor=1e-4, axis=-1,
   implementation does not (the difference is below ``1e-7 |log A|`` per
   class).
 
+  Plain form (soft targets ``t``)::
+
+    loss = -jnp.sum(jax.nn.softmax(z) * jnp.log(jnp.maximum(t, floor)), -1)
+
   Args:
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]``.
@@ -175,6 +179,18 @@ def active_passive_loss(logits, labels, *,
   code's comment names as the original. The terms are
   :func:`normalized_cross_entropy`, :func:`normalized_focal_loss` and
   :func:`reverse_cross_entropy` exactly.
+
+  Plain form (soft targets ``t``; each term as its own function's)::
+
+    p = jax.nn.softmax(z)
+    held = jax.lax.stop_gradient(p) if prediction_as_constant else p
+    w = (1 - held) ** gamma
+    nce = jnp.sum(-t * jnp.log(p), -1) / jnp.sum(-jnp.log(p), -1)
+    nfl = jnp.sum(-t * w * jnp.log(p), -1) / jnp.sum(-w * jnp.log(held), -1)
+    rce = -jnp.sum(p * jnp.log(jnp.maximum(t, floor)), -1)
+    mae = jnp.sum(t * (1 - p), -1)  # the official code's 1 - p_y
+    loss = (alpha * (nce if active == "normalized_cross_entropy" else nfl)
+            + beta * (rce if passive == "reverse_cross_entropy" else mae))
 
   Args:
     logits: ``[..., C]`` float logits.

@@ -98,6 +98,15 @@ def bootstrapping_loss(logits, labels, *, beta=None, mode="soft",
   ``prediction_as_constant=True`` stops it, as many reimplementations do.
   Hard: ``q`` is always a constant (arg max has no gradient).
 
+  Plain form (soft targets ``t``)::
+
+    beta = {"soft": 0.95, "hard": 0.8}[mode] if beta is None else beta
+    p = jax.nn.softmax(z)
+    q = jax.lax.stop_gradient(p) if prediction_as_constant else p
+    if mode == "hard":
+      q = jax.nn.one_hot(jnp.argmax(z, -1), z.shape[-1])
+    loss = -jnp.sum((beta * t + (1 - beta) * q) * jnp.log(p), -1)
+
   Args:
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]``.

@@ -93,6 +93,11 @@ def logit_adjusted_cross_entropy(logits, labels, *, prior, tau=1.0, axis=-1,
   shifts every logit alike), so ``pi`` need not sum to 1. ``tau = 0`` or a
   uniform ``pi`` is cross entropy.
 
+  Plain form (soft targets ``t``; ``prior`` not None)::
+
+    q = jax.nn.softmax(z + tau * jnp.log(prior))
+    loss = -jnp.sum(t * jnp.log(q), -1)
+
   Args:
     logits: ``[..., C]`` float logits (half precision is computed in float32
       and the loss returned in the logits' dtype).
@@ -157,6 +162,10 @@ def class_weighted_cross_entropy(logits, labels, *, class_weights, axis=-1,
   t w``; :func:`class_weighted_cross_entropy_grad`). Weights of 1 give cross
   entropy; :func:`class_balanced_weights` makes them from class counts.
 
+  Plain form (soft targets ``t``)::
+
+    loss = -jnp.sum(t * class_weights * jnp.log(jax.nn.softmax(z)), -1)
+
   Args:
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]`` (out of
@@ -209,6 +218,13 @@ def class_balanced_cross_entropy(logits, labels, *, class_counts,
 
   .. math::
     L = -w_y \log p_y,\quad w = \text{class\_balanced\_weights}(n, \beta).
+
+  Plain form (soft targets ``t``; the code takes ``1 - beta^n`` as
+  ``-expm1(n log beta)``)::
+
+    w = (1 - beta) / (1 - beta ** class_counts)
+    w = w * z.shape[-1] / jnp.sum(w)
+    loss = -jnp.sum(t * w * jnp.log(jax.nn.softmax(z)), -1)
 
   Args:
     logits: ``[..., C]`` float logits.

@@ -67,6 +67,11 @@ def cross_entropy(logits, labels, *, label_smoothing=0.0, axis=-1,
   and masks its example under jit (optax: undefined); ``axis`` is one axis
   (optax also takes a tuple), since every loss here has a per-class form.
 
+  Plain form (soft targets ``t``)::
+
+    t_smooth = (1 - label_smoothing) * t + label_smoothing / z.shape[-1]
+    loss = -jnp.sum(t_smooth * jnp.log(jax.nn.softmax(z)), -1)
+
   Args:
     logits: ``[..., C]`` float logits (half precision is computed in float32
       and the loss returned in the logits' dtype).
@@ -138,6 +143,12 @@ def poly1_loss(logits, labels, *, epsilon=2.0, axis=-1, where=None
   For rows that sum to one the soft form equals the paper's
   ``CE + eps (1 - <t, p>)``. Offset-invariant; a -inf logit on a class
   without target mass leaves the softmax.
+
+  Plain form (soft targets ``t``; integer labels take ``1 - p_y`` from the
+  exact ``log(1 - p_y)``)::
+
+    p = jax.nn.softmax(z)
+    loss = jnp.sum(t * (-jnp.log(p) + epsilon * (1 - p)), -1)
 
   Args:
     logits: ``[..., C]`` float logits.

@@ -144,6 +144,13 @@ def elr_loss(logits, labels, *, targets, lam=3.0, floor=1e-4, axis=-1,
   the Encouraging Loss's bonus ``lam log(1 - p_y)``, floored at
   ``log floor`` (:func:`elr_loss_steepness`).
 
+  Plain form (soft labels ``t``, running targets ``targets``)::
+
+    p = jax.nn.softmax(z)
+    clipped = jnp.clip(p, floor, 1 - floor)
+    loss = (-jnp.sum(t * jnp.log(p), -1)
+            + lam * jnp.log(1 - jnp.sum(targets * clipped, -1)))
+
   Args:
     logits: ``[..., C]`` float logits (half precision computed in float32,
       the loss returned in the logits' dtype).

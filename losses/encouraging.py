@@ -73,6 +73,16 @@ def encouraging_loss(logits, labels, *, bonus_weight=1.0, log_end=0.75,
   of this function uses the analytic gradient (:func:`encouraging_loss_grad`),
   finite at every ``p``, ``p = 1`` included.
 
+  Plain form (soft targets ``t``; the code takes ``log(1 - p)`` exactly,
+  never as the log of a rounded ``1 - p``)::
+
+    p = jax.nn.softmax(z)
+    bonus = jnp.log(jnp.maximum(1 - p, floor))
+    if log_end < 1:  # beyond log_end, the tangent line at log_end
+      tangent = jnp.log(1 - log_end) - (p - log_end) / (1 - log_end)
+      bonus = jnp.where(p > log_end, tangent, bonus)
+    loss = jnp.sum(t * (-jnp.log(p) + bonus_weight * bonus), -1)
+
   Args:
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]`` (out of

@@ -73,6 +73,13 @@ def focal_loss(logits, labels, *, gamma=2.0, alpha=None, axis=-1,
   for ``0 < gamma < 1`` at ``p -> 1``. Offset-invariant; a -inf logit on a class
   without target mass leaves the softmax.
 
+  Plain form (soft targets ``t``; the code takes the weight as
+  ``exp(gamma log(1 - p))`` of the exact ``log(1 - p)``)::
+
+    p = jax.nn.softmax(z)
+    a = 1.0 if alpha is None else jnp.asarray(alpha)
+    loss = -jnp.sum(t * a * (1 - p) ** gamma * jnp.log(p), -1)
+
   Args:
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]`` (out of

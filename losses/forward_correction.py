@@ -62,6 +62,12 @@ def forward_corrected_cross_entropy(logits, labels, *, transition_matrix,
   .. math::
     L = -\log (p^\top T)_{\tilde y},\quad T_{ij} = P(\tilde y = j \mid y = i).
 
+  Plain form (soft targets ``t``; the code forms ``u`` from
+  ``exp(z - max z)``)::
+
+    u = jax.nn.softmax(z) @ transition_matrix
+    loss = -jnp.sum(t * jnp.log(u), -1)
+
   Args:
     logits: ``[..., C]`` float logits (the clean-class prediction).
     labels: noisy integer labels ``[...]`` or soft targets ``[..., C]``.

@@ -196,6 +196,15 @@ def joint_optimization_loss(logits, labels, *, alpha=1.0, beta=0.5,
   each prediction. Unlike the per-example losses this one reduces over the
   leading axes (the batch), because ``L_p`` is a function of the batch mean.
 
+  Plain form (``[B, C]`` logits, soft targets ``t``; ``0 log 0 = 0``)::
+
+    p = jax.nn.softmax(z)
+    prior = jnp.full(z.shape[-1], 1 / z.shape[-1]) if prior is None else prior
+    kl = jnp.sum(jnp.where(t > 0, t * jnp.log(t), 0.0) - t * jnp.log(p), -1)
+    p_bar = jnp.mean(p, 0)
+    loss = (jnp.mean(kl) + alpha * jnp.sum(prior * jnp.log(prior / p_bar))
+            + beta * jnp.mean(-jnp.sum(p * jnp.log(p), -1)))
+
   Args:
     logits: ``[..., C]`` float logits of one batch.
     labels: the current (soft) labels: integer ``[...]`` or ``[..., C]``.
@@ -237,13 +246,25 @@ def jo_classification_loss(logits, labels, *, axis=-1, where=None
   """Per-example ``KL(t_i || p_i)`` (cross entropy minus the targets' entropy).
 
   ``where`` per example or per class, as :func:`losses.cross_entropy`.
+
+  Plain form (soft targets ``t``; ``0 log 0 = 0``)::
+
+    p = jax.nn.softmax(z)
+    loss = jnp.sum(jnp.where(t > 0, t * jnp.log(t), 0.0) - t * jnp.log(p), -1)
   """
   return _apply.softmax_loss(_classification, logits, labels, axis=axis,
                              where=where)
 
 
 def jo_prior_loss(logits, *, prior=None, axis=-1, where=None) -> jax.Array:
-  """The scalar prior term ``L_p = sum_j P_j log(P_j / p_bar_j)``."""
+  """The scalar prior term ``L_p = sum_j P_j log(P_j / p_bar_j)``.
+
+  Plain form (``[B, C]`` logits)::
+
+    prior = jnp.full(z.shape[-1], 1 / z.shape[-1]) if prior is None else prior
+    p_bar = jnp.mean(jax.nn.softmax(z), 0)
+    loss = jnp.sum(prior * jnp.log(prior / p_bar))
+  """
   return joint_optimization_terms(logits, None, prior=prior, axis=axis,
                                   where=where)[1]
 
@@ -252,6 +273,11 @@ def jo_entropy_loss(logits, *, axis=-1, where=None) -> jax.Array:
   """Per-example prediction entropy ``H_i`` (``L_e`` is its batch mean).
 
   ``where`` per example or per class, as :func:`losses.cross_entropy`.
+
+  Plain form::
+
+    p = jax.nn.softmax(z)
+    loss = -jnp.sum(p * jnp.log(p), -1)
   """
   logits, _, where, where_classes, _, _, dtype = _prepare(
       logits, None, where, None, axis)

@@ -123,6 +123,18 @@ def ldam_loss(logits, labels, *, class_counts, max_margin=0.5, scale=30.0,
   margin) the loss is ``w softplus(log(1 - p_y) - log p_y + s Delta_y)``:
   :func:`ldam_loss_steepness`.
 
+  Plain form (soft targets ``t``; a softmax per label ``k`` here, one pass in
+  the code)::
+
+    margins = max_margin * (jnp.min(class_counts) / class_counts) ** 0.25
+    w = (1 - beta) / (1 - beta ** class_counts)
+    w = w * z.shape[-1] / jnp.sum(w)
+    e = jnp.eye(z.shape[-1])
+    loss = 0.0
+    for k in range(z.shape[-1]):  # label k: its margin off its own logit
+      q = jax.nn.softmax(scale * (z - margins[k] * e[k]))
+      loss = loss - t[..., k] * w[k] * jnp.log(q[..., k])
+
   Args:
     logits: ``[..., C]`` float logits (half precision is computed in float32
       and the loss returned in the logits' dtype).
@@ -205,6 +217,11 @@ def balanced_softmax_cross_entropy(logits, labels, *, class_counts, axis=-1,
   ``1 - p_y`` is shared among classes of different counts, not on ``p_y``
   alone.
 
+  Plain form (soft targets ``t``)::
+
+    q = jax.nn.softmax(z + jnp.log(class_counts))
+    loss = -jnp.sum(t * jnp.log(q), -1)
+
   Args:
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]`` (out of
@@ -275,6 +292,12 @@ def vs_loss(logits, labels, *, class_counts, gamma=0.3, tau=1.0, axis=-1,
   softmax losses, the loss changes when a constant is added to every logit
   (``Delta`` scales it by class). No steepness function: ``q_y`` depends on
   every class's probability and count, not on ``p_y`` alone.
+
+  Plain form (soft targets ``t``)::
+
+    delta = (class_counts / jnp.max(class_counts)) ** gamma
+    iota = tau * jnp.log(class_counts / jnp.sum(class_counts))
+    loss = -jnp.sum(t * jnp.log(jax.nn.softmax(delta * z + iota)), -1)
 
   Args:
     logits: ``[..., C]`` float logits.

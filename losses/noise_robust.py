@@ -46,6 +46,11 @@ def generalized_cross_entropy(logits, labels, *, q=0.7, axis=-1, where=None
   ``q -> 0`` tends to cross entropy, ``q = 1`` is ``1 - p_y`` (MAE in the
   GCE paper's convention, half of :func:`probability_mae`).
 
+  Plain form (soft targets ``t``; the code takes ``1 - p^q`` as
+  ``-expm1(q log p)``)::
+
+    loss = jnp.sum(t * (1 - jax.nn.softmax(z) ** q) / q, -1)
+
   Args:
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]``.
@@ -124,6 +129,13 @@ def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
   The official code also clamps ``p`` to ``[1e-7, 1]`` inside RCE; this
   implementation does not (the difference is below ``1e-7 |log A|`` per
   class). The RCE term alone is :func:`losses.reverse_cross_entropy`.
+
+  Plain form (soft targets ``t``)::
+
+    p = jax.nn.softmax(z)
+    ce = -jnp.sum(t * jnp.log(p), -1)
+    rce = -jnp.sum(p * jnp.log(jnp.maximum(t, floor)), -1)
+    loss = alpha * ce + beta * rce
 
   Args:
     logits: ``[..., C]`` float logits.
@@ -234,6 +246,13 @@ def taylor_cross_entropy(logits, labels, *, order=2, axis=-1, where=None
   is bounded by ``sum_{i<=t} 1/i``. Its steepness
   ``dL/dp = -(1 - (1-p)^t) / p`` is ``-t`` at ``p = 0`` and ``-1`` at
   ``p = 1``: cross entropy's ``-1/p`` capped.
+
+  Plain form (soft targets ``t``; the code takes ``1 - p`` from the exact
+  ``log(1 - p)``)::
+
+    p = jax.nn.softmax(z)
+    series = sum((1 - p) ** i / i for i in range(1, order + 1))
+    loss = jnp.sum(t * series, -1)
 
   Args:
     logits: ``[..., C]`` float logits.

@@ -154,6 +154,12 @@ def normalized_cross_entropy(logits, labels, *, axis=-1, where=None
   ``dL/dlog p_k = (L - t_k) / sum_j(-log p_j)`` (through log-softmax) is
   the official code's, which differentiates the denominator too.
 
+  Plain form (soft targets ``t``; the code sums over the classes in the
+  softmax only)::
+
+    log_p = jnp.log(jax.nn.softmax(z))
+    loss = jnp.sum(-t * log_p, -1) / jnp.sum(-log_p, -1)
+
   Args:
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]``.
@@ -284,6 +290,16 @@ def normalized_focal_loss(logits, labels, *, gamma=0.5,
 
   ``gamma = 0`` is :func:`normalized_cross_entropy`. The sum runs over the
   classes in the softmax, as there.
+
+  Plain form (soft targets ``t``; the code sums over the classes in the
+  softmax only)::
+
+    p = jax.nn.softmax(z)
+    # The official code's p.data: p held constant but in the numerator's log p.
+    held = jax.lax.stop_gradient(p) if prediction_as_constant else p
+    weight = (1 - held) ** gamma
+    loss = (jnp.sum(-t * weight * jnp.log(p), -1)
+            / jnp.sum(-weight * jnp.log(held), -1))
 
   Args:
     logits: ``[..., C]`` float logits.
@@ -422,6 +438,15 @@ def active_negative_loss(logits, labels, *, alpha=5.0, beta=5.0,
   log p~_k)``. The paper's L1 penalty on the network's weights
   (``delta``, 5e-5 on CIFAR-10, 5e-7 on CIFAR-100, with weight decay 0) is
   the optimiser's business, not the loss's.
+
+  Plain form (soft targets ``t``; the code sums over the classes in the
+  softmax only)::
+
+    p = jax.nn.softmax(z)
+    nce = jnp.sum(-t * jnp.log(p), -1) / jnp.sum(-jnp.log(p), -1)
+    v = -jnp.log(min_prob) + jnp.log(jnp.maximum(p, min_prob))
+    nnce = jnp.sum(t, -1) - jnp.sum(t * v, -1) / jnp.sum(v, -1)
+    loss = alpha * nce + beta * nnce
 
   Args:
     logits: ``[..., C]`` float logits.

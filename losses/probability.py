@@ -48,6 +48,11 @@ def probability_mse(logits, labels, *, normalize=False, axis=-1, where=None
   .. math::
     L = s \sum_k (p_k - t_k)^2,\quad s = 1 \text{ or } 1/C.
 
+  Plain form (soft targets ``t``)::
+
+    p = jax.nn.softmax(z)
+    loss = jnp.sum((p - t) ** 2, -1) / (z.shape[-1] if normalize else 1)
+
   Args:
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]``.
@@ -112,6 +117,10 @@ def probability_mae(logits, labels, *, axis=-1, where=None) -> jax.Array:
 
   This is the L1 distance of Ghosh et al.; some papers (e.g. GCE's) write
   MAE as ``1 - p_y``, half of this value, with half its gradient.
+
+  Plain form (soft targets ``t``)::
+
+    loss = jnp.sum(jnp.abs(jax.nn.softmax(z) - t), -1)
 
   Args:
     logits: ``[..., C]`` float logits.

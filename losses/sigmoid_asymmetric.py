@@ -115,6 +115,16 @@ def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
   this returns per-element values (the usual reduction is the mean over
   examples of the per-example sum).
 
+  Plain form (targets ``t`` in ``[0, 1]``; the code takes the logs
+  from ``log_sigmoid`` and ``log1p``)::
+
+    p = jax.nn.sigmoid(z)
+    p_m = jnp.maximum(p - clip, 0.0)
+    w_pos, w_neg = (1 - p) ** gamma_pos, p_m ** gamma_neg
+    if prediction_as_constant:
+      w_pos, w_neg = jax.lax.stop_gradient((w_pos, w_neg))
+    loss = -(t * w_pos * jnp.log(p) + (1 - t) * w_neg * jnp.log(1 - p_m))
+
   Args:
     logits: ``[...]`` float logits (half precision is computed in float32
       and the loss returned in the logits' dtype).

@@ -49,6 +49,12 @@ def sigmoid_binary_cross_entropy(logits, labels, *, where=None) -> jax.Array:
   ``sigmoid_binary_cross_entropy``; here labels may be bool or int and
   broadcast to the logits, and ``where`` masks.
 
+  Plain form (targets ``t`` in ``[0, 1]``; the code computes
+  ``log(1 + e^-|z|) + max(z, 0) - z t``)::
+
+    p = jax.nn.sigmoid(z)
+    loss = -(t * jnp.log(p) + (1 - t) * jnp.log(1 - p))
+
   Args:
     logits: ``[...]`` float logits (half precision is computed in float32
       and the loss returned in the logits' dtype).

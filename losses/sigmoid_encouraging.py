@@ -55,6 +55,18 @@ def sigmoid_encouraging_loss(logits, labels, *, bonus_weight=1.0,
   vanishes as ``p -> 1``); ``jax.grad`` of this function uses the analytic
   gradient (:func:`sigmoid_encouraging_loss_grad`), finite at every logit.
 
+  Plain form (targets ``t`` in ``[0, 1]``; the code takes
+  ``log(1 - p)`` as ``log_sigmoid(-z)``)::
+
+    def side(p):  # -log p + bonus_weight b(p), with encouraging_loss's bonus
+      bonus = jnp.log(jnp.maximum(1 - p, floor))
+      if log_end < 1:
+        tangent = jnp.log(1 - log_end) - (p - log_end) / (1 - log_end)
+        bonus = jnp.where(p > log_end, tangent, bonus)
+      return -jnp.log(p) + bonus_weight * bonus
+    p = jax.nn.sigmoid(z)
+    loss = t * side(p) + (1 - t) * side(1 - p)
+
   Args:
     logits: ``[...]`` float logits (half precision is computed in float32
       and the loss returned in the logits' dtype).

@@ -51,6 +51,14 @@ def sigmoid_focal_loss(logits, labels, *, alpha=None, gamma=2.0, where=None
   (:func:`sigmoid_focal_loss_grad`), finite for ``0 < gamma < 1`` at
   ``p_t -> 1`` and exact at ``p_t -> 0`` (``-alpha_t`` at ``z = -1e4``).
 
+  Plain form (targets ``t`` in ``[0, 1]``; the code takes the logs
+  from ``log_sigmoid``)::
+
+    p = jax.nn.sigmoid(z)
+    a_pos, a_neg = (1.0, 1.0) if alpha is None else (alpha, 1 - alpha)
+    loss = -(t * a_pos * (1 - p) ** gamma * jnp.log(p)
+             + (1 - t) * a_neg * p ** gamma * jnp.log(1 - p))
+
   Args:
     logits: ``[...]`` float logits (half precision is computed in float32
       and the loss returned in the logits' dtype).

@@ -44,6 +44,11 @@ def sigmoid_squared_error(logits, labels, *, where=None) -> jax.Array:
   Bounded (at most 1), so a wrong label costs at most 1; the gradient
   vanishes at both ends, ``p -> 0`` and ``p -> 1``.
 
+  Plain form (targets ``t`` in ``[0, 1]``; the code forms ``p - t``
+  as ``(1 - t) σ(z) - t σ(-z)``)::
+
+    loss = (jax.nn.sigmoid(z) - t) ** 2
+
   Args:
     logits: ``[...]`` float logits (half precision is computed in float32
       and the loss returned in the logits' dtype).
@@ -85,6 +90,11 @@ def sigmoid_absolute_error(logits, labels, *, where=None) -> jax.Array:
   Symmetric in the sense of Ghosh et al. (a positive and a negative loss sum
   to 1), hence robust to symmetric label noise; its steepness is constant in
   ``p``. At ``p = t`` the gradient is 0.
+
+  Plain form (targets ``t`` in ``[0, 1]``; the code forms ``p - t``
+  as ``(1 - t) σ(z) - t σ(-z)``)::
+
+    loss = jnp.abs(jax.nn.sigmoid(z) - t)
 
   Args:
     logits: ``[...]`` float logits (half precision is computed in float32

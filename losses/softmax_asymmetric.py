@@ -125,6 +125,14 @@ def asymmetric_single_label_loss(logits, labels, *, gamma_pos=0.0,
   under label smoothing, and makes it infinite with ``gamma_neg = 0`` and
   ``label_smoothing > 0`` (target mass on a class of probability 0).
 
+  Plain form (soft targets ``t``; the code takes the weights as
+  ``exp(gamma log x)`` of exact logs)::
+
+    p = jax.nn.softmax(z)
+    w = t * (1 - p) ** gamma_pos + (1 - t) * p ** gamma_neg
+    t_smooth = (1 - label_smoothing) * t + label_smoothing / z.shape[-1]
+    loss = -jnp.sum(t_smooth * w * jnp.log(p), -1)
+
   Args:
     logits: ``[..., C]`` float logits.
     labels: integer labels ``[...]`` or soft targets ``[..., C]`` (out of

@@ -13,7 +13,8 @@ import pytest
 
 # Tests whose every case (one per loss or configuration) stays fast.
 EVERY_CASE = ("test_value_matches_formula",
-              "test_gradients_match_autodiff_of_formula")
+              "test_gradients_match_autodiff_of_formula",
+              "test_plain_form_is_the_loss")
 
 
 _HERE = pathlib.Path(__file__).parent
