@@ -122,38 +122,39 @@ def measure_loop(examples: int, rounds: int) -> None:
   # pylint: disable=protected-access
   run_epoch = epochs._Run.run_epoch
 
-  def measured(run, epoch, stage, state, label_state, progress, **kwargs):
+  def measured(run, epoch, stage, compiled, state, label_state, progress,
+               **kwargs):
     if epoch != 1:
-      return run_epoch(run, epoch, stage, state, label_state, progress,
-                       **kwargs)
+      return run_epoch(run, epoch, stage, compiled, state, label_state,
+                       progress, **kwargs)
     stop = preemption.StopRequest()
     for r in range(rounds + 1):
       # The loop: the whole epoch, stop request asked after each call.
       start = time.perf_counter()
-      state, label_state, _ = run_epoch(run, epoch, stage, state,
+      state, label_state, _ = run_epoch(run, epoch, stage, compiled, state,
                                         label_state, progress, stop=stop)
       jax.block_until_ready(state)
       loop = time.perf_counter() - start
       # The run's own compiled step, back to back.
-      state, label_state = run._leave_replicas((state, label_state))
+      state, label_state = compiled.leave_replicas((state, label_state))
       leaves, structure = jax.tree.flatten(state)
-      inputs = [x for _, x in run._epoch_inputs(epoch, True)]
-      sums = run.zero_sums()
+      inputs = [x for _, x in run._epoch_inputs(epoch, compiled)]
+      sums = compiled.zero_sums()
       jax.block_until_ready((leaves, label_state, sums))
       start = time.perf_counter()
       for x in inputs:
-        leaves, label_state, sums = run.train_step(leaves, label_state, sums,
-                                                   *x)
+        leaves, label_state, sums = compiled.train_step(leaves, label_state,
+                                                        sums, *x)
       jax.block_until_ready(sums)
       step = time.perf_counter() - start
       state = jax.tree.unflatten(structure, leaves)
-      state, label_state = run._enter_replicas((state, label_state))
+      state, label_state = compiled.enter_replicas((state, label_state))
       calls[:] = [len(inputs)]
       if r:  # the first round warms up
         readings["loop"].append(loop / len(inputs))
         readings["step"].append(step / len(inputs))
-    return run_epoch(run, epoch, stage, state, label_state, progress,
-                     **kwargs)
+    return run_epoch(run, epoch, stage, compiled, state, label_state,
+                     progress, **kwargs)
 
   epochs._Run.run_epoch = measured
   try:

@@ -1,4 +1,5 @@
-"""The project's modules import one another without a circle."""
+"""The project's modules import one another without a circle; its text
+files hold no stray control character."""
 
 import ast
 import os
@@ -86,6 +87,25 @@ class ImportsTest(absltest.TestCase):
   def test_a_circle_is_found(self):
     self.assertEqual(circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}),
                      [["a", "b", "c"]])
+
+
+class TextTest(absltest.TestCase):
+
+  def test_no_control_character_in_docs_and_sources(self):
+    # A "\a" or "\r" typed into a LaTeX string ("\approx", "\rangle")
+    # becomes a bell or a carriage return and breaks the formula.
+    paths = [os.path.join(ROOT, "README.md")] + [
+        os.path.join(folder, name)
+        for top in ("docs",) + PACKAGES
+        for folder, _, files in os.walk(os.path.join(ROOT, top))
+        for name in files if name.endswith((".md", ".py"))]
+    bad = []
+    for path in paths:
+      with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+          if any(ord(c) < 32 and c not in "\t\n" for c in line):
+            bad.append(f"{os.path.relpath(path, ROOT)}:{number}")
+    self.assertEqual(bad, [])
 
 
 if __name__ == "__main__":

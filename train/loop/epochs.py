@@ -52,6 +52,30 @@ class _Paused:
   sums: dict[str, Any]
 
 
+@dataclasses.dataclass(frozen=True)
+class _Compiled:
+  """A stage's compiled functions, built once a stage by
+  ``_Run.compile_stage``, and what they are applied to.
+
+  ``train_step(leaves, label_state, sums, *inputs)`` runs the step on
+  ``step_data``; ``update_labels(label_state, epoch)`` relabels (None: the
+  stage never does); ``measure_labels`` gives the label metrics, which
+  ``label_metrics`` holds for the labels the stage started with;
+  ``evaluate[split](params, model_state)``. ``leave_replicas`` and
+  ``enter_replicas`` take ``(state, label_state)`` off and back onto a
+  replica axis of 1 (None with several replicas).
+  """
+  train_step: Callable[..., Any]
+  step_data: Any
+  update_labels: Callable[..., Any] | None
+  measure_labels: Callable[..., Any]
+  label_metrics: Any
+  evaluate: dict[str, Callable[..., Any]]
+  zero_sums: Callable[[], Any]
+  leave_replicas: Callable[..., Any] | None
+  enter_replicas: Callable[..., Any] | None
+
+
 # ---------------------------------------------------------------------------
 # The run.
 # ---------------------------------------------------------------------------
@@ -117,8 +141,8 @@ class _Run:
         targets=any(s.loss.update_targets is not None for s in self.stages))
 
   def compile_stage(self, stage: stages.Stage, classifier, state,
-                    label_state) -> None:
-    """Builds the jitted step, label update and evaluation of ``stage``."""
+                    label_state) -> _Compiled:
+    """The jitted step, label update and evaluation of ``stage``."""
     multi_label = self.data.multi_label
     # One replica trains without the replica axis: the step compiled over
     # [1, ...] arrays ran 10-17 % slower on XLA:CPU (2-D CNN). The axis is
@@ -140,40 +164,46 @@ class _Run:
         num_classes=self.data.num_classes, replicas=not single,
         update_targets=stage.loss.update_targets)
     if single:
-      self._leave_replicas, self._enter_replicas, self.step_data = (
-          self._single_replica_moves(state, label_state))
-      step_arrays = jax.eval_shape(self._leave_replicas,
-                                   (state, label_state))
+      leave, enter, step_data = self._single_replica_moves(state,
+                                                            label_state)
+      step_arrays = jax.eval_shape(leave, (state, label_state))
     else:
-      self.step_data, step_arrays = self.train_data, (state, label_state)
+      leave = enter = None
+      step_data, step_arrays = self.train_data, (state, label_state)
     # Over the state's leaves, which ``run_epoch`` holds between calls: a
     # dispatch of flax's Variables costs the host more than a short step.
     if self.streams is None:
-      self.train_step = steps.make_train_step(cfg, *step_arrays,
-                                              self.step_data, flat_state=True)
+      train_step = steps.make_train_step(cfg, *step_arrays, step_data,
+                                         flat_state=True)
     else:
-      self.train_step = steps.make_stream_step(
+      train_step = steps.make_stream_step(
           cfg, *step_arrays, self.streams.train.batch_spec(), flat_state=True)
-    self.update_labels = None if stage.label_update == "none" else (
-        steps.make_label_update(self.mesh, begin=self.settings.label_begin,
-                                mode=stage.label_update,
-                                multi_label=multi_label, replicas=True))
-    self.measure_labels = steps.make_label_metrics(
+    measure_labels = steps.make_label_metrics(
         self.mesh, multi_label=multi_label,
         num_examples=self.data.num_train, replicas=True)
-    # Labels that no update moves keep their metrics: measured once a stage.
-    self.label_metrics = self.measure_labels(
-        label_state.labels, self.clean_rows, self.noisy_rows)
-    self.evaluate = (self._device_evaluation if self.streams is None else
-                     self._stream_evaluation)(classifier, state)
     # The step's sums: one set, or one per replica split along 'replica'.
     lead = () if single else (self.replicas,)
-    self.zero_sums = jax.jit(
+    zero_sums = jax.jit(
         lambda: jax.tree.map(
             lambda x: jnp.zeros(lead + x.shape, x.dtype),
             metrics.zeros_like_sums(self.settings.grad_bins)),
         out_shardings=(sharding.replicated(self.mesh) if single else
                        sharding.by_replica(self.mesh)))
+    return _Compiled(
+        train_step=train_step, step_data=step_data,
+        update_labels=None if stage.label_update == "none" else (
+            steps.make_label_update(self.mesh,
+                                    begin=self.settings.label_begin,
+                                    mode=stage.label_update,
+                                    multi_label=multi_label, replicas=True)),
+        measure_labels=measure_labels,
+        # Labels that no update moves keep their metrics: measured once a
+        # stage.
+        label_metrics=measure_labels(label_state.labels, self.clean_rows,
+                                     self.noisy_rows),
+        evaluate=(self._device_evaluation if self.streams is None else
+                  self._stream_evaluation)(classifier, state),
+        zero_sums=zero_sums, leave_replicas=leave, enter_replicas=enter)
 
   def _single_replica_moves(self, state, label_state):
     """Jitted moves of ``(state, label_state)`` off and onto the replica
@@ -231,7 +261,7 @@ class _Run:
     return {split: functools.partial(evaluate, split)
             for split in self.eval_sets}
 
-  def _epoch_inputs(self, epoch: int, single: bool, first: int = 0):
+  def _epoch_inputs(self, epoch: int, compiled: _Compiled, first: int = 0):
     """What each call of ``train_step`` gets after the states and sums, and
     how many steps it runs, from step ``first`` of the epoch on: slices of
     the epoch's on-device order, or the streamed batches one by one."""
@@ -246,7 +276,7 @@ class _Run:
     order = np.stack([pipeline.epoch_indices(
         settings.seed + r, epoch, self.data.num_train, settings.batch_size)
                       for r in range(self.replicas)])
-    if single:
+    if compiled.leave_replicas is not None:
       order = sharding.put(order[0], sharding.order_sharding(self.mesh))
     else:
       order = sharding.put(order, sharding.order_sharding(self.mesh,
@@ -254,12 +284,12 @@ class _Run:
     done = first
     while done < self.steps_per_epoch:
       count = min(settings.steps_per_dispatch, self.steps_per_epoch - done)
-      yield count, (self.step_data, order, epoch, done, count)
+      yield count, (compiled.step_data, order, epoch, done, count)
       done += count
 
   # -- one epoch --------------------------------------------------------------
-  def run_epoch(self, epoch: int, stage: stages.Stage, state, label_state,
-                progress: reporting.Progress, *,
+  def run_epoch(self, epoch: int, stage: stages.Stage, compiled: _Compiled,
+                state, label_state, progress: reporting.Progress, *,
                 stop: Callable[[], bool] | None = None,
                 paused: _Paused | None = None):
     """The epoch's steps, relabelling, evaluation; ``(state, label_state,
@@ -268,12 +298,12 @@ class _Run:
     stopped so, at its next step."""
     settings = self.settings
     start = time.perf_counter()
-    single = self.replicas == 1
+    single = compiled.leave_replicas is not None
     if single:
-      state, label_state = self._leave_replicas((state, label_state))
+      state, label_state = compiled.leave_replicas((state, label_state))
     # The step takes and returns the state's leaves (``steps.on_leaves``).
     leaves, structure = jax.tree.flatten(state)
-    sums = self.zero_sums()
+    sums = compiled.zero_sums()
     if paused is not None:
       sums = jax.tree.map(
           lambda zero, saved: sharding.put(
@@ -284,9 +314,9 @@ class _Run:
     # the count of non-finite losses.
     every = settings.log_every_steps
     done = reported = 0 if paused is None else paused.step
-    for count, inputs in self._epoch_inputs(epoch, single, first=done):
-      leaves, label_state, sums = self.train_step(leaves, label_state, sums,
-                                                  *inputs)
+    for count, inputs in self._epoch_inputs(epoch, compiled, first=done):
+      leaves, label_state, sums = compiled.train_step(leaves, label_state,
+                                                      sums, *inputs)
       done += count
       if done == self.steps_per_epoch or (every and
                                           done - reported >= every):
@@ -300,26 +330,27 @@ class _Run:
                             jax.device_get(sums))
         state = jax.tree.unflatten(structure, leaves)
         if single:
-          state, label_state = self._enter_replicas((state, label_state))
+          state, label_state = compiled.enter_replicas((state, label_state))
         return state, label_state, _Paused(done, sums)
     state = jax.tree.unflatten(structure, leaves)
     if single:
-      state, label_state = self._enter_replicas((state, label_state))
+      state, label_state = compiled.enter_replicas((state, label_state))
     update_start = time.perf_counter()
-    if self.update_labels is not None:
-      label_state = self.update_labels(label_state, epoch)
+    label_metrics = compiled.label_metrics
+    if compiled.update_labels is not None:
+      label_state = compiled.update_labels(label_state, epoch)
       jax.block_until_ready(label_state)
-      self.label_metrics = self.measure_labels(
+      label_metrics = compiled.measure_labels(
           label_state.labels, self.clean_rows, self.noisy_rows)
     update_seconds = time.perf_counter() - update_start
     # Every `eval_every_epochs` epochs and at the end of every stage.
     due = ((epoch + 1) % settings.eval_every_epochs == 0
            or epoch == stage.last_epoch)
     evaluated = {split: evaluate(state["params"], state["model_state"])
-                 for split, evaluate in self.evaluate.items() if due}
+                 for split, evaluate in compiled.evaluate.items() if due}
     # One transfer for everything the record needs.
     labels, evaluated, step = jax.device_get(
-        (self.label_metrics, evaluated, state["step"][0]))
+        (label_metrics, evaluated, state["step"][0]))
 
     per_replica = []
     for r in range(self.replicas):
@@ -568,9 +599,9 @@ def train(settings: settings_lib.Settings, workdir: str, *,
       if epoch == stage.first_epoch and epoch > 0 and not paused:
         classifier, state = run.fresh_state(stage)
       if epoch == stage.first_epoch or epoch == resume_epoch:
-        run.compile_stage(stage, classifier, state, label_state)
+        compiled = run.compile_stage(stage, classifier, state, label_state)
       state, label_state, record = run.run_epoch(
-          epoch, stage, state, label_state, progress, stop=stop,
+          epoch, stage, compiled, state, label_state, progress, stop=stop,
           paused=paused)
       paused = None
       if isinstance(record, _Paused):
