@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -460,3 +461,22 @@ def apply_noise(labels, num_classes: int, *, name: str = "none",
   else:
     raise ValueError(f"unknown noise model {name!r}; known: {NOISE_MODELS}")
   return transition_noise(labels, matrix, seed=seed, exact=exact)
+
+
+def draw(labels, num_classes: int, model: Mapping[str, Any] | None, *,
+         seed=0, clean_labels=None, noisy_labels=None,
+         features=None) -> NoisyLabels:
+  """The labels a run trains (or selects) on, as ``NoisyLabels``.
+
+  ``model``: ``apply_noise``'s keywords (``name``, ``rate``, ...), or None
+  for the labels as they are. Data with a clean label set of its own
+  (``clean_labels``) measures the draw against it (``measured_against``).
+  """
+  if model is None:
+    out = NoisyLabels(labels=labels, clean_labels=labels, noise_rate=0.0,
+                      transition_matrix=None)
+  else:
+    out = apply_noise(labels, num_classes, seed=seed,
+                      noisy_labels=noisy_labels, features=features, **model)
+  return (out if clean_labels is None else
+          measured_against(out, clean_labels, num_classes))

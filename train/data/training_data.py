@@ -176,13 +176,6 @@ def draw_noise(config, data: datasets.Dataset) -> RunData:
                include_true_class=n.include_true_class, mapping=n.mapping,
                drop_rate=n.drop_rate, add_rate=n.add_rate)
   human = n.name == "human"
-
-  def measured(draw, clean_labels):
-    # Data with a clean label set of its own measures every draw against it.
-    if clean_labels is None:
-      return draw
-    return noise.measured_against(draw, clean_labels, data.num_classes)
-
   train, val = [], []
   try:
     for r in range(config.replicas):
@@ -192,21 +185,19 @@ def draw_noise(config, data: datasets.Dataset) -> RunData:
         train.append(train[0])
         val.append(val[0])
         continue
-      train.append(measured(noise.apply_noise(
-          data.train_y, data.num_classes, seed=seed, **model,
+      train.append(noise.draw(
+          data.train_y, data.num_classes, model, seed=seed,
+          clean_labels=data.train_clean_y,
           noisy_labels=data.train_noisy_labels[n.human_key] if human
-          else None, features=data.train_x), data.train_clean_y))
-      if n.validation and n.name != "none" and len(data.val_y):
-        # A stream of its own: the training draw is the same without it.
-        val.append(measured(noise.apply_noise(
-            data.val_y, data.num_classes,
-            seed=(seed, VALIDATION_NOISE_STREAM), **model,
-            noisy_labels=data.val_noisy_labels[n.human_key] if human
-            else None, features=data.val_x), data.val_clean_y))
-      else:
-        val.append(measured(noise.NoisyLabels(
-            labels=data.val_y, clean_labels=data.val_y, noise_rate=0.0,
-            transition_matrix=None), data.val_clean_y))
+          else None, features=data.train_x))
+      # Validation's own stream: the training draw is the same without it.
+      noisy_validation = n.validation and n.name != "none" and len(data.val_y)
+      val.append(noise.draw(
+          data.val_y, data.num_classes, model if noisy_validation else None,
+          seed=(seed, VALIDATION_NOISE_STREAM),
+          clean_labels=data.val_clean_y,
+          noisy_labels=data.val_noisy_labels[n.human_key]
+          if human and noisy_validation else None, features=data.val_x))
   except ValueError as e:
     raise ConfigError(f"config.noise: {e}") from None
   return RunData(data, train, val, clean_labels_known=(

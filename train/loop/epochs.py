@@ -538,7 +538,7 @@ def train(settings: settings_lib.Settings, workdir: str, *,
           mesh: jax.sharding.Mesh, run_data: training_data.RunData,
           placed: training_data.Placed, stages_: list[stages.Stage],
           model: Callable[[int], models.Classifier],
-          store: checkpoints.Checkpoints, title: str, noise_line: str,
+          store: checkpoints.Checkpoints, headings: reporting.Headings,
           stop_after_epochs: int | None = None,
           stop: Callable[[], bool] | None = None) -> dict[str, Any]:
   """The epochs of a run from its checkpoint on; its summary.
@@ -550,13 +550,12 @@ def train(settings: settings_lib.Settings, workdir: str, *,
       ``sharding.make_mesh``, ``training_data.build``, ``stages.build``,
       ``models.factory``.
     store: the workdir's checkpoints.
-    title: the summary table's title.
-    noise_line: the label noise, for the line that opens the run.
+    headings: what the run prints about itself (``reporting.headings``).
     stop_after_epochs, stop: as ``trainer.train_and_evaluate``'s.
   """
   run = _Run(settings, workdir, mesh=mesh, run_data=run_data,
              placed=placed, stages_=stages_, model=model)
-  header = f"{run.data.summary()}; {noise_line}"
+  header = f"{run.data.summary()}; {headings.opening}"
   main_process = jax.process_index() == 0
 
   # ----- State -----------------------------------------------------------------
@@ -661,7 +660,7 @@ def train(settings: settings_lib.Settings, workdir: str, *,
         else data.train_class_counts.tolist(),
         "class_names": list(data.class_names),
         "label_issues": issues})
-    print(reporting.summary_table(summary, title), flush=True)
+    print(reporting.summary_table(summary, headings.title), flush=True)
     if issues is not None:
       print(label_issues.summary_line(issues, data.num_train), flush=True)
   return summary

@@ -9,6 +9,7 @@ back to one already left:
     -> data.training_data.build  (dataset, label noise, on the mesh)
     -> objective.stages.build    (losses, schedules, optimisers per stage)
     -> models.factory            (the network, per seed)
+    -> report.reporting.headings (what the run prints about itself)
     -> loop.workdir, checkpoints -> ``loop.epochs.train``: the epochs, which
        see the built pieces and ``Settings``, never the config.
 
@@ -34,6 +35,7 @@ from train.loop import epochs
 from train.loop import settings as settings_lib
 from train.loop import workdir as workdir_lib
 from train.objective import stages
+from train.report import reporting
 
 ConfigError = errors.ConfigError
 
@@ -78,24 +80,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
       draws=run_data.train)
   model = models.factory(config.model, data.input_shape, data.num_classes,
                          first_seed=settings.seed)
-  realised = f"{run_data.train[0].noise_rate:.1%}"
-  noise_text = (f"{config.noise.name} noise {config.noise.rate:.0%} "
-                f"(realised {realised})" if config.noise.name != "none"
-                else "clean labels")
-  if data.train_clean_y is not None:
-    # The given labels are noisy already: the rate is against the clean set.
-    noise_text = ("given labels" + (
-        f" + {config.noise.name} noise {config.noise.rate:.0%}"
-        if config.noise.name != "none" else "")
-                  + f" ({realised} wrong against the clean label set)")
-  parts = " + ".join(f"{s.loss.name} x{s.num_epochs}" for s in stages_)
-  if data.imbalance_ratio != 1:
-    counts = data.train_class_counts
-    noise_text += (f", long-tailed {data.imbalance_ratio:g} ({counts.max()} "
-                   f"to {counts.min()} per class)")
-  title = (f"\nSummary: {config.dataset.name}, {noise_text}, "
-           f"{config.model.name}, {parts}")
-  noise_line = f"noise {config.noise.name} (realised rate {realised})"
+  headings = reporting.headings(config, run_data, stages_)
 
   # ----- Workdir, checkpoints -------------------------------------------------
   workdir_lib.check_workdir(workdir)
@@ -108,7 +93,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   # From here on the loop reads its settings, never the config.
   return epochs.train(settings, workdir, mesh=mesh, run_data=run_data,
                       placed=placed, stages_=stages_, model=model,
-                      store=store, title=title, noise_line=noise_line,
+                      store=store, headings=headings,
                       stop_after_epochs=stop_after_epochs, stop=stop)
 
 

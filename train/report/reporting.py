@@ -10,6 +10,7 @@ gradient-by-confidence bin; a resumed run appends to them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -20,6 +21,38 @@ from typing import Any
 
 from train import contract
 
+
+
+@dataclasses.dataclass(frozen=True)
+class Headings:
+  """What a run prints about itself: ``opening``, the label noise, for the
+  line that opens the run; ``title``, the summary table's title."""
+  opening: str
+  title: str
+
+
+def headings(config, run_data, stages_) -> Headings:
+  """The run's headings from its config, data and stages."""
+  data = run_data.dataset
+  noise = config.noise
+  realised = f"{run_data.train[0].noise_rate:.1%}"
+  noise_text = (f"{noise.name} noise {noise.rate:.0%} (realised {realised})"
+                if noise.name != "none" else "clean labels")
+  if data.train_clean_y is not None:
+    # The given labels are noisy already: the rate is against the clean set.
+    noise_text = ("given labels" + (
+        f" + {noise.name} noise {noise.rate:.0%}"
+        if noise.name != "none" else "")
+                  + f" ({realised} wrong against the clean label set)")
+  parts = " + ".join(f"{s.loss.name} x{s.num_epochs}" for s in stages_)
+  if data.imbalance_ratio != 1:
+    counts = data.train_class_counts
+    noise_text += (f", long-tailed {data.imbalance_ratio:g} ({counts.max()} "
+                   f"to {counts.min()} per class)")
+  return Headings(
+      opening=f"noise {noise.name} (realised rate {realised})",
+      title=(f"\nSummary: {config.dataset.name}, {noise_text}, "
+             f"{config.model.name}, {parts}"))
 
 
 class MetricWriter:
