@@ -129,24 +129,29 @@ def two_sources(d: np.ndarray, confidence: float = 0.95) -> Interval:
                            (n - 1) * (size - 1))
   test_set = np.maximum(examples - residual, 0.0)
   total = seeds + test_set
-  quantile = 0.5 + confidence / 2
   with np.errstate(divide="ignore", invalid="ignore"):
     df = np.square(total) / (np.square(seeds) / (n - 1) + np.where(
         test_set > 0, np.square(examples) / (size - 1)
         + np.square(residual) / ((n - 1) * (size - 1)), 0.0))
-    # Both sources, and the seeds' alone (Student's): never narrower.
-    spreads = [np.sqrt(total / (n * size)), np.sqrt(seeds / (n * size))]
-    half = np.maximum(*(stats.t.ppf(quantile, k) * spread for k, spread in
-                        zip((df, n - 1), spreads)))
-    p = np.maximum(*(2 * stats.t.sf(np.abs(mean) / spread, k)
-                     for k, spread in zip((df, n - 1), spreads)))
-  # No spread at all: the interval is a point, and certain.
-  none = total == 0
-  half = np.where(none, 0.0, half)
-  p = np.where(none, np.where(mean == 0, 1.0, 0.0), p)
+  # Both sources, and the seeds' alone (Student's): never narrower.
+  tests = [_t_test(mean, np.sqrt(variance / (n * size)), k, confidence)
+           for variance, k in ((total, df), (seeds, n - 1))]
+  half = np.maximum(tests[0][0], tests[1][0])
+  p = np.maximum(tests[0][1], tests[1][1])
   cast = float if d.ndim == 2 else np.asarray
   return Interval(n, size, cast(mean), cast(mean - half), cast(mean + half),
                   cast(p), cast(df))
+
+
+def _t_test(mean, spread, df, confidence):
+  """The half width of a t interval and its two-sided p-value; without
+  spread, a point, and certain."""
+  with np.errstate(divide="ignore", invalid="ignore"):
+    half = stats.t.ppf(0.5 + confidence / 2, df) * spread
+    p = 2 * stats.t.sf(np.abs(mean) / spread, df)
+  none = spread == 0
+  return (np.where(none, 0.0, half),
+          np.where(none, np.where(mean == 0, 1.0, 0.0), p))
 
 
 def seeds_and_examples(a: dict, b: dict, confidence: float = 0.95
