@@ -42,6 +42,13 @@ def points(mean: float, low: float, high: float) -> str:
   return f"{text[0]} [{text[1]}, {text[2]}]"
 
 
+def difference(row: Mapping[str, Any]) -> str:
+  """A claim row's paired mean difference (the pages' own, from the runs'
+  scores) and the interval its verdict reads, in points."""
+  shown = row["interval"] or row["paired"]
+  return points(row["paired"].mean, shown.low, shown.high)
+
+
 def holm_mark(study: study_lib.Study, row: Mapping[str, Any],
               family: across_studies.Family) -> str:
   """`` H``: the verdict survives Holm's correction (a primary claim across
@@ -58,10 +65,9 @@ def holm_mark(study: study_lib.Study, row: Mapping[str, Any],
 def cell(study: study_lib.Study, c: results.Collected,
          row: Mapping[str, Any], family: across_studies.Family) -> str:
   """A claim's cell on a setting (see the module docstring)."""
-  shown = row["interval"] or row["paired"]
   if row["paired"].n < 2:
     return "no paired runs yet" if not row["paired"].n else "1 seed"
-  return (f"{points(shown.mean, shown.low, shown.high)} "
+  return (f"{difference(row)} "
           f"{SYMBOLS[row['verdict']]}{holm_mark(study, row, family)}"
           + (" (awaits runs)" if c.awaits_runs(study, row) else ""))
 
@@ -105,13 +111,11 @@ def primary_table(family: across_studies.Family) -> list[str]:
            "| verdict | p | Holm-adjusted p | survives |",
            "|---|---|---|---|---|---|---|---|"]
   for study, row, adjusted, kept in family.rows:
-    shown = row["interval"] or row["paired"]
     setting = row["setting"]
-    difference = (points(shown.mean, shown.low, shown.high)
-                  if row["paired"].n >= 2 else "")
     lines.append(
         f"| {study.name} | {summary.claim_text(row['claim'])} "
-        f"| {setting.label or setting.name} | {difference} "
+        f"| {setting.label or setting.name} "
+        f"| {difference(row) if row['paired'].n >= 2 else ''} "
         f"| {SYMBOLS[row['verdict']]} {row['verdict']} | {_p(row['p'])} "
         f"| {_p(adjusted)} | {'yes' if kept else 'no'} |")
   tested = sum(math.isfinite(row["p"]) for _, row, *_ in family.rows)
