@@ -3,7 +3,7 @@ r"""Runs a study: tune on validation, select, final seeds, summarise.
     python -m experiments --study=el_clean --workers=2
     python -m experiments --study=el_clean --phases=summarize   # tables only
     python -m experiments --study=noisy_labels --dry_run         # list runs
-    python -m experiments --readme    # the overview's tables, every study
+    python -m experiments --readme                               # README tables
 
 A study is a file of ``configs/studies/`` (or a path to one) defining
 ``get_study()``. Its runs go to ``--root`` (default

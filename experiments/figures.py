@@ -234,12 +234,12 @@ def claims(study, c, path) -> bool:
   fig.legend(handles=handles, loc="upper right", ncol=3, fontsize=8)
   fig.suptitle(f"{study.title}: paired differences (test "
                f"{_metric_name(study)} at best validation "
-               f"epoch unless a panel says otherwise), 95 % CI over "
-               f"seeds and test examples (thin: over seeds alone), "
-               f"{_seeds_text([r['paired'].n for r in rows])}",
+               f"epoch unless a panel says otherwise),\n95 % CI over "
+               f"{_seeds_text([r['paired'].n for r in rows])} and the test "
+               f"examples (thin: over the seeds alone)",
                fontsize=10, x=0.01, ha="left")
-  # Room at the top for the title and the legend beside it.
-  _save(fig, path, top_inches=0.4)
+  # Room at the top for the title's two lines and the legend beside them.
+  _save(fig, path, top_inches=0.6)
   return True
 
 

@@ -1,4 +1,4 @@
-"""A paired difference's interval over seeds and test examples; Holm.
+r"""A paired difference's interval over seeds and test examples; Holm.
 
 Two methods train on the same ``n`` seeds and are scored on one test set
 of ``N`` examples. ``d[s, i]`` is what example ``i`` adds to seed ``s``'s
@@ -12,9 +12,9 @@ independently, so ``d`` splits as a two-way layout of random effects:
 
 .. math::
 
-  d_{si} = \\delta + u_s + v_i + w_{si},\\qquad
-  \\operatorname{Var}(\\bar d) = \\frac{\\sigma_u^2}{n}
-    + \\frac{\\sigma_v^2}{N} + \\frac{\\sigma_w^2}{nN},
+  d_{si} = \delta + u_s + v_i + w_{si},\qquad
+  \operatorname{Var}(\bar d) = \frac{\sigma_u^2}{n}
+    + \frac{\sigma_v^2}{N} + \frac{\sigma_w^2}{nN},
 
 with ``u`` what a seed does to the difference whatever the example, ``v``
 what an example does to it whatever the seed (the test set's sampling) and
@@ -34,42 +34,45 @@ where 95 % is meant (the tests simulate it). The residual mean square
 
 .. math::
 
-  R^2 = \\frac{1}{(n-1)(N-1)} \\sum_{s,i}
-    (d_{si} - \\bar d_{s\\cdot} - \\bar d_{\\cdot i} + \\bar d)^2
+  R^2 = \frac{1}{(n-1)(N-1)} \sum_{s,i}
+    (d_{si} - \bar d_{s\cdot} - \bar d_{\cdot i} + \bar d)^2
 
 estimates ``sigma_w^2``, and is taken out of the examples' part once:
 
 .. math::
 
-  V = \\frac{S_\\text{seeds}^2}{n}
-    + \\frac{\\max(0,\\ S_\\text{examples}^2 - R^2 / n)}{N}
+  V = \frac{S_\text{seeds}^2}{n}
+    + \frac{\max(0,\ S_\text{examples}^2 - R^2 / n)}{N}
 
 (the two-way analysis of variance's estimate of a grand mean's variance,
-``(MS_seeds + MS_examples - MS_residual) / (n N)``; unbiased, but for
-the floor at 0, which keeps the test set's own variance from going
-negative, so the variance is never below the seed interval's).
+``(MS_seeds + MS_examples - MS_residual) / (n N)`` with the mean squares
+``MS_seeds = N S_seeds^2``, ``MS_examples = n S_examples^2`` and
+``MS_residual = R^2``; unbiased, but for the floor at 0, which keeps the
+test set's own variance from going negative, so the variance is never
+below the seed interval's).
 
 The interval is ``mean +- t_df sqrt(V)``, with Welch-Satterthwaite's
 degrees of freedom for a sum of mean squares,
 
 .. math::
 
-  \\text{df} = \\frac{(A + B)^2}{A^2 / (n - 1) + B_1^2 / (N - 1)
+  \text{df} = \frac{(A + B)^2}{A^2 / (n - 1) + B_1^2 / (N - 1)
     + B_2^2 / ((n - 1)(N - 1))},
 
 ``A = MS_seeds``, ``B_1 = MS_examples``, ``B_2 = MS_residual``,
 ``B = B_1 - B_2`` (``B`` and its terms 0 where the floor holds): ``n -
 1``, Student's, where the seeds carry all of ``V``, and towards the
 normal quantile as the test set's part, estimated from thousands of
-examples, takes over (Student's ``n - 1`` throughout would cover 99 % of
-the time where the test set's part dominates: the tests simulate it).
+examples, takes over (Student's ``n - 1`` throughout would cover about
+99 % of the time where the test set's part dominates, in the tests' model
+of a study with five seeds).
 Where the test set adds little, those larger df could make the interval a
 little narrower than the seed interval though its variance is larger;
 counting one more source of noise should never sharpen a verdict, so the
 interval is the wider of the two, ``max(t_df sqrt(V), t_{n-1} S_seeds /
 sqrt(n))`` (they share their centre), and its p-value the larger of the
 two t tests', ``2 P(T > |mean| / se)``: the interval excludes 0 exactly
-where ``p < 0.05``.
+where ``p`` is below ``1 - confidence``.
 
 Per-example contributions to mAP are each example's exact influence on it
 (``map_contributions``): mAP is no mean over examples, and its variance

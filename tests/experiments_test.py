@@ -18,9 +18,11 @@ import numpy as np
 from absl.testing import absltest
 
 from experiments import __main__ as cli
+from experiments import across_studies
 from experiments import examples
 from experiments import intervals
 from experiments import ledger as ledger_lib
+from experiments import overview
 from experiments import plan
 from experiments import progress
 from experiments import protocol
@@ -454,6 +456,18 @@ class PairedTest(TestCase):
     self.assertEqual([r["holm"] for r in rows], [
         *intervals.holm([a["p"], b["p"]]), *intervals.holm([c["p"],
                                                             last["p"]])])
+    # The figure draws the interval the verdict reads, and the seed
+    # interval thinner below it.
+    from experiments import figures  # pylint: disable=g-import-not-at-top
+    (fig,) = _drawn(study, results.Collected(final=final,
+                                             examples=per_example),
+                    figures.claims)
+    read, seeds = (line.get_segments()[0]
+                   for line in fig.axes[0].collections[:2])
+    np.testing.assert_allclose(read, [[100 * a["interval"].low, 0],
+                                      [100 * a["interval"].high, 0]])
+    np.testing.assert_allclose(seeds, [[100 * a["paired"].low, 0.25],
+                                       [100 * a["paired"].high, 0.25]])
 
   def test_binomial_standard_error(self):
     self.assertAlmostEqual(protocol.binomial_standard_error(0.9, 10000),
@@ -1166,8 +1180,6 @@ class AcrossStudiesTest(TestCase):
     return study, results.Collected(final=final)
 
   def test_primary_claims_are_corrected_together(self):
-    from experiments import across_studies  # pylint: disable=g-import-not-at-top
-    from experiments import overview  # pylint: disable=g-import-not-at-top
     # p = 0.0033 and 0.013 in a; 0.029 three times in b. Within a, both
     # survive (0.0033 <= 0.05 / 2, 0.013 <= 0.05); over the five, 0.013 >
     # 0.05 / 4 stops the correction after the first.
@@ -1207,7 +1219,6 @@ class AcrossStudiesTest(TestCase):
                      "family-wise 5 %).")
 
   def test_readme_parts_are_replaced_and_the_prose_kept(self):
-    from experiments import overview  # pylint: disable=g-import-not-at-top
     text = ("Prose.\n\n<!-- generated: claims x -->\nold\ntable\n"
             "<!-- end generated -->\n\nMore prose.\n"
             "<!-- generated: primary claims -->\n<!-- end generated -->\n")
@@ -1264,6 +1275,33 @@ class CommittedPagesTest(TestCase):
 
   def test_noisy_labels(self):
     self._rebuilds("noisy_labels")
+
+
+class CommittedReadmeTest(TestCase):
+  """The tables of docs/results/README.md are what every study's committed
+  ledger gives, byte for byte, and the prose around them is kept."""
+
+  def test_readme(self):
+    out = self._tempdir()
+    committed = os.path.join(study_files.RESULTS_DIR, "README.md")
+    shutil.copy(committed, out)
+    status, printed, err = _cli("--readme", f"--out={out}")
+    self.assertEqual(status, 0, err)
+    self.assertIn("claims el_clean", printed)
+    with open(committed, "rb") as f, open(os.path.join(out, "README.md"),
+                                          "rb") as g:
+      self.assertEqual(g.read(), f.read(), "docs/results/README.md differs "
+                       "from its rebuild from the ledgers")
+    # A README without the generated parts is refused, and left alone.
+    bare = os.path.join(out, "README.md")
+    with open(bare, "w") as f:
+      f.write("prose\n")
+    status, _, err = _cli("--readme", f"--out={out}")
+    self.assertEqual(status, 2)
+    self.assertIn("the README's generated parts do not match the studies",
+                  err)
+    with open(bare) as f:
+      self.assertEqual(f.read(), "prose\n")
 
 
 class ImportsTest(TestCase):
