@@ -162,7 +162,7 @@ def write(path: str) -> list[str]:
                                   study_files.names()) if found is not None]
   parts = sections(pairs)
   with open(path) as f:
-    text = f.read()
+    text = rewrite(f.read(), parts)
   with open(path, "w") as f:
-    f.write(rewrite(text, parts))
+    f.write(text)
   return list(parts)
