@@ -139,7 +139,7 @@ class ToyStudyTest(TestCase):
     # ce's run of the same seed.
     self.assertIn("toy tune (dependent methods): 1 runs, 0 finished before",
                   done)
-    self.assertIn("toy final (dependent methods): 1 runs", done)
+    self.assertIn("toy final (dependent methods): 2 runs", done)
     # Before any run starts: how many, and their process time (nothing has
     # finished to estimate it from yet).
     # Forward correction's tuning and the final runs are counted before
