@@ -3,6 +3,7 @@ r"""Runs a study: tune on validation, select, final seeds, summarise.
     python -m experiments --study=el_clean --workers=2
     python -m experiments --study=el_clean --phases=summarize   # tables only
     python -m experiments --study=noisy_labels --dry_run         # list runs
+    python -m experiments --readme                               # README tables
 
 A study is a file of ``configs/studies/`` (or a path to one) defining
 ``get_study()``. Its runs go to ``--root`` (default
@@ -12,7 +13,10 @@ from their checkpoints. Each finished run is also recorded in the study's
 ledger (``--ledger``, default ``docs/results/runs/NAME.jsonl``): commit it,
 and the same command continues the study on a fresh clone where the root
 is gone, or summarises it. The summary (``NAME.md``, ``NAME.csv``,
-figures) goes to ``--out`` (default ``docs/results``).
+figures) goes to ``--out`` (default ``docs/results``). ``--readme``
+rewrites the tables of ``OUT/README.md`` (each study's claims, and every
+study's primary claims with Holm's correction over them together) from
+every study's committed ledger, and does nothing else.
 
 Exit status: 0 done, 1 some runs failed, 2 a usage error (one line).
 """
@@ -23,6 +27,7 @@ import sys
 from absl import flags
 
 from experiments import ledger as ledger_lib
+from experiments import overview
 from experiments import plan
 from experiments import progress
 from experiments import results
@@ -39,7 +44,7 @@ FLAGS = flags.FlagValues()
 _STUDY = flags.DEFINE_string(
     "study", None, "A study of configs/studies/ ("
     + ", ".join(study_files.names()) + ") or the path of a study file.",
-    required=True, flag_values=FLAGS)
+    flag_values=FLAGS)
 _ROOT = flags.DEFINE_string("root", None, "Folder of the study's runs "
                             "(default workdirs/studies/NAME).",
                             flag_values=FLAGS)
@@ -64,6 +69,10 @@ _LEDGER = flags.DEFINE_string(
 _FIGURES = flags.DEFINE_bool(
     "figures", True, "Save the summary's figures; --nofigures writes the "
     "page (linking them all the same) and the CSV only, in seconds.",
+    flag_values=FLAGS)
+_README = flags.DEFINE_bool(
+    "readme", False, "Rewrite the generated tables of OUT/README.md from "
+    "every study's committed ledger, and nothing else (no --study).",
     flag_values=FLAGS)
 _DRY_RUN = flags.DEFINE_bool("dry_run", False,
                              "List the runs and their state; train nothing.",
@@ -146,6 +155,9 @@ def _parse(argv):
     raise UsageError(" ".join(str(e).split())) from e
   if len(rest) > 1:
     raise UsageError(f"unexpected arguments {rest[1:]}")
+  if (_STUDY.value is None) == (not _README.value):
+    raise UsageError("give --study=NAME, or --readme (which reads every "
+                     "study), not both")
   unknown = set(_PHASES.value) - set(PHASES)
   if unknown:
     raise UsageError(f"--phases: unknown {sorted(unknown)}; use "
@@ -232,6 +244,16 @@ def _run_study(log) -> list[str]:
   return failures
 
 
+def _write_readme() -> None:
+  """Rewrites the generated tables of ``--out``'s README.md."""
+  path = os.path.join(_OUT.value, "README.md")
+  try:
+    keys = overview.write(path)
+  except (OSError, ValueError) as e:
+    raise UsageError(f"--readme: {path}: {e}") from e
+  print(f"{path}: {', '.join(keys)} written from the committed ledgers")
+
+
 def main(argv: list[str]) -> int:
   """The command line ``argv`` (program name first); returns the exit
   status."""
@@ -245,6 +267,9 @@ def main(argv: list[str]) -> int:
   FLAGS.unparse_flags()
   try:
     _parse(argv)
+    if _README.value:
+      _write_readme()
+      return 0
     failures = _run_study(log)
   except UsageError as e:
     log(f"error: {e}")

@@ -4,8 +4,9 @@
 test predictions at each replica's best validation epoch and at the last).
 The runner gives each member of a replica group its own slice
 (``split``); the ledger keeps each run's file, compressed, in a line of
-its predictions file (``pack``/``unpack``), so that a page's bootstrap over test examples
-rebuilds without the workdirs; ``read`` gives the bootstrap what it needs:
+its predictions file (``pack``/``unpack``), so that a page's interval over
+test examples rebuilds without the workdirs; ``read`` gives it what it
+needs:
 per epoch kind (``best``, ``last``), whether each example is right
 (single-label) or each class's ranking with the labels (multi-label).
 """

@@ -191,7 +191,8 @@ def versus_log_end(study, c, path) -> bool:
 
 
 def claims(study, c, path) -> bool:
-  """Each claim's paired difference with its 95 % CI, a panel a claim."""
+  """Each claim's paired difference with the 95 % CI its verdict reads, a
+  panel a claim."""
   rows = [r for r in c.claim_rows(study) if r["paired"].n >= 2]
   if not rows:
     return False
@@ -202,16 +203,19 @@ def claims(study, c, path) -> bool:
   fig, axes = _panels(len(by_claim), height=1.6 + 0.45 * most)
   for ax, (claim, claim_rows) in zip(axes, by_claim.items()):
     for i, row in enumerate(claim_rows):
-      p = row["paired"]
-      ax.errorbar(100 * p.mean, i, xerr=[[100 * (p.mean - p.low)],
-                                         [100 * (p.high - p.mean)]],
-                  fmt="o", capsize=3, color=VERDICT_COLOURS[row["verdict"]])
-      boot = row["bootstrap"]
-      if boot is not None:  # seeds and test examples, thinner below
-        ax.errorbar(100 * boot.mean, i + 0.25,
-                    xerr=[[100 * (boot.mean - boot.low)],
-                          [100 * (boot.high - boot.mean)]], fmt="none",
-                    capsize=2, lw=0.8, color=VERDICT_COLOURS[row["verdict"]])
+      # The interval the verdict reads; the seed interval thinner below
+      # where that one also counts the test examples.
+      colour = VERDICT_COLOURS[row["verdict"]]
+      shown = [(row["interval"] or row["paired"], 0.0,
+                dict(fmt="o", capsize=3))]
+      if row["interval"] is not None:
+        shown.append((row["paired"], 0.25, dict(fmt="none", capsize=2,
+                                                 lw=0.8)))
+      for interval, offset, style in shown:
+        ax.errorbar(100 * interval.mean, i + offset,
+                    xerr=[[100 * (interval.mean - interval.low)],
+                          [100 * (interval.high - interval.mean)]],
+                    color=colour, **style)
     ax.axvline(0, color="k", lw=0.8)
     ax.set_yticks(range(len(claim_rows)),
                   [textwrap.fill(r["setting"].label or r["setting"].name,
@@ -230,11 +234,12 @@ def claims(study, c, path) -> bool:
   fig.legend(handles=handles, loc="upper right", ncol=3, fontsize=8)
   fig.suptitle(f"{study.title}: paired differences (test "
                f"{_metric_name(study)} at best validation "
-               f"epoch unless a panel says otherwise), 95 % CI over "
-               f"{_seeds_text([r['paired'].n for r in rows])}",
+               f"epoch unless a panel says otherwise),\n95 % CI over "
+               f"{_seeds_text([r['paired'].n for r in rows])} and the test "
+               f"examples (thin: over the seeds alone)",
                fontsize=10, x=0.01, ha="left")
-  # Room at the top for the title and the legend beside it.
-  _save(fig, path, top_inches=0.4)
+  # Room at the top for the title's two lines and the legend beside them.
+  _save(fig, path, top_inches=0.6)
   return True
 
 

@@ -13,12 +13,14 @@ A run's records (one per epoch, ``metrics.jsonl``) become its scores:
 Selection never looks at a test score. Differences between two methods are
 paired by seed: the same seed gives both methods the same split, noise draw
 and initialisation, so ``d_s = a_s - b_s`` cancels what the seed does to
-both, and the 95 % interval of the mean of ``d`` is Student's t interval.
-That interval cannot see the luck of the one test set every seed is scored
-on; ``intervals.paired_bootstrap`` resamples the test examples too, from
-each run's per-example predictions. A claim's verdict reads the wider of
-the two, and its p-value (for Holm's correction within a study, primary
-and secondary claims apart) is the larger of the two tests'.
+both, and the 95 % interval of the mean of ``d`` over the seeds is
+Student's t interval. That interval cannot see the luck of the one test
+set every seed is scored on; ``intervals.seeds_and_examples`` counts it
+too, from each run's per-example predictions. A claim's verdict and its
+p-value (for Holm's correction: within a study's secondary claims, and
+across every study's primary claims, ``family``) read that one interval,
+or the seed interval where the score compared has no per-example
+predictions.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ SCORE_LABELS = {
     "test_at_val_stage2": "test at best stage-2 val",
 }
 # The per-example predictions (``contract.TEST_PREDICTIONS_FILE``) that
-# each test score is read from, for the bootstrap over test examples.
+# each test score is read from, for the interval over test examples.
 PREDICTIONS_OF = {"test_at_val": "best", "test_last": "last"}
 # Per-run extras carried into the tables when the records have them.
 EXTRAS = ("recovery_accuracy", "memorised", "train_accuracy_clean")
@@ -221,7 +223,7 @@ def paired_difference(a: Mapping[int, float], b: Mapping[int, float],
 
 
 def _examples(runs: Mapping[int, Mapping[str, Any]], seeds, which: str):
-  """The bootstrap's per-example results of ``seeds`` (in order) at
+  """The per-example results of ``seeds`` (in order) at
   ``which`` epoch (``best`` or ``last``), or None if a seed lacks them."""
   found = [runs.get(seed, {}).get(which) for seed in seeds]
   if not seeds or any(f is None for f in found):
@@ -241,17 +243,17 @@ def claim_rows(study, final: Mapping[tuple[str, str], Mapping[int, Mapping]],
     study: an ``experiments.study.Study``.
     final: (setting, method) -> {seed: scores} of the finished final runs.
     examples: (setting, method) -> {seed: {'best'|'last': per-example
-      results}} (``results.Collected.examples``), for the bootstrap over
-      test examples and seeds; a claim whose seeds lack them has none.
+      results}} (``results.Collected.examples``), for the interval over
+      seeds and test examples; a claim whose seeds lack them has none.
 
   Returns:
     Dicts with ``claim``, ``setting`` (the ``Setting``), ``paired`` (a
-    ``Paired`` of method - baseline over seeds), ``bootstrap`` (an
-    ``intervals.Bootstrap`` over seeds and test examples, or None),
-    ``verdict`` (from the wider of the two intervals), ``p`` (the larger of
-    the two p-values) and ``holm`` (whether the claim's family, primary or
-    secondary claims of the study, still rejects "no difference" after
-    Holm's correction), in the study's order.
+    ``Paired`` of method - baseline over seeds), ``interval`` (an
+    ``intervals.Interval`` over seeds and test examples, or None),
+    ``verdict`` and ``p`` (of ``interval``, else of ``paired``), and
+    ``holm`` (whether the claim's family, the study's primary or secondary
+    claims, still rejects "no difference" after Holm's correction), in the
+    study's order.
   """
   examples = examples or {}
   rows = []
@@ -265,7 +267,7 @@ def claim_rows(study, final: Mapping[tuple[str, str], Mapping[int, Mapping]],
                if r.get(claim.metric) is not None}
               for name in (claim.method, claim.baseline))
       paired = paired_difference(a, b)
-      boot = None
+      interval = None
       which = PREDICTIONS_OF.get(claim.metric)
       seeds = sorted(set(a) & set(b))
       if which is not None and paired.n >= 1:
@@ -273,15 +275,13 @@ def claim_rows(study, final: Mapping[tuple[str, str], Mapping[int, Mapping]],
                                 which)
                       for name in (claim.method, claim.baseline))
         if ex_a is not None and ex_b is not None:
-          boot = intervals.paired_bootstrap(ex_a, ex_b)
-      low, high, p = paired.low, paired.high, paired.p
-      if boot is not None:
-        if boot.high - boot.low > high - low:
-          low, high = boot.low, boot.high
-        p = max(p, boot.p)
-      rows.append(dict(claim=claim, setting=s, paired=paired, bootstrap=boot,
-                       verdict=verdict(paired.n, low, high, claim.direction),
-                       p=p, holm=None))
+          interval = intervals.seeds_and_examples(ex_a, ex_b)
+      read = interval or paired
+      rows.append(dict(claim=claim, setting=s, paired=paired,
+                       interval=interval,
+                       verdict=verdict(paired.n, read.low, read.high,
+                                       claim.direction),
+                       p=read.p, holm=None))
   for primary in (True, False):
     family = [row for row in rows if row["claim"].primary == primary]
     for row, rejected in zip(family, intervals.holm(

@@ -128,7 +128,8 @@ class Collected:
 
   def claim_rows(self, study: study_lib.Study) -> list[dict[str, Any]]:
     """``protocol.claim_rows`` of these results (made again only when the
-    study or the final scores change: the bootstrap takes seconds)."""
+    study or the final scores change: mAP's per-example contributions take
+    a while)."""
     made_of = (study, repr(sorted(
         (pair, seed, sorted((k, v) for k, v in scores.items()
                             if isinstance(v, (int, float))))
@@ -140,6 +141,22 @@ class Collected:
       self._claims = (made_of, protocol.claim_rows(study, self.final,
                                                    self.examples))
     return self._claims[1]
+
+  def awaits_runs(self, study: study_lib.Study, row: dict[str, Any]) -> bool:
+    """Whether a claim row can still move with runs to come: a declared
+    final seed of either method has no result of this edition yet (none,
+    or one of an earlier edition, which the runner runs again: its scores
+    are shown, and a test score's verdict reads the seed interval alone,
+    without the per-example predictions the interval over test examples
+    needs). A diverged run is a result."""
+    s, claim = row["setting"], row["claim"]
+    seeds = set(study.seeds(s, "final"))
+    for name in (claim.method, claim.baseline):
+      pair = (s.name, name)
+      done = set(self.final.get(pair, {})) | self.diverged.get(pair, set())
+      if not seeds <= done - self.stale.get(pair, set()):
+        return True
+    return row["interval"] is None and claim.metric in protocol.PREDICTIONS_OF
 
 
 def _tune_results(study, root, known):

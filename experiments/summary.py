@@ -14,8 +14,8 @@ import math
 import os
 from typing import Any, Mapping
 
+from experiments import across_studies
 from experiments import figures
-from experiments import intervals
 from experiments import protocol
 from experiments import results
 from experiments import study as study_lib
@@ -132,12 +132,12 @@ def claim_line(row: Mapping[str, Any]) -> str:
   return f"{100 * p.mean:+.2f} [{100 * p.low:+.2f}, {100 * p.high:+.2f}]"
 
 
-def bootstrap_line(row: Mapping[str, Any]) -> str:
-  """``[+0.02, +0.81]``: the bootstrap's interval over seeds and test
-  examples, or why there is none."""
-  boot = row["bootstrap"]
-  if boot is not None:
-    return f"[{100 * boot.low:+.2f}, {100 * boot.high:+.2f}]"
+def interval_line(row: Mapping[str, Any]) -> str:
+  """``[+0.02, +0.81]``: the interval over seeds and test examples, or
+  why there is none."""
+  interval = row["interval"]
+  if interval is not None:
+    return f"[{100 * interval.low:+.2f}, {100 * interval.high:+.2f}]"
   if row["paired"].n < 1:
     return ""
   if row["claim"].metric not in protocol.PREDICTIONS_OF:
@@ -145,31 +145,23 @@ def bootstrap_line(row: Mapping[str, Any]) -> str:
   return "not yet rerun"
 
 
-def holm_text(row: Mapping[str, Any], so_far: bool = False) -> str:
-  """Whether a confirmed or refuted verdict survives Holm's correction
-  (``so_far``: in a family whose claims are not all tested yet)."""
+def holm_text(study: study_lib.Study, row: Mapping[str, Any],
+              family: across_studies.Family, so_far: bool = False) -> str:
+  """Whether a confirmed or refuted verdict survives Holm's correction: a
+  primary claim's across the studies of ``family`` (where it holds more
+  than this one) and within the study, a secondary claim's within the
+  study (``so_far``: in a family whose claims are not all tested yet)."""
   if row["verdict"] == "inconclusive":
     return ""
-  return ("survives" if row["holm"] else "does not survive") + (
-      " so far" if so_far else "")
-
-
-def awaits_runs(study: study_lib.Study, c: results.Collected,
-                row: Mapping[str, Any]) -> bool:
-  """Whether a claim row can still move with runs to come: a declared
-  final seed of either method has no result of this edition yet (none, or
-  one of an earlier edition, which the runner runs again: its scores are
-  shown, and a test score's verdict reads the seed interval alone, without
-  the per-example predictions the bootstrap needs). A diverged run is a
-  result."""
-  s, claim = row["setting"], row["claim"]
-  seeds = set(study.seeds(s, "final"))
-  for name in (claim.method, claim.baseline):
-    pair = (s.name, name)
-    done = set(c.final.get(pair, {})) | c.diverged.get(pair, set())
-    if not seeds <= done - c.stale.get(pair, set()):
-      return True
-  return row["bootstrap"] is None and claim.metric in protocol.PREDICTIONS_OF
+  if not row["holm"]:
+    text = "does not survive"
+  elif not row["claim"].primary or len(family.studies) < 2:
+    text = "survives"
+  elif family.survives(study, row):
+    text = "survives across studies"
+  else:
+    text = "survives in the study, not across studies"
+  return text + (" so far" if so_far else "")
 
 
 def _two_stage_lines(study, c, s) -> list[str]:
@@ -228,8 +220,15 @@ def _transition_lines(study, c, s) -> list[str]:
 
 
 def markdown(study: study_lib.Study, c: results.Collected,
-             figure_files: Mapping[str, str]) -> str:
-  """The summary page."""
+             figure_files: Mapping[str, str],
+             family: across_studies.Family | None = None) -> str:
+  """The summary page.
+
+  Args:
+    family: the primary claims ``study``'s are corrected with
+      (``across_studies.of``; default: its own alone).
+  """
+  family = family or across_studies.family([(study, c)])
   metric = "accuracy" if study.metric == "accuracy" else "mAP"
   lines = [f"# {study.title}", ""]
   if study.description:
@@ -261,28 +260,30 @@ def markdown(study: study_lib.Study, c: results.Collected,
       "measures training's randomness (split, noise draw, initialisation, "
       "data order) on this one test set: every seed is scored on the same "
       "test set, so its luck is in every pair alike and this interval "
-      "cannot see it. *Seeds and test examples*: a paired bootstrap "
-      f"({intervals.RESAMPLES} resamples, a fixed seed) that draws the "
-      "seeds and, independently, the test examples with replacement (the "
-      "same examples for every seed and both methods) and recomputes the "
-      "mean difference from each run's per-example predictions"
-      + (" (a resample's mAP through each example's exact influence on "
-         "the mAP, the jackknife linearisation)"
-         if study.metric == "map" else "")
-      + ", so it "
-      "also counts the sampling of the test set: the difference a fresh "
-      "test set and fresh seeds would give. A run without per-example "
-      "predictions (run before they were kept) has no bootstrap "
-      "(\u201cnot yet rerun\u201d), and a score that is not a test score "
-      "has none either. The verdict reads the wider of the two intervals: "
-      "*confirmed* if it excludes 0 in the claimed direction, *refuted* if "
-      "it excludes 0 the other way, else *inconclusive*. *Holm*: whether a "
-      "verdict survives Holm's correction for the number of claims, at a "
-      "family-wise 5 %, within the study's primary claims (the papers' "
-      "headlines, marked *primary*) and within its secondary claims apart; "
-      "each claim's p-value is the larger of the t test's and the "
-      "bootstrap's (the share of resamples on the other side of 0, "
-      "doubled).", "",
+      "cannot see it. *Seeds and test examples*: the interval the verdict "
+      "reads, which carries both: from each run's per-example predictions"
+      + (" (each example's exact influence on the mAP, the jackknife "
+         "linearisation)" if study.metric == "map" else "")
+      + ", the variance of the mean difference is the seeds' part (the "
+      "seed interval's) plus the test set's own, the variance over the "
+      "test examples of each example's difference averaged over the "
+      "seeds, less the part of it that the seeds' part already holds "
+      "(each seed's difference carries its own examples' noise), over the "
+      "number of examples; the interval is Student's t with "
+      "Welch\u2013Satterthwaite's degrees of freedom (the seeds' n \u2212 1 "
+      "where the seeds carry it all), never narrower than the seed "
+      "interval: the difference a fresh test set and fresh seeds would "
+      "give. A run without per-example predictions (run "
+      "before they were kept) has none (\u201cnot yet rerun\u201d), nor "
+      "has a score that is not a test score: there the verdict reads the "
+      "seed interval. The verdict is *confirmed* if the interval excludes "
+      "0 in the claimed direction, *refuted* if it excludes 0 the other "
+      "way, else *inconclusive*. *Holm*: whether a verdict survives Holm's "
+      "correction for the number of claims, at a family-wise 5 %, on the "
+      "p-value of the t test the verdict reads: a primary claim (the "
+      "papers' headlines, marked *primary*) across the primary claims of "
+      "every study of the project together, and within this study's; a "
+      "secondary claim within the study's secondary claims.", "",
       "Columns: *recovery* is the share of training "
       + ("examples whose label state (arg max) is the true label"
          if study.metric == "accuracy" else
@@ -310,20 +311,23 @@ def markdown(study: study_lib.Study, c: results.Collected,
               f"Differences are in test {metric} at the epoch of best "
               f"validation {metric}, unless a claim names another score "
               f"in brackets; in points, with 95 % intervals.", ""]
-    waiting = [awaits_runs(study, c, row) for row in claims]
+    waiting = [c.awaits_runs(study, row) for row in claims]
     # A family (primary or secondary claims) with a row still to run:
     # Holm's correction has counted only the claims tested so far.
     open_families = {row["claim"].primary for row, w in zip(claims, waiting)
                      if w}
+    if not family.complete:
+      open_families.add(True)
     if any(waiting):
       lines += [f"**Awaiting runs:** {sum(waiting)} of {len(claims)} rows "
                 f"wait for final runs still to come (a declared seed not "
                 f"yet run, or runs of an earlier edition, which run again "
                 f"with their per-example test predictions). Their "
                 f"verdicts, marked *awaits runs*, read what has finished "
-                f"(the seed interval alone where the bootstrap is "
-                f"missing), and Holm's correction, marked *so far*, has "
-                f"counted only the claims tested yet in their family.", ""]
+                f"(the seed interval alone where the per-example "
+                f"predictions are missing), and Holm's correction, marked "
+                f"*so far*, has counted only the claims tested yet in their "
+                f"family.", ""]
     lines += ["| claim | source | setting | difference, seeds "
               "| seeds and test examples | seeds | verdict | Holm |",
               "|---|---|---|---|---|---|---|---|"]
@@ -331,11 +335,12 @@ def markdown(study: study_lib.Study, c: results.Collected,
       cl, s = row["claim"], row["setting"]
       seeds = _count_text(row["paired"].n, len(study.seeds(s, "final")))
       verdict = row["verdict"] + (" (awaits runs)" if wait else "")
+      so_far = cl.primary in open_families
       lines.append(f"| {claim_text(cl)}{' (primary)' if cl.primary else ''} "
                    f"| {cl.source} | {s.label or s.name} "
-                   f"| {claim_line(row)} | {bootstrap_line(row)} "
+                   f"| {claim_line(row)} | {interval_line(row)} "
                    f"| {seeds} | {verdict} "
-                   f"| {holm_text(row, cl.primary in open_families)} |")
+                   f"| {holm_text(study, row, family, so_far)} |")
     lines.append("")
   for s in study.settings:
     n_test = c.test_size.get(s.name)
@@ -360,8 +365,8 @@ def markdown(study: study_lib.Study, c: results.Collected,
       # mAP is a mean over classes of ranking scores, not a proportion of
       # examples: no binomial formula gives its error.
       lines += [f"Test set: {n_test} examples (mAP has no binomial standard "
-                f"error; the bootstrap over test examples measures what "
-                f"the test set's sampling does to a difference).", ""]
+                f"error; the interval over seeds and test examples counts "
+                f"what the test set's sampling does to a difference).", ""]
     lines += ["| method | selected | val (tuning) | seeds "
               "| test at best val | test at best clean val | test last "
               "| recovery | memorised |",
@@ -474,11 +479,11 @@ def write(study: study_lib.Study, root: str, out_dir: str, *,
     if figures.FIGURES[name](study, c, path if save_figures else None):
       figure_files[name] = path
   with open(os.path.join(out_dir, f"{study.name}.md"), "w") as f:
-    f.write(markdown(study, c, figure_files))
+    f.write(markdown(study, c, figure_files, across_studies.of(study, c)))
   write_csv(study, c, os.path.join(out_dir, f"{study.name}.csv"))
   verdicts = {(row["claim"].text, row["setting"].name):
               (row["verdict"], claim_line(row) + "; " + (
-                  bootstrap_line(row) or "no bootstrap"))
+                  interval_line(row) or "no interval over test examples"))
               for row in c.claim_rows(study)}
   return {"verdicts": verdicts, "pending": c.pending, "total": c.total,
           "wall_seconds": c.wall_seconds}

@@ -18,9 +18,11 @@ import numpy as np
 from absl.testing import absltest
 
 from experiments import __main__ as cli
+from experiments import across_studies
 from experiments import examples
 from experiments import intervals
 from experiments import ledger as ledger_lib
+from experiments import overview
 from experiments import plan
 from experiments import progress
 from experiments import protocol
@@ -84,11 +86,11 @@ def _record(epoch, val, test, clean=None):
           "val_clean_accuracy": clean, "epoch_seconds": 1.0}
 
 
-def _toy_final(root, method):
-  """The toy study's one final run of ``method`` (under its selected
-  point's folder, and its transition matrix source's)."""
+def _toy_final(root, method, seed=1):
+  """The toy study's final run of ``method`` on ``seed`` (under its
+  selected point's folder, and its transition matrix source's)."""
   (workdir,) = glob.glob(os.path.join(root, "m1d_sym40", method, "final",
-                                      "**", "seed1"), recursive=True)
+                                      "**", f"seed{seed}"), recursive=True)
   return workdir
 
 
@@ -108,7 +110,7 @@ def _drawn(study, collected, *draws):
 
 
 class ToyStudyTest(TestCase):
-  """The whole command on seven runs of seconds: run, skip, resume, continue
+  """The whole command on ten runs of seconds: run, skip, resume, continue
   from the ledger, summary. (First in the file: the longest test starts
   first when the tests are spread over processes.)"""
 
@@ -137,24 +139,25 @@ class ToyStudyTest(TestCase):
     # ce's run of the same seed.
     self.assertIn("toy tune (dependent methods): 1 runs, 0 finished before",
                   done)
-    self.assertIn("toy final (dependent methods): 1 runs", done)
+    self.assertIn("toy final (dependent methods): 2 runs", done)
     # Before any run starts: how many, and their process time (nothing has
     # finished to estimate it from yet).
     # Forward correction's tuning and the final runs are counted before
     # they can be named (they wait for ce's selection).
-    self.assertIn("toy: 7 run(s) to run: tune 3 of 3 and 1 named once a "
-                  "selection they wait for is made; final 0 of 0 and 3 named "
+    self.assertIn("toy: 10 run(s) to run: tune 3 of 3 and 1 named once a "
+                  "selection they wait for is made; final 0 of 0 and 6 named "
                   "once a selection they wait for is made; estimated 0m00s of "
-                  "process time (0m00s with 2 worker(s)), 7 run(s) not "
+                  "process time (0m00s with 2 worker(s)), 10 run(s) not "
                   "counted", done)
-    self.assertRegex(done, r"toy final: 2 runs, 0 finished before, 2 to run "
-                     r"as 2 program\(s\) with 2 worker\(s\); estimated "
+    self.assertRegex(done, r"toy final: 4 runs, 0 finished before, 4 to run "
+                     r"as 4 program\(s\) with 2 worker\(s\); estimated "
                      r"\d+m\d\ds of process time")
     with open(os.path.join(out, "toy.csv")) as f:
       before = f.read()
     rows = list(csv.DictReader(io.StringIO(before)))
     self.assertEqual([(r["method"], r["seed"]) for r in rows],
-                     [("ce", "1"), ("el_at_ce", "1"), ("fc_est", "1")])
+                     [(m, seed) for m in ("ce", "el_at_ce", "fc_est")
+                      for seed in ("1", "2")])
     fc = _toy_final(root, "fc_est")
     t = np.load(os.path.join(fc, plan.TRANSITION_FILE))
     self.assertEqual(t.shape, (10, 10))
@@ -171,17 +174,21 @@ class ToyStudyTest(TestCase):
     self.assertIn("| EL beats CE | toy |", page)
     self.assertNotIn("Incomplete", page)
     # Every final run kept its test predictions at its best validation
-    # epoch: the claim has its bootstrap over the test examples (one seed).
-    ce, el = (examples.read(_toy_final(root, m)) for m in ("ce", "el_at_ce"))
+    # epoch: the claim's interval counts the seeds and the test examples.
+    ce, el = ({"correct": np.stack([
+        examples.read(_toy_final(root, m, seed))["best"]["correct"]
+        for seed in (1, 2)])} for m in ("ce", "el_at_ce"))
     with open(os.path.join(_toy_final(root, "ce"),
                            results.RESULT_FILE)) as f:
       ce_result = json.load(f)
-    self.assertAlmostEqual(np.mean(ce["best"]["correct"]),
+    self.assertAlmostEqual(np.mean(ce["correct"][0]),
                            ce_result["scores"]["test_at_val"], places=6)
-    boot = intervals.paired_bootstrap({"correct": el["best"]["correct"][None]},
-                                      {"correct": ce["best"]["correct"][None]})
-    self.assertIn(f"| [{100 * boot.low:+.2f}, {100 * boot.high:+.2f}] | 1 "
-                  f"| inconclusive |", page)
+    interval = intervals.seeds_and_examples(el, ce)
+    self.assertEqual((interval.n, interval.examples), (2, 2000))
+    self.assertTrue(math.isfinite(interval.low))
+    verdict = protocol.verdict(2, interval.low, interval.high)
+    self.assertIn(f"| [{100 * interval.low:+.2f}, {100 * interval.high:+.2f}] "
+                  f"| 2 | {verdict} |", page)
     # Forward correction's T, from ce's best validation epoch, measured
     # against the noise's own.
     self.assertEqual(ce_result["transition_estimate"]["epoch"], "best")
@@ -212,9 +219,9 @@ class ToyStudyTest(TestCase):
     self.assertEqual(inherited["optimizer.learning_rate"],
                      max(tune, key=lambda lr: (tune[lr], -lr)))
     entries = ledger_lib.Ledger(ledger, root).entries()
-    self.assertLen(entries, 7)  # 3 + 1 tune runs, 3 finals
+    self.assertLen(entries, 10)  # 3 + 1 tune runs, 6 finals
     self.assertEqual(sorted(e["result"]["phase"] for e in entries
-                            if "test_predictions" in e), ["final"] * 3)
+                            if "test_predictions" in e), ["final"] * 6)
 
     # Three independent continuations, at once:
     # (1) A finished study runs nothing again; a run without its result
@@ -240,24 +247,25 @@ class ToyStudyTest(TestCase):
 
     again = self._finish(resumed)
     self.assertIn("toy tune: 3 runs, 3 finished before, 0 to run", again)
-    self.assertIn("toy final: 2 runs, 1 finished before, 1 to run", again)
+    self.assertIn("toy final: 4 runs, 3 finished before, 1 to run", again)
     with open(os.path.join(_toy_final(root, "ce"), runner.LOG_FILE)) as f:
       self.assertIn("resuming after epoch 2", f.read())
 
     again = self._finish(restored)
-    self.assertIn("toy: 7 finished run(s) restored", again)
-    self.assertIn("toy final (dependent methods): 1 runs, 1 finished before, "
+    self.assertIn("toy: 10 finished run(s) restored", again)
+    self.assertIn("toy final (dependent methods): 2 runs, 2 finished before, "
                   "0 to run", again)
     with open(os.path.join(fresh_out, "toy.csv")) as f:
       self.assertEqual(f.read(), before)
-    # The page, bootstrap included, rebuilds from the ledger alone.
+    # The page, interval over test examples included, rebuilds from the
+    # ledger alone.
     with open(os.path.join(fresh_out, "toy.md")) as f:
       self.assertEqual(f.read(), page)
     self.assertTrue(os.path.exists(os.path.join(fresh_out, "toy_scores.png")))
 
     again = self._finish(retrained)
-    self.assertIn("toy final (dependent methods): 1 runs, 0 finished before, "
-                  "1 to run", again)
+    self.assertIn("toy final (dependent methods): 2 runs, 0 finished before, "
+                  "2 to run", again)
     ce_final = os.path.relpath(_toy_final(other, "ce"), other)
     ce_entry = [e for e in ledger_lib.Ledger(partial, other).entries()
                 if e["workdir"] == ce_final][-1]
@@ -396,7 +404,7 @@ class PairedTest(TestCase):
     one = protocol.paired_difference({0: 1.0}, {0: 0.0})
     self.assertEqual(one.verdict(+1), "inconclusive")
 
-  def test_claims_bootstrap_and_holm(self):
+  def test_claims_interval_and_holm(self):
     setting = study_lib.Setting("s", "x.py")
     study = study_lib.Study(
         name="h", title="h", settings=(setting,),
@@ -430,21 +438,36 @@ class PairedTest(TestCase):
                    for m, r in right.items()}
     rows = protocol.claim_rows(study, final, per_example)
     a, b, c, last = rows
-    self.assertIsNotNone(a["bootstrap"])
-    self.assertAlmostEqual(a["bootstrap"].mean, a["paired"].mean)
+    self.assertEqual(a["interval"], intervals.seeds_and_examples(
+        {"correct": right["a"]}, {"correct": ce}))
+    self.assertAlmostEqual(a["interval"].mean, a["paired"].mean)
     self.assertEqual((a["verdict"], a["holm"]), ("confirmed", True))
-    # b: the seed interval excludes 0, the bootstrap (wider) does not.
-    self.assertGreater(b["paired"].low, 0)
-    self.assertLessEqual(b["bootstrap"].low, 0)
-    self.assertEqual(b["verdict"], "inconclusive")
-    self.assertEqual(b["p"], max(b["paired"].p, b["bootstrap"].p))
+    # b: the seeds agree to the last example (a point interval), but a test
+    # set without those 2 examples would not: inconclusive.
+    self.assertEqual(b["paired"].low, b["paired"].high)
+    self.assertLessEqual(b["interval"].low, 0)
+    self.assertEqual((b["verdict"], b["p"]), ("inconclusive",
+                                              b["interval"].p))
     self.assertEqual(c["verdict"], "inconclusive")
-    # The last epoch's predictions are not kept here: no bootstrap.
-    self.assertIsNone(last["bootstrap"])
+    # The last epoch's predictions are not kept here: the seed interval.
+    self.assertIsNone(last["interval"])
+    self.assertEqual(last["p"], last["paired"].p)
     # Holm within each family: the primary pair, the secondary pair.
     self.assertEqual([r["holm"] for r in rows], [
         *intervals.holm([a["p"], b["p"]]), *intervals.holm([c["p"],
                                                             last["p"]])])
+    # The figure draws the interval the verdict reads, and the seed
+    # interval thinner below it.
+    from experiments import figures  # pylint: disable=g-import-not-at-top
+    (fig,) = _drawn(study, results.Collected(final=final,
+                                             examples=per_example),
+                    figures.claims)
+    read, seeds = (line.get_segments()[0]
+                   for line in fig.axes[0].collections[:2])
+    np.testing.assert_allclose(read, [[100 * a["interval"].low, 0],
+                                      [100 * a["interval"].high, 0]])
+    np.testing.assert_allclose(seeds, [[100 * a["paired"].low, 0.25],
+                                       [100 * a["paired"].high, 0.25]])
 
   def test_binomial_standard_error(self):
     self.assertAlmostEqual(protocol.binomial_standard_error(0.9, 10000),
@@ -1098,8 +1121,11 @@ class CommandLineTest(TestCase):
   def test_usage_errors_exit_2_in_one_line(self):
     root = self._tempdir()
     for flags_, message in (
-        ((), "flag --study=None: Flag --study must have a value other than "
-             "None."),
+        ((), "give --study=NAME, or --readme (which reads every study), "
+             "not both"),
+        (("--study=el_clean", "--readme"), "give --study=NAME, or --readme "
+                                           "(which reads every study), not "
+                                           "both"),
         (("--study=el_clean", "extra"), "unexpected arguments ['extra']"),
         (("--study=el_clean", "--workers=0"), "flag --workers=0: 0 is not a "
                                               "positive integer"),
@@ -1128,6 +1154,87 @@ class CommandLineTest(TestCase):
         f"and {root} holds no finished run (--ledger names the study's "
         f"ledger)"]))
     self.assertEqual(os.listdir(out), [])
+
+
+class AcrossStudiesTest(TestCase):
+  """Holm's correction over several studies' primary claims together, on
+  their pages and in the overview's tables."""
+
+  def _study(self, name, differences):
+    """A study of one setting whose primary claims ``m{k} beats ce`` have
+    the per-seed differences ``differences[k]`` (three seeds), and the
+    results it holds."""
+    metric = "test_at_clean_val"  # a score without per-example predictions
+    names = [f"m{k}" for k in range(len(differences))]
+    study = study_lib.Study(
+        name=name, title=name, settings=(study_lib.Setting("s", "x.py"),),
+        methods=tuple(study_lib.Method(m) for m in ("ce", *names)),
+        baseline="ce", tune_seeds=(0,), final_seeds=(1, 2, 3),
+        claims=tuple(study_lib.Claim(f"{m} beats ce", "p", m, "ce",
+                                     metric=metric, primary=True)
+                     for m in names))
+    final = {("s", "ce"): {seed: {metric: 0.5} for seed in (1, 2, 3)}}
+    for m, d in zip(names, differences):
+      final[("s", m)] = {seed: {metric: 0.5 + x}
+                         for seed, x in zip((1, 2, 3), d)}
+    return study, results.Collected(final=final)
+
+  def test_primary_claims_are_corrected_together(self):
+    # p = 0.0033 and 0.013 in a; 0.029 three times in b. Within a, both
+    # survive (0.0033 <= 0.05 / 2, 0.013 <= 0.05); over the five, 0.013 >
+    # 0.05 / 4 stops the correction after the first.
+    a = self._study("a", [(0.09, 0.10, 0.11), (0.08, 0.10, 0.12)])
+    b = self._study("b", [(0.07, 0.10, 0.13)] * 3)
+    family = across_studies.family([a, b])
+    rows = [row for study, c in (a, b) for row in c.claim_rows(study)]
+    p = [row["p"] for row in rows]
+    np.testing.assert_allclose([adjusted for _, _, adjusted, _ in
+                                family.rows], intervals.holm_adjusted(p))
+    self.assertEqual([kept for *_, kept in family.rows],
+                     [True, False, False, False, False])
+    self.assertEqual(family.studies, ("a", "b"))
+    self.assertTrue(family.complete)
+    first, second = a[1].claim_rows(a[0])
+    self.assertTrue(first["holm"] and second["holm"])
+    page = summary.markdown(*a, {}, family)
+    self.assertIn("| m0 beats ce [test at best clean val] (primary) | p | s "
+                  "| +10.00 [+7.52, +12.48] | no test score | 3 | confirmed "
+                  "| survives across studies |", page)
+    self.assertIn("| 3 | confirmed | survives in the study, not across "
+                  "studies |", page)
+    # On its own, a study is its own family: its marks say "survives".
+    self.assertIn("| 3 | confirmed | survives |", summary.markdown(*a, {}))
+    # The overview: H across the studies, h within the study alone.
+    table = "\n".join(overview.study_table(*a, family))
+    self.assertIn("| m0 beats ce [test at best clean val] (P) | m0 vs ce "
+                  "| +10.0 [+7.5, +12.5] \u2713 H |", table)
+    self.assertIn("| +10.0 [+5.0, +15.0] \u2713 h |", table)
+    across = overview.primary_table(family)
+    self.assertLen(across, 2 + 5 + 2)
+    self.assertIn("| a | m1 beats ce [test at best clean val] | s "
+                  "| +10.0 [+5.0, +15.0] | \u2713 confirmed | 0.013 | 0.052 "
+                  "| no |", across)
+    self.assertEqual(across[-1], "1 of the 5 primary claim rows tested "
+                     "survive Holm's correction over all 5 together (a "
+                     "family-wise 5 %).")
+
+  def test_readme_parts_are_replaced_and_the_prose_kept(self):
+    text = ("Prose.\n\n<!-- generated: claims x -->\nold\ntable\n"
+            "<!-- end generated -->\n\nMore prose.\n"
+            "<!-- generated: primary claims -->\n<!-- end generated -->\n")
+    parts = {"claims x": "| new |", "primary claims": "| all |"}
+    self.assertEqual(overview.rewrite(text, parts), (
+        "Prose.\n\n<!-- generated: claims x -->\n\n| new |\n\n"
+        "<!-- end generated -->\n\nMore prose.\n"
+        "<!-- generated: primary claims -->\n\n| all |\n\n"
+        "<!-- end generated -->\n"))
+    with self.assertRaisesRegex(ValueError, r"unknown \[\], missing "
+                                r"\['claims y'\]"):
+      overview.rewrite(text, {**parts, "claims y": ""})
+    self.assertEqual(overview.points(-0.2105, -0.2574, -0.163),
+                     "\u221221.1 [\u221225.7, \u221216.3]")
+    self.assertEqual(overview.points(0.0144, -0.0002, 0.029),
+                     "+1.44 [\u22120.02, +2.90]")
 
 
 class CommittedPagesTest(TestCase):
@@ -1168,6 +1275,33 @@ class CommittedPagesTest(TestCase):
 
   def test_noisy_labels(self):
     self._rebuilds("noisy_labels")
+
+
+class CommittedReadmeTest(TestCase):
+  """The tables of docs/results/README.md are what every study's committed
+  ledger gives, byte for byte, and the prose around them is kept."""
+
+  def test_readme(self):
+    out = self._tempdir()
+    committed = os.path.join(study_files.RESULTS_DIR, "README.md")
+    shutil.copy(committed, out)
+    status, printed, err = _cli("--readme", f"--out={out}")
+    self.assertEqual(status, 0, err)
+    self.assertIn("claims el_clean", printed)
+    with open(committed, "rb") as f, open(os.path.join(out, "README.md"),
+                                          "rb") as g:
+      self.assertEqual(g.read(), f.read(), "docs/results/README.md differs "
+                       "from its rebuild from the ledgers")
+    # A README without the generated parts is refused, and left alone.
+    bare = os.path.join(out, "README.md")
+    with open(bare, "w") as f:
+      f.write("prose\n")
+    status, _, err = _cli("--readme", f"--out={out}")
+    self.assertEqual(status, 2)
+    self.assertIn("the README's generated parts do not match the studies",
+                  err)
+    with open(bare) as f:
+      self.assertEqual(f.read(), "prose\n")
 
 
 class ImportsTest(TestCase):

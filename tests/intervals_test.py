@@ -1,9 +1,11 @@
-"""Tests of experiments/intervals.py: the paired bootstrap, mAP from ranks,
-Holm's correction."""
+"""Tests of experiments/intervals.py: the interval over seeds and test
+examples, mAP's per-example contributions, Holm's correction."""
 
 import jax.numpy as jnp
 import numpy as np
 from absl.testing import absltest
+from absl.testing import parameterized
+from scipy import stats
 
 from experiments import intervals
 from experiments import protocol
@@ -11,124 +13,232 @@ from train.loop import predictions
 from train.step import metrics
 
 TRUTH = 0.05  # the population's mean difference in _simulate
+STUDIES = 2000  # simulated in each coverage test
 
 
-def _simulate(rng, examples, seeds, seed_spread=0.01):
-  """Two methods' correctness ``[S, N]`` on a test set drawn from a
-  population where ``a`` beats ``b`` by TRUTH on average, by +0.25 on half
-  the examples and -0.15 on the other half (so which examples the test set
-  holds matters), each seed shifting ``a`` by ``N(0, seed_spread^2)``."""
-  kind = rng.random(examples) < 0.5
-  qb = np.where(kind, 0.6, 0.7)
-  qa = qb + np.where(kind, 0.25, -0.15)
-  shift = rng.normal(0, seed_spread, seeds)
-  a = rng.random((seeds, examples)) < qa + shift[:, None]
-  b = rng.random((seeds, examples)) < qb
-  return a, b
+def _simulate(rng, seeds, examples, example_spread, seed_spread):
+  """``[STUDIES, seeds, examples]`` per-example differences (a right minus
+  b right) of studies whose test set is drawn from a population where
+  ``a`` beats ``b`` by TRUTH on average: by ``TRUTH + example_spread`` on
+  half of the examples (``b`` right with probability 0.6) and by ``TRUTH -
+  example_spread`` on the other half (0.75), so which examples a test set
+  holds matters as ``example_spread`` grows. Each seed shifts ``a``'s
+  probability by ``N(0, seed_spread^2)``; on 70 % of (seed, example) pairs
+  one uniform draw decides both methods (an example hard for one is hard
+  for the other), elsewhere two."""
+  shape = (STUDIES, seeds, examples)
+  first = rng.random((STUDIES, 1, examples)) < 0.5
+  b_right = np.where(first, 0.6, 0.75)
+  a_right = b_right + TRUTH + np.where(first, example_spread,
+                                       -example_spread)
+  shift = rng.normal(0, seed_spread, (STUDIES, seeds, 1))
+  draw = rng.random(shape)
+  other = np.where(rng.random(shape) < 0.7, draw, rng.random(shape))
+  return ((draw < a_right + shift).astype(np.float64)
+          - (other < b_right))
 
 
-def _intervals(a, b, seed):
-  boot = intervals.paired_bootstrap({"correct": a}, {"correct": b},
-                                    resamples=500, seed=seed)
-  paired = protocol.paired_difference(dict(enumerate(a.mean(1))),
-                                      dict(enumerate(b.mean(1))))
-  return boot, paired
+def _covered(low, high):
+  return float(np.mean((low <= TRUTH) & (TRUTH <= high)))
 
 
-class PairedBootstrapTest(absltest.TestCase):
+def _anova(d):
+  """The two-way layout's mean squares of one ``[n, N]`` array, by the
+  textbook's sums (loops)."""
+  n, size = d.shape
+  grand = d.mean()
+  seed_means = [d[s].mean() for s in range(n)]
+  example_means = [d[:, i].mean() for i in range(size)]
+  seeds = size * sum((m - grand) ** 2 for m in seed_means) / (n - 1)
+  examples = n * sum((m - grand) ** 2 for m in example_means) / (size - 1)
+  residual = sum((d[s, i] - seed_means[s] - example_means[i] + grand) ** 2
+                 for s in range(n) for i in range(size)) / (
+                     (n - 1) * (size - 1))
+  return seeds, examples, residual
 
-  def test_covers_the_truth_at_about_its_rate_and_seeds_alone_do_not(self):
-    rng = np.random.default_rng(0)
-    trials = 300
-    covered = covered_by_seeds = 0
-    for trial in range(trials):
-      boot, paired = _intervals(*_simulate(rng, 100, 5), seed=trial)
-      covered += boot.low <= TRUTH <= boot.high
-      covered_by_seeds += paired.low <= TRUTH <= paired.high
-    # Nominal 95 %: 300 trials put a binomial spread of 1.3 points on it.
-    self.assertBetween(covered / trials, 0.92, 0.99)
-    # The seed interval cannot see the test set's sampling: it falls short.
-    self.assertLess(covered_by_seeds / trials, covered / trials - 0.03)
 
-  def test_wider_than_the_seed_interval_on_a_small_test_set(self):
-    rng = np.random.default_rng(1)
-    ratios = {}
-    for examples in (100, 5000):
-      widths = [(b.high - b.low) / (p.high - p.low) for b, p in (
-          _intervals(*_simulate(rng, examples, 5), seed=k)
-          for k in range(10))]
-      ratios[examples] = np.mean(widths)
-    self.assertGreater(ratios[100], 1.1)
-    # A large test set leaves little of its sampling to add.
-    self.assertLess(ratios[5000], ratios[100])
+class TwoSourcesTest(parameterized.TestCase):
 
-  def test_deterministic_and_centred_on_the_plain_difference(self):
-    a, b = _simulate(np.random.default_rng(2), 300, 4)
-    first = intervals.paired_bootstrap({"correct": a}, {"correct": b})
-    self.assertEqual(first, intervals.paired_bootstrap({"correct": a},
-                                                       {"correct": b}))
-    self.assertAlmostEqual(first.mean, a.mean() - b.mean())
-    self.assertLess(first.low, first.mean)
-    self.assertGreater(first.high, first.mean)
-    self.assertBetween(first.p, 0.0, 1.0)
-    # No difference at all: the p-value is 1 and the interval a point.
-    same = intervals.paired_bootstrap({"correct": a}, {"correct": a})
-    self.assertEqual((same.low, same.high, same.p), (0.0, 0.0, 1.0))
+  @parameterized.named_parameters(
+      # The test set's sampling is most of the variance: the seed interval
+      # cannot see it and falls short.
+      ("test_set", 0.2, 0.005, 0.88),
+      # Seeds and their examples' noise are all of it: the seed interval
+      # is right, and so must this one be.
+      ("seeds", 0.0, 0.03, 0.95),
+      ("both", 0.1, 0.01, 0.93))
+  def test_covers_the_truth_at_its_rate(self, example_spread, seed_spread,
+                                        by_seeds):
+    d = _simulate(np.random.default_rng(0), 5, 400, example_spread,
+                  seed_spread)
+    both = intervals.two_sources(d)
+    self.assertEqual(both.low.shape, (STUDIES,))
+    # Nominal 95 %; 2,000 studies put a binomial spread of 0.5 points on
+    # the measured rate.
+    self.assertBetween(_covered(both.low, both.high), 0.93, 0.97)
+    # Student's t over the seeds alone (the seed interval), as measured.
+    n = d.shape[1]
+    mean = d.mean((1, 2))
+    half = stats.t.ppf(0.975, n - 1) * d.mean(2).std(1, ddof=1) / np.sqrt(n)
+    self.assertAlmostEqual(_covered(mean - half, mean + half), by_seeds,
+                           delta=0.01)
 
-  def test_a_clear_difference_has_a_small_p_value(self):
-    a, b = _simulate(np.random.default_rng(3), 2000, 5)
-    boot = intervals.paired_bootstrap({"correct": a}, {"correct": a & b})
-    self.assertLess(boot.p, 0.01)
-    self.assertGreater(boot.low, 0)
+  def test_counts_the_seed_by_example_noise_once(self):
+    # Every seed gets other examples right at random, nothing more: the
+    # seeds' variance and the examples' both hold that noise. Added
+    # together (the sum of the two sources' plain variances) they count
+    # it twice and cover far more often than 95 %.
+    d = _simulate(np.random.default_rng(1), 5, 400, 0.0, 0.0)
+    both = intervals.two_sources(d)
+    self.assertBetween(_covered(both.low, both.high), 0.93, 0.97)
+    n, size = d.shape[1:]
+    twice = (d.mean(2).var(1, ddof=1) / n + d.mean(1).var(1, ddof=1) / size)
+    half = stats.norm.ppf(0.975) * np.sqrt(twice)
+    mean = d.mean((1, 2))
+    self.assertGreater(_covered(mean - half, mean + half), 0.97)
 
-  def test_a_large_family_of_clear_differences_survives_holm(self):
-    # Every resample on one side: the p-value is the bootstrap's floor,
-    # which must lie below Holm's first threshold for the largest family a
-    # study declares (noisy_labels: 54 secondary claims).
-    a, b = _simulate(np.random.default_rng(3), 2000, 5)
-    boot = intervals.paired_bootstrap({"correct": a}, {"correct": a & b})
-    self.assertEqual(boot.p, 2 / (intervals.RESAMPLES + 1))
-    self.assertTrue(intervals.holm([boot.p] * 54).all())
+  def test_the_textbook_sums(self):
+    rng = np.random.default_rng(2)
+    # A test set's part (the first 8 examples favour a) and seeds'.
+    d = (rng.random((4, 30)) < 0.5) - (rng.random((4, 30)) < 0.4).astype(
+        np.float64)
+    d[:, :8] += 1
+    seeds, examples, residual = _anova(d)
+    self.assertGreater(examples, residual)
+    n, size = d.shape
+    total = seeds + examples - residual
+    df = total ** 2 / (seeds ** 2 / (n - 1) + examples ** 2 / (size - 1)
+                       + residual ** 2 / ((n - 1) * (size - 1)))
+    half = stats.t.ppf(0.975, df) * np.sqrt(total / (n * size))
+    got = intervals.two_sources(d)
+    self.assertIsInstance(got.low, float)
+    self.assertAlmostEqual(got.mean, d.mean())
+    self.assertAlmostEqual(got.df, df)
+    self.assertAlmostEqual(got.high - got.mean, half)
+    self.assertAlmostEqual(got.mean - got.low, half)
+    self.assertAlmostEqual(got.p, 2 * stats.t.sf(
+        abs(d.mean()) / np.sqrt(total / (n * size)), df))
+    # One study of a batch is that study alone.
+    batch = intervals.two_sources(np.stack([d, -d, 2 * d]))
+    self.assertAlmostEqual(float(batch.low[0]), got.low)
+    self.assertAlmostEqual(float(batch.high[1]), -got.low)
 
-  def test_weights_are_drawn_once_and_cannot_be_changed(self):
-    first = intervals.example_weights(50, 20, seed=4)
-    self.assertIs(first, intervals.example_weights(50, 20, seed=4))
-    with self.assertRaises(ValueError):
-      first[0, 0] = 3
+  def test_never_narrower_than_the_seed_interval(self):
+    # The test set adds little (examples' mean square below the residual's
+    # or just above it): the seed interval, whatever the df.
+    d = _simulate(np.random.default_rng(3), 5, 400, 0.0, 0.02)
+    both = intervals.two_sources(d)
+    for k in range(50):
+      seeds = protocol.paired_difference(dict(enumerate(d[k].mean(1))),
+                                         dict.fromkeys(range(5), 0.0))
+      self.assertLessEqual(both.low[k], seeds.low + 1e-12)
+      self.assertGreaterEqual(both.high[k], seeds.high - 1e-12)
+      self.assertGreaterEqual(both.p[k], seeds.p - 1e-12)
+    # The interval excludes 0 exactly where its p-value is below 5 %.
+    np.testing.assert_array_equal((both.low > 0) | (both.high < 0),
+                                  both.p < 0.05)
+
+  def test_no_spread_is_a_point(self):
+    same = intervals.two_sources(np.full((3, 10), 0.5))
+    self.assertEqual((same.low, same.high, same.p), (0.5, 0.5, 0.0))
+    none = intervals.two_sources(np.zeros((3, 10)))
+    self.assertEqual((none.low, none.high, none.p), (0.0, 0.0, 1.0))
+
+  def test_too_few_seeds_or_examples_are_refused(self):
+    with self.assertRaisesRegex(ValueError, "got 1 seeds and 10 examples"):
+      intervals.two_sources(np.zeros((1, 10)))
+
+
+class SeedsAndExamplesTest(absltest.TestCase):
+
+  def test_accuracy_from_whether_each_example_is_right(self):
+    rng = np.random.default_rng(4)
+    a, b = rng.random((2, 4, 300)) < [[[0.8]], [[0.7]]]
+    got = intervals.seeds_and_examples({"correct": a}, {"correct": b})
+    self.assertEqual((got.n, got.examples), (4, 300))
+    self.assertEqual(got, intervals.two_sources(a.astype(float) - b))
+    self.assertAlmostEqual(got.mean, a.mean() - b.mean())
+
+  def test_map_through_each_example_s_contribution(self):
+    rng = np.random.default_rng(5)
+    labels = rng.random((200, 3)) < 0.3
+    ranks = [np.argsort(np.argsort(-rng.normal(size=(3, 200, 3)) - shift
+                                   * labels, 1, kind="stable"), 1)
+             for shift in (2.0, 1.0)]
+    a, b = ({"rank": r, "labels": labels} for r in ranks)
+    got = intervals.seeds_and_examples(a, b)
+    maps = [_exact_mean_ap(r, labels, np.ones((1, 200)))[0] for r in ranks]
+    self.assertAlmostEqual(got.mean, np.mean(maps[0] - maps[1]))
+    self.assertGreater(got.low, 0)  # the better ranking, surely
+
+  def test_one_seed_has_no_interval(self):
+    one = intervals.seeds_and_examples({"correct": np.ones((1, 5), bool)},
+                                       {"correct": np.zeros((1, 5), bool)})
+    self.assertEqual((one.n, one.mean, one.low, one.high),
+                     (1, 1.0, -np.inf, np.inf))
+    self.assertTrue(np.isnan(one.p))
+    self.assertEqual(protocol.verdict(one.n, one.low, one.high),
+                     "inconclusive")
 
   def test_test_sets_of_other_sizes_are_refused(self):
     with self.assertRaisesRegex(ValueError, "differ in size"):
-      intervals.paired_bootstrap({"correct": np.ones((2, 5), bool)},
-                                 {"correct": np.ones((2, 6), bool)})
+      intervals.seeds_and_examples({"correct": np.ones((2, 5), bool)},
+                                   {"correct": np.ones((2, 6), bool)})
 
   def test_unpaired_seeds_are_refused(self):
     with self.assertRaisesRegex(ValueError, "not paired: 2 and 3 seeds"):
-      intervals.paired_bootstrap({"correct": np.ones((2, 5), bool)},
-                                 {"correct": np.ones((3, 5), bool)})
+      intervals.seeds_and_examples({"correct": np.ones((2, 5), bool)},
+                                   {"correct": np.ones((3, 5), bool)})
+
+
+def _exact_mean_ap(ranks, labels, weights):
+  """``[B, S]`` mAP of each seed's ``[S, N, C]`` ranks (0: the class's
+  highest score) on ``[N, C]`` labels, each example counted as often as
+  ``[B, N]`` weights say, re-scored from the ranking: a drawn example's
+  copies sit together, each positive's precision is (drawn positives up to
+  it) / (drawn examples up to it)."""
+  s, _, c = ranks.shape
+  labels = np.asarray(labels, bool)
+  out = np.zeros((len(weights), s))
+  for seed in range(s):
+    total, classes = np.zeros(len(weights)), np.zeros(len(weights))
+    for k in range(c):
+      order = np.argsort(ranks[seed, :, k], kind="stable")
+      positive = np.flatnonzero(labels[order, k])
+      if not len(positive):
+        continue
+      drawn = np.cumsum(weights[:, order], axis=1)[:, positive]
+      w = weights[:, order[positive]]
+      hits = np.cumsum(w, axis=1)
+      positives = hits[:, -1]
+      ap = (w * hits / np.maximum(drawn, 1)).sum(1) / np.maximum(positives,
+                                                                 1)
+      total += np.where(positives > 0, ap, 0)
+      classes += positives > 0
+    out[:, seed] = total / np.maximum(classes, 1)
+  return out
 
 
 class MeanAveragePrecisionTest(absltest.TestCase):
 
-  def test_ranks_give_the_evaluation_map(self):
+  def test_contributions_average_to_the_evaluation_map(self):
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(2, 300, 4)).astype(np.float32)
     labels = (rng.random((300, 4)) < 0.3).astype(np.float32)
     ranks = predictions.compact(logits, labels, multi_label=True)["rank"]
-    got = intervals.scores_under({"rank": ranks, "labels": labels},
-                                 np.ones((1, 300)))[0]
+    got = intervals.per_example({"rank": ranks, "labels": labels}).mean(1)
     for r in range(2):
       expected = metrics.mean_average_precision(
           jnp.asarray(logits[r]), jnp.asarray(labels), jnp.ones(300))
       self.assertAlmostEqual(got[r], float(expected), places=5)
 
-  def test_a_drawn_example_counts_as_often_as_it_is_drawn(self):
+  def test_the_reference_counts_a_drawn_example_as_often_as_drawn(self):
     # One class, ranks 0..3 (scores descending) with labels 1, 0, 1, 0.
     ranks = np.arange(4)[None, :, None]
     labels = np.array([[1], [0], [1], [0]])
     # Example 2 drawn twice, example 3 not: its copies ranked together
     # (both at precision 3/4 where they are reached, as tied scores are).
-    got = intervals.exact_mean_ap(ranks, labels,
-                                  np.array([[1.0, 1.0, 2.0, 0.0]]))
+    got = _exact_mean_ap(ranks, labels, np.array([[1.0, 1.0, 2.0, 0.0]]))
     self.assertAlmostEqual(got[0, 0], (1 + 2 * 3 / 4) / 3)
 
   def test_influences_are_the_leave_one_out_ones(self):
@@ -139,29 +249,32 @@ class MeanAveragePrecisionTest(absltest.TestCase):
     ranks = np.argsort(np.argsort(-rng.normal(size=(1, n, 3)) - labels, 1,
                                   kind="stable"), 1)
     u = intervals.map_contributions(ranks, labels)[0]
-    theta = intervals.exact_mean_ap(ranks, labels, np.ones((1, n)))[0, 0]
+    theta = _exact_mean_ap(ranks, labels, np.ones((1, n)))[0, 0]
     self.assertAlmostEqual(u.mean(), theta)
     without = np.ones((n, n)) - np.eye(n)  # row m leaves example m out
-    loo = intervals.exact_mean_ap(ranks, labels, without)[:, 0]
+    loo = _exact_mean_ap(ranks, labels, without)[:, 0]
     influence = (n - 1) * (theta - loo)
     np.testing.assert_allclose(u - theta, influence - influence.mean(),
                                atol=1e-9)
 
-  def test_linearised_resamples_follow_the_rescored_ones(self):
+  def test_their_spread_is_that_of_test_sets_drawn_again(self):
+    # A test set drawn again from this one (with replacement), re-scored:
+    # its mAP follows the mean of its examples' contributions, so their
+    # variance over the examples is the test set's sampling variance.
     rng = np.random.default_rng(5)
     n = 400
     labels = rng.random((n, 4)) < 0.3
     ranks = np.argsort(np.argsort(-rng.normal(size=(2, n, 4)) - labels, 1,
                                   kind="stable"), 1)
-    weights = intervals.example_weights(n, 300, seed=1)
-    linear = intervals.scores_under({"rank": ranks, "labels": labels},
-                                    weights)
-    exact = intervals.exact_mean_ap(ranks, labels, weights.astype(float))
+    weights = rng.multinomial(n, np.full(n, 1 / n), size=300).astype(float)
+    contributions = intervals.map_contributions(ranks, labels)
+    linear = weights @ contributions.T / n
+    exact = _exact_mean_ap(ranks, labels, weights)
     for seed in range(2):
       self.assertGreater(np.corrcoef(linear[:, seed], exact[:, seed])[0, 1],
                          0.97)
-      self.assertBetween(linear[:, seed].std() / exact[:, seed].std(), 0.9,
-                         1.15)
+      self.assertBetween(contributions[seed].std() / np.sqrt(n)
+                         / exact[:, seed].std(), 0.85, 1.15)
 
 
 class HolmTest(absltest.TestCase):
@@ -179,6 +292,15 @@ class HolmTest(absltest.TestCase):
     np.testing.assert_array_equal(intervals.holm([0.04, np.nan]),
                                   [True, False])
     self.assertEqual(intervals.holm([]).shape, (0,))
+
+  def test_adjusted_p_values_by_hand(self):
+    # Sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1: 0.02, 0.03, 0.06,
+    # 0.04, each at least the one before: 0.02, 0.03, 0.06, 0.06.
+    np.testing.assert_allclose(
+        intervals.holm_adjusted([0.01, 0.04, 0.03, 0.005]),
+        [0.03, 0.06, 0.06, 0.02])
+    np.testing.assert_allclose(intervals.holm_adjusted([0.6, np.nan, 0.5]),
+                               [1.0, np.nan, 1.0])
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""A toy study for the runner's tests: seven runs of seconds each.
+"""A toy study for the runner's tests: ten runs of seconds each.
 
     python -m experiments --study=tests/toy_study.py --root=/tmp/toy --out=/tmp/toy_out
 """
@@ -35,6 +35,7 @@ def get_study():
       baseline="ce",
       claims=(s.Claim("EL beats CE", "toy", "el_at_ce", "ce"),),
       tune_seeds=(0,),
-      final_seeds=(1,),
+      # Two: the claim's interval over seeds and test examples needs both.
+      final_seeds=(1, 2),
       figures=("scores", "grad_by_confidence"),
   )
