@@ -114,20 +114,24 @@ def nce_parts(logits, labels):
   return value, _numerics.log_softmax_vjp(jnp.exp(log_p), dlogp)
 
 
-def _nce_integer(logits, labels):
-  """One pass of sums, as cross entropy's: ``s = z - max z``, ``lse``.
-
-  ``D = sum_k (lse - s_k) = C' lse - sum_k s_k`` over the ``C'`` classes in
-  the softmax and ``-log p_y = lse - s_y``: sums of non-negative terms, no
-  cancellation. Gradient ``(L [k in] - e_y - p (L C' - 1)) / D``.
-  """
+def _nce_sums(logits):
+  """``s = z - max z``, ``e^s``, the classes in the softmax, ``T = sum e^s``,
+  ``lse = log T``, their count ``C'`` and NCE's normalizer ``D = sum_k (lse
+  - s_k) = C' lse - sum_k s_k``: one pass of sums, a sum of non-negative
+  terms (no cancellation)."""
   s = _numerics.shifted(logits)
   exps = jnp.exp(s)
   inside = s > -jnp.inf
   total, sum_s, count = _numerics.row_sums(
       exps, jnp.where(inside, s, 0.0), inside.astype(s.dtype))
   lse = jnp.log(total)
-  denominator = count * lse - sum_s
+  return s, exps, inside, total, lse, count, count * lse - sum_s
+
+
+def _nce_integer(logits, labels):
+  """``L = (lse - s_y) / D`` from :func:`_nce_sums`; gradient ``(L [k in]
+  - e_y - p (L C' - 1)) / D``."""
+  s, exps, inside, total, lse, count, denominator = _nce_sums(logits)
   s_y = jnp.take_along_axis(s, labels[..., None], axis=-1, mode="clip")
   positive = denominator > 0.0
   safe = jnp.where(positive, denominator, 1.0)
@@ -383,12 +387,7 @@ def _anl_integer(logits, labels, alpha, beta, min_prob):
   floor: ``-([v_y > 0] - R n) / V``. With NCE's ``dlog p`` and its sum,
   the gradient through log-softmax ``c - p sum(c)`` is one pass.
   """
-  s = _numerics.shifted(logits)
-  exps = jnp.exp(s)
-  inside = s > -jnp.inf
-  total, sum_s, count = _numerics.row_sums(
-      exps, jnp.where(inside, s, 0.0), inside.astype(s.dtype))
-  lse = jnp.log(total)
+  s, exps, inside, total, lse, count, denominator = _nce_sums(logits)
   above = s - lse - jnp.log(min_prob)
   counted = above > 0.0
   flipped, above_count = _numerics.row_sums(
@@ -402,7 +401,7 @@ def _anl_integer(logits, labels, alpha, beta, min_prob):
                                                   1.0), 0.0)
     return numerator * inverse, inverse
 
-  nce, nce_scale = per_row(lse - s_y, count * lse - sum_s)
+  nce, nce_scale = per_row(lse - s_y, denominator)
   above_y = s_y - lse - jnp.log(min_prob)
   ratio, nnce_scale = per_row(jnp.maximum(above_y, 0.0), flipped)
   a, b = alpha * nce_scale, beta * nnce_scale
