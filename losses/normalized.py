@@ -114,6 +114,14 @@ def nce_parts(logits, labels):
   return value, _numerics.log_softmax_vjp(jnp.exp(log_p), dlogp)
 
 
+def _per_row(numerator, denominator):
+  """``(N / D, 1 / D)``, both 0 in a row where ``D = 0``."""
+  positive = denominator > 0.0
+  inverse = jnp.where(positive, 1.0 / jnp.where(positive, denominator, 1.0),
+                      0.0)
+  return numerator * inverse, inverse
+
+
 def _nce_sums(logits):
   """``s = z - max z``, ``e^s``, the classes in the softmax, ``T = sum e^s``,
   ``lse = log T``, their count ``C'`` and NCE's normalizer ``D = sum_k (lse
@@ -133,11 +141,8 @@ def _nce_integer(logits, labels):
   - e_y - p (L C' - 1)) / D``."""
   s, exps, inside, total, lse, count, denominator = _nce_sums(logits)
   s_y = jnp.take_along_axis(s, labels[..., None], axis=-1, mode="clip")
-  positive = denominator > 0.0
-  safe = jnp.where(positive, denominator, 1.0)
-  value = jnp.where(positive, (lse - s_y) / safe, 0.0)
   # Per-row factors: one multiply per element, no division.
-  scale = jnp.where(positive, 1.0 / safe, 0.0)
+  value, scale = _per_row(lse - s_y, denominator)
   grad = (value * scale * inside - scale * _numerics.is_target(s, labels)
           - exps * ((value * count - 1.0) * scale / total))
   return value[..., 0], grad
@@ -239,9 +244,7 @@ def _nfl_held_integer(logits, labels, gamma):
   s_y = jnp.take_along_axis(s, labels[..., None], axis=-1, mode="clip")
   nll_y = jnp.where(s_y == 0.0, jnp.log1p(rest), lse - s_y)
   weight_y = _numerics.pow_from_log(jnp.log(rest) - lse, gamma)
-  positive = denominator > 0.0
-  scale = jnp.where(positive, weight_y / jnp.where(positive, denominator, 1.0),
-                    0.0)
+  scale = _per_row(weight_y, denominator)[0]
   value = scale * nll_y
   # p - e_y: the target's entry is -(1 - p_y) = -R / T, exact.
   grad = scale / total * jnp.where(is_y, -rest, exps)
@@ -394,16 +397,9 @@ def _anl_integer(logits, labels, alpha, beta, min_prob):
       jnp.maximum(above, 0.0), counted.astype(s.dtype))
   is_y = _numerics.is_target(s, labels)
   s_y = jnp.take_along_axis(s, labels[..., None], axis=-1, mode="clip")
-
-  def per_row(numerator, denominator):  # (N / D, 1 / D), 0 where D = 0
-    positive = denominator > 0.0
-    inverse = jnp.where(positive, 1.0 / jnp.where(positive, denominator,
-                                                  1.0), 0.0)
-    return numerator * inverse, inverse
-
-  nce, nce_scale = per_row(lse - s_y, denominator)
+  nce, nce_scale = _per_row(lse - s_y, denominator)
   above_y = s_y - lse - jnp.log(min_prob)
-  ratio, nnce_scale = per_row(jnp.maximum(above_y, 0.0), flipped)
+  ratio, nnce_scale = _per_row(jnp.maximum(above_y, 0.0), flipped)
   a, b = alpha * nce_scale, beta * nnce_scale
   row = (a * (nce * count - 1.0)
          - b * ((above_y > 0.0).astype(s.dtype) - ratio * above_count))
