@@ -217,9 +217,13 @@ def base_config() -> config_dict.ConfigDict:
   # epoch `begin` on, training uses the mean of the last `history` epochs'
   # training-pass probabilities, stored as `history_dtype` (float32, or
   # bfloat16: half the memory, each stored value within 2^-8 of its own;
-  # docs/scaling.md gives the bytes per device).
+  # docs/scaling.md gives the bytes per device). `initial`: a .npy of
+  # [N, C] distributions that training starts from instead of the given
+  # labels (self-training: a first run's probabilities_train_best.npy), as
+  # given ("soft") or as their arg max ("hard").
   c.label_state = config_dict.ConfigDict(dict(
-      mode="none", begin=0, history=10, history_dtype="float32"))
+      mode="none", begin=0, history=10, history_dtype="float32",
+      initial="", initial_mode="soft"))
 
   # Joint Optimization's second stage: a fresh network trained on the labels
   # the first stage left, for `epochs` more epochs (0: no second stage).

@@ -268,6 +268,47 @@ class TrainerTest(parameterized.TestCase):
       _run(tiny_config(**{"loss.name": "forward_correction",
                           "loss.transition_matrix": path}))
 
+  def test_training_starts_from_initial_labels(self):
+    # Self-training's second stage: the label state starts from a file of
+    # distributions; the given (noisy) labels stay the ones noise is
+    # measured against.
+    config = tiny_config(**{"num_epochs": 1})
+    (train,) = training_data.load(config).train
+    clean, given = train.clean_labels, train.labels
+    # Half the rows point at the clean class, half at the given one; the
+    # distributions are not one-hot, so "soft" and "hard" train apart.
+    start = np.where(np.arange(len(clean)) % 2 == 0, clean, given)
+    rows = np.full((len(clean), 10), 0.3 / 9)
+    rows[np.arange(len(clean)), start] = 0.7
+    path = os.path.join(tempfile.mkdtemp(), "start.npy")
+    np.save(path, rows)
+    records = {}
+    for mode in ("soft", "hard"):
+      _, (records[mode],), _ = _run(tiny_config(**{
+          "num_epochs": 1, "label_state.initial": path,
+          "label_state.initial_mode": mode}))
+    _, (plain,), _ = _run(config)
+    for record in records.values():
+      self.assertAlmostEqual(record["recovery_accuracy"],
+                             np.mean(start == clean), places=6)
+    self.assertAlmostEqual(plain["recovery_accuracy"],
+                           np.mean(given == clean), places=6)
+    self.assertNotEqual(records["soft"]["train_loss"],
+                        records["hard"]["train_loss"])
+    # Noise is still measured against the labels as given.
+    self.assertEqual(records["hard"]["train_accuracy_noisy"] is None,
+                     plain["train_accuracy_noisy"] is None)
+    np.save(path, rows[:-1])
+    with self.assertRaisesRegex(ValueError, r"shape \(255, 10\).*256, 10"):
+      _run(tiny_config(**{"label_state.initial": path}))
+    np.save(path, rows * 2)
+    with self.assertRaisesRegex(ValueError, "distribution"):
+      _run(tiny_config(**{"label_state.initial": path}))
+    with self.assertRaisesRegex(errors.ConfigError, "label_state.initial"):
+      _run(tiny_config(**{"label_state.initial": path + ".missing"}))
+    with self.assertRaisesRegex(errors.ConfigError, "initial_mode"):
+      _run(tiny_config(**{"label_state.initial_mode": "argmax"}))
+
   def test_test_predictions_at_the_best_validation_epoch_and_the_last(self):
     # 4 epochs of a high learning rate: validation rises and falls, so the
     # best epoch is rarely the last; two replicas pick their own.

@@ -132,8 +132,14 @@ class _Run:
         state, sharding.replicate(state, self.mesh, replicas=True))
 
   def fresh_label_state(self) -> label_state_lib.LabelState:
+    labels = [n.labels for n in self.noisy]
+    if self.settings.label_initial:
+      labels = [label_state_lib.read_initial(
+          self.settings.label_initial, mode=self.settings.label_initial_mode,
+          num_examples=len(labels[0]), num_classes=self.data.num_classes)
+                ] * len(labels)
     return label_state_lib.create(
-        training_data.by_replica([n.labels for n in self.noisy]),
+        training_data.by_replica(labels),
         self.data.num_classes,
         history=self.settings.label_history, mesh=self.mesh, replicas=True,
         history_dtype=self.settings.label_history_dtype,
@@ -160,6 +166,7 @@ class _Run:
         # Labels that never change need no label state: the losses' integer
         # fast paths (stage 2 too, when stage 1 never relabelled).
         integer_labels=(self.settings.label_history == 0
+                        and not self.settings.label_initial
                         and not multi_label),
         num_classes=self.data.num_classes, replicas=not single,
         update_targets=stage.loss.update_targets)

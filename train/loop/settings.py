@@ -43,6 +43,8 @@ class Settings:
   label_begin: int
   label_history: int  # epochs of predictions kept (0: labels never move)
   label_history_dtype: str
+  label_initial: str  # a file of the labels training starts from ('': given)
+  label_initial_mode: str
 
   @classmethod
   def of(cls, config) -> "Settings":
@@ -51,7 +53,8 @@ class Settings:
            if f.name in config}
     return cls(**own, label_begin=ls.begin,
                label_history=ls.history if ls.mode != "none" else 0,
-               label_history_dtype=ls.history_dtype)
+               label_history_dtype=ls.history_dtype,
+               label_initial=ls.initial, label_initial_mode=ls.initial_mode)
 
 
 # The loop's own keys that count something.

@@ -15,6 +15,7 @@ naming the config key.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable
 
 import jax
@@ -102,6 +103,13 @@ def check(config) -> None:
   if ls.history_dtype not in label_state.HISTORY_DTYPES:
     raise ConfigError.of("label_state.history_dtype", ls.history_dtype,
                          f"must be one of {list(label_state.HISTORY_DTYPES)}")
+  if ls.initial_mode not in label_state.INITIAL_MODES:
+    raise ConfigError.of("label_state.initial_mode", ls.initial_mode,
+                         f"must be one of {list(label_state.INITIAL_MODES)}")
+  if ls.initial and not os.path.isfile(ls.initial):
+    raise ConfigError.of("label_state.initial", ls.initial,
+                         "is not a file (a .npy of [N, C] label "
+                         "distributions, or '' for the given labels)")
   s2 = config.stage2
   if not (isinstance(s2.epochs, int) and s2.epochs >= 0):
     raise ConfigError.of("stage2.epochs", s2.epochs,

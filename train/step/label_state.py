@@ -52,6 +52,10 @@ UPDATES = ("none", "soft", "hard")
 # shrink is the bytes per value: bfloat16 keeps 8 significant bits, so each
 # stored probability (and so the mean) is off by at most 2^-8 of its value.
 HISTORY_DTYPES = ("float32", "bfloat16")
+# How ``label_state.initial``'s rows become the labels training starts from:
+# as given (each row a distribution over the classes), or the one-hot of
+# each row's arg max.
+INITIAL_MODES = ("soft", "hard")
 
 
 class LabelState(NamedTuple):
@@ -60,6 +64,53 @@ class LabelState(NamedTuple):
   written: jax.Array
   slot: jax.Array
   targets: jax.Array
+
+
+def read_initial(path: str, *, mode: str, num_examples: int,
+                 num_classes: int) -> np.ndarray:
+  """The labels training starts from, read from ``path`` (``.npy``).
+
+  Self-training's second stage starts from a first network's predictions
+  on the training set (e.g. a run's ``probabilities_train_best.npy``, its
+  softmax at the best validation epoch), soft or as their arg max, in place
+  of the given labels. The given labels stay what the noise metrics compare
+  with (memorisation is of the given wrong label).
+
+  Args:
+    path: a ``[N, C]`` array, row i the training example i's distribution
+      over the classes (rows summing to 1 within 1e-3; they are rescaled to
+      sum to 1 exactly).
+    mode: one of ``INITIAL_MODES``.
+    num_examples, num_classes: the run's ``N`` and ``C``.
+
+  Returns:
+    float32 ``[N, C]``.
+
+  Raises:
+    ValueError: a missing file, or not ``[N, C]`` finite distributions
+      (one line naming the file and what is wrong).
+  """
+  where = f"label_state.initial {path}"
+  if mode not in INITIAL_MODES:
+    raise ValueError(f"label_state.initial_mode must be one of "
+                     f"{list(INITIAL_MODES)}, got {mode!r}")
+  try:
+    rows = np.load(path)
+  except (OSError, ValueError) as e:
+    raise ValueError(f"{where}: cannot read a .npy array ({e})") from None
+  if rows.shape != (num_examples, num_classes):
+    raise ValueError(f"{where}: shape {rows.shape}, where this run's training "
+                     f"set needs [{num_examples}, {num_classes}] (examples, "
+                     f"classes)")
+  rows = rows.astype(np.float64)
+  sums = rows.sum(axis=1)
+  if (not np.isfinite(rows).all() or (rows < 0).any()
+      or np.abs(sums - 1).max() > 1e-3):
+    raise ValueError(f"{where}: each row must be a distribution over the "
+                     f"classes (finite, non-negative, summing to 1)")
+  if mode == "hard":
+    return np.eye(num_classes, dtype=np.float32)[rows.argmax(axis=1)]
+  return (rows / sums[:, None]).astype(np.float32)
 
 
 def shardings(mesh: jax.sharding.Mesh, *, replicas: bool = False
