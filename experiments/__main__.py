@@ -120,13 +120,15 @@ def _outlook(study, root, workers) -> tuple[str, frozenset[str]]:
   final = plan.final_runs(study, root, selected,
                           plan.ready_settings(study, selected))
   waiting = plan.waiting_runs(study, selected)
-  sources = frozenset(r.transition_source for r in tune + final
-                      if r.transition_source)
+  sources = frozenset(r.source for r in tune + final if r.source)
+  label_sources = frozenset(r.labels_source for r in tune + final
+                            if r.labels_source)
   found = {r.workdir: results.read_result(r) for r in tune + final}
   parts, total = [], []
   for phase, runs in (("tune", tune), ("final", final)):
     todo = [r for r in runs
-            if not results.current(r, found[r.workdir], sources)]
+            if not results.current(r, found[r.workdir], sources,
+                                   label_sources)]
     later = [r for r in waiting if r.phase == phase]
     total += todo + later
     again = sum(found[r.workdir] is not None for r in todo)
@@ -138,13 +140,13 @@ def _outlook(study, root, workers) -> tuple[str, frozenset[str]]:
   text = (f"{study.name}: {len(total)} run(s) to run: {'; '.join(parts)}; "
           + progress.estimate_text(progress.estimate(tune + final, found,
                                                      total), workers))
-  return text, sources
+  return text, (sources, label_sources)
 
 
 def _waves(runs):
   """Runs that others depend on first (forward correction's estimate)."""
-  return ([r for r in runs if r.transition_source is None],
-          [r for r in runs if r.transition_source is not None])
+  return ([r for r in runs if r.source is None],
+          [r for r in runs if r.source is not None])
 
 
 def _parse(argv):
@@ -191,8 +193,8 @@ def _run_study(log) -> list[str]:
     log(f"{study.name}: {warning}")
   common = dict(workers=_WORKERS.value, configs_dir=study_files.CONFIGS_DIR,
                 metric=study.metric, replicas_at_most=replicas, ledger=ledger)
-  outlook, sources = _outlook(study, root, _WORKERS.value)
-  common["sources"] = sources
+  outlook, (common["sources"], common["label_sources"]) = _outlook(
+      study, root, _WORKERS.value)
   if _DRY_RUN.value:
     tune = plan.tune_runs(study, root, _selected(study, root)[0])
     done = sum(results.read_result(r) is not None for r in tune)
@@ -221,7 +223,7 @@ def _run_study(log) -> list[str]:
     # Independent methods, then those that wait for another's selection.
     for wave in ("", " (dependent methods)"):
       tune = plan.tune_runs(study, root, _selected(study, root)[0])
-      todo = [r for r in tune if (r.transition_source is None) == (not wave)]
+      todo = [r for r in tune if (r.source is None) == (not wave)]
       if todo:
         failures += runner.run_all(todo, label=f"{study.name} tune{wave}: ",
                                    **common)

@@ -30,6 +30,14 @@ class Run:
   # The run whose saved training-set predictions estimate this run's
   # transition matrix (``Method.transition_from``), or None.
   transition_source: str | None = None
+  # The run whose training-set predictions at its best validation epoch
+  # are this run's initial labels (``Method.labels_from``), or None.
+  labels_source: str | None = None
+
+  @property
+  def source(self) -> str | None:
+    """The run this one reads, if any: it runs once that one has."""
+    return self.transition_source or self.labels_source
 
   def command(self, configs_dir: str) -> list[str]:
     args = ["-m", "train", f"--config={os.path.join(configs_dir, self.config)}",
@@ -91,24 +99,33 @@ def run_overrides(setting: Setting, method: Method, point: Overrides,
 # The transition matrix a run of ``Method.transition_from`` trains with,
 # estimated just before it starts (``transition_estimate``).
 TRANSITION_FILE = "transition_matrix.npy"
+# The labels a run of ``Method.labels_from`` starts from, copied just before
+# it starts from its source's training-set softmax at its best validation
+# epoch (``runner``).
+LABELS_FILE = "initial_labels.npy"
 
 
 def _run(study: Study, root: str, phase: str, s: Setting, m: Method,
          point, seed: int, source: tuple[str, Mapping[str, Any]] | None
          ) -> Run:
   """One run, with ``source`` (a method and its point) the run of this
-  seed whose predictions estimate its transition matrix, if any."""
-  workdir = run_dir(root, phase, s.name, m.name, point, seed, source)
+  seed whose predictions estimate its transition matrix or give its
+  initial labels, if any."""
+  tag = "labels" if m.labels_from else "T"
+  workdir = run_dir(root, phase, s.name, m.name, point, seed, source, tag)
   source_dir = None if source is None else run_dir(root, phase, s.name,
                                                    *source, seed)
   overrides = run_overrides(s, m, point, seed)
-  if any(other.transition_from == m.name for other in study.methods):
+  if any(other.source == m.name for other in study.methods):
     overrides["save_train_probabilities"] = True
   if m.transition_from is not None:
     overrides["loss.transition_matrix"] = os.path.join(workdir,
                                                        TRANSITION_FILE)
+  if m.labels_from is not None:
+    overrides["label_state.initial"] = os.path.join(workdir, LABELS_FILE)
   return Run(phase, s.name, m.name, point, seed, s.config, overrides,
-             workdir, source_dir)
+             workdir, *((None, source_dir) if m.labels_from
+                        else (source_dir, None)))
 
 
 def replicas_for(study: Study, flag: int | None) -> tuple[int, str]:
@@ -116,7 +133,7 @@ def replicas_for(study: Study, flag: int | None) -> tuple[int, str]:
   warning for the user ('' when none is due)."""
   if flag is None or flag == study.replicas:
     return study.replicas, ""
-  estimated = [m.name for m in study.methods if m.transition_from]
+  estimated = [m.name for m in study.methods if m.source]
   if estimated:
     # Replicas share the first seed's validation split, and a method whose
     # T is estimated from its own seed's run trains alone: its seeds would
@@ -132,19 +149,21 @@ def replicas_for(study: Study, flag: int | None) -> tuple[int, str]:
 
 def run_dir(root: str, phase: str, setting: str, method: str,
             point: Mapping[str, Any], seed: int,
-            source: tuple[str, Mapping[str, Any]] | None = None) -> str:
-  """``SETTING/METHOD/PHASE/POINT[/T_from_SOURCE_POINT]/seedS`` under root.
+            source: tuple[str, Mapping[str, Any]] | None = None,
+            tag: str = "T") -> str:
+  """``SETTING/METHOD/PHASE/POINT[/TAG_from_SOURCE_POINT]/seedS`` under root.
 
   The folder names all a run's result depends on beyond its setting and
-  seed: its point and, for a method whose transition matrix is estimated
-  from another method's run (``source``: that method and its point), the
+  seed: its point and, for a method that reads another method's run
+  (``source``: that method and its point; ``tag`` ``T`` for a transition
+  matrix estimated from it, ``labels`` for labels taken from it), the
   source's point. So when a selection changes (a grid extended later), no
   run made under the old one is taken for the new one.
   """
   parts = [root, setting, method, phase, point_name(point)]
   if source is not None:
     name, source_point = source
-    parts.append(f"T_from_{name}_{point_name(source_point)}")
+    parts.append(f"{tag}_from_{name}_{point_name(source_point)}")
   return os.path.join(*parts, f"seed{seed}")
 
 
@@ -154,10 +173,10 @@ def tune_runs(study: Study, root: str,
   """The tune phase: every grid point of every tuned method, tuning seeds.
 
   Args:
-    selected: the selections known so far; a method that estimates its
-      transition matrix from another's runs (``Method.transition_from``) has
-      tune runs only once that method is selected in the setting, and
-      estimates from that method's tuning run of the same seed.
+    selected: the selections known so far; a method that reads another's
+      runs (``Method.transition_from``, ``labels_from``) has tune runs only
+      once that method is selected in the setting, and reads that method's
+      tuning run of the same seed.
   """
   runs = []
   for s in study.settings:
@@ -165,10 +184,10 @@ def tune_runs(study: Study, root: str,
       if m.inherit_from is not None:
         continue
       source = None
-      if m.transition_from is not None:
-        if (s.name, m.transition_from) not in (selected or {}):
+      if m.source is not None:
+        if (s.name, m.source) not in (selected or {}):
           continue
-        source = (m.transition_from, selected[(s.name, m.transition_from)])
+        source = (m.source, selected[(s.name, m.source)])
       for point in m.points(s):
         runs += [_run(study, root, "tune", s, m, point, seed, source)
                  for seed in study.seeds(s, "tune")]
@@ -206,8 +225,8 @@ def waiting_runs(study: Study,
   runs = []
   for s in study.settings:
     for m in study.methods_in(s):
-      if (m.inherit_from is None and m.transition_from is not None
-          and (s.name, m.transition_from) not in selected):
+      if (m.inherit_from is None and m.source is not None
+          and (s.name, m.source) not in selected):
         runs += [Run("tune", s.name, m.name, {}, seed, s.config, {}, "")
                  for _ in m.points(s) for seed in study.seeds(s, "tune")]
       if s.name not in ready:
@@ -234,9 +253,9 @@ def final_runs(study: Study, root: str,
     for m in study.methods_in(s):
       point = _final_point(study, s, m, selected)
       source = None
-      if m.transition_from is not None:
-        source = (m.transition_from, _final_point(
-            study, s, study.method(m.transition_from), selected))
+      if m.source is not None:
+        source = (m.source, _final_point(study, s, study.method(m.source),
+                                         selected))
       runs += [_run(study, root, "final", s, m, point, seed, source)
                for seed in study.seeds(s, "final")]
   return runs

@@ -57,7 +57,7 @@ def _groups(run: plan.Run) -> bool:
   seed's run (one file a run). The oracle matrix and JO's noisy-label prior
   come from each replica's own noise draw, so those runs group.
   """
-  return run.transition_source is None
+  return run.source is None
 
 
 def group_run(group: Sequence[plan.Run]) -> plan.Run:

@@ -20,6 +20,7 @@ from experiments import examples
 from experiments import plan
 from experiments import protocol
 from experiments import study as study_lib
+from train import contract
 
 RESULT_FILE = "result.json"
 # What a result's ``edition`` says it holds. 2: a final run's per-example
@@ -31,7 +32,8 @@ EDITION = 2
 
 
 def current(run: plan.Run, result: dict[str, Any] | None,
-            sources: frozenset[str] | set[str] = frozenset()) -> bool:
+            sources: frozenset[str] | set[str] = frozenset(),
+            label_sources: frozenset[str] | set[str] = frozenset()) -> bool:
   """Whether ``run``'s result needs nothing more of this edition.
 
   A run without a result is not current. A result of an older edition is
@@ -39,11 +41,20 @@ def current(run: plan.Run, result: dict[str, Any] | None,
   predictions), a run whose predictions estimate another's transition
   matrix (its workdir in ``sources``: the estimate now comes from its best
   validation epoch) and a run trained with such an estimate. A run whose
-  loss diverged stays a result (it would diverge again).
+  loss diverged stays a result (it would diverge again). A run whose
+  training-set predictions give another run's labels (its workdir in
+  ``label_sources``) is current only while its workdir holds them (a run
+  restored from the ledger does not: the ledger keeps no predictions of
+  the training set).
   """
   if result is None:
     return False
-  if edition(result) >= EDITION or result.get("status") == "diverged":
+  if result.get("status") == "diverged":
+    return True
+  if run.workdir in label_sources and not os.path.exists(
+      os.path.join(run.workdir, contract.PROBABILITIES_BEST_FILE)):
+    return False
+  if edition(result) >= EDITION:
     return True
   return not (run.phase == "final" or run.transition_source is not None
               or run.workdir in sources)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -66,11 +67,13 @@ def execute(group: Sequence[plan.Run] | plan.Run, *, configs_dir: str,
       if os.path.exists(workdir):
         results.set_aside(workdir)
   os.makedirs(run.workdir, exist_ok=True)
-  if run.transition_source is not None:
-    try:
+  try:
+    if run.transition_source is not None:
       transition_estimate.write_for_run(run)
-    except FileNotFoundError as e:
-      raise RunFailed(str(e)) from e
+    if run.labels_source is not None:
+      _write_labels(run)
+  except FileNotFoundError as e:
+    raise RunFailed(str(e)) from e
   log_path = os.path.join(run.workdir, LOG_FILE)
   start = time.perf_counter()
   env = dict(os.environ)
@@ -129,11 +132,28 @@ def execute(group: Sequence[plan.Run] | plan.Run, *, configs_dir: str,
   return outcomes
 
 
+def _write_labels(run: plan.Run) -> None:
+  """Copies the labels ``run`` starts from (``Method.labels_from``): its
+  source run's training-set softmax at its best validation epoch.
+
+  Raises:
+    FileNotFoundError: the source run does not hold them.
+  """
+  source = os.path.join(run.labels_source, contract.PROBABILITIES_BEST_FILE)
+  if not os.path.exists(source):
+    raise FileNotFoundError(
+        f"{run.workdir}: its labels come from {run.labels_source}, which "
+        f"holds no {contract.PROBABILITIES_BEST_FILE} (has that run "
+        f"finished, with save_train_probabilities?)")
+  shutil.copyfile(source, os.path.join(run.workdir, plan.LABELS_FILE))
+
+
 def run_all(runs: Sequence[plan.Run], *, workers: int, configs_dir: str,
             metric: str, label: str = "", replicas_at_most: int = 1,
             ledger: ledger_lib.Ledger | None = None, give_up_after: int = 3,
             python: str = sys.executable,
             sources: frozenset[str] = frozenset(),
+            label_sources: frozenset[str] = frozenset(),
             stream: TextIO = sys.stderr) -> list[str]:
   """Runs every unfinished run, ``workers`` processes at a time.
 
@@ -141,8 +161,9 @@ def run_all(runs: Sequence[plan.Run], *, workers: int, configs_dir: str,
     replicas_at_most: train up to this many consecutive seeds of one grid
       point as one program (``config.replicas``); 1 trains each seed alone.
     ledger: where each finished run is also recorded (see ``ledger``).
-    sources: workdirs of runs whose predictions estimate another run's
-      transition matrix (``results.current``).
+    sources: workdirs of runs whose predictions another run reads;
+      label_sources: those of them whose predictions give another run's
+      labels (``results.current``).
 
   Returns:
     The failure messages (empty when every run finished). Once
@@ -156,10 +177,11 @@ def run_all(runs: Sequence[plan.Run], *, workers: int, configs_dir: str,
       stream.write(f"{label}{recorded} finished run(s) added to the ledger "
                    f"{ledger.path}\n")
   found = {r.workdir: results.read_result(r) for r in runs}
-  sources = sources | {r.transition_source for r in runs
-                       if r.transition_source}
+  sources = sources | {r.source for r in runs if r.source}
+  label_sources = label_sources | {r.labels_source for r in runs
+                                   if r.labels_source}
   todo = [r for r in runs if not results.current(r, found[r.workdir],
-                                                 sources)]
+                                                 sources, label_sources)]
   again = sum(found[r.workdir] is not None for r in todo)
   shown = progress.StudyProgress(len(runs), len(runs) - len(todo), workers,
                                  stream=stream)

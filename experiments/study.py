@@ -87,6 +87,11 @@ class Method:
       from the predictions on the training set of this other method's run
       with the same seed at its selected point, so this method's runs wait
       for that method's selection and runs.
+    labels_from: self-training: each run starts from the labels this other
+      method's run of the same seed (at its selected point) predicts for
+      the training set at its best validation epoch
+      (``label_state.initial``; soft or hard as the method's
+      ``label_state.initial_mode`` says), and waits for it as above.
   """
   name: str
   overrides: Overrides = dataclasses.field(default_factory=dict)
@@ -95,6 +100,13 @@ class Method:
   inherit_from: str | None = None
   inherit_keys: tuple[str, ...] = ()
   transition_from: str | None = None
+  labels_from: str | None = None
+
+  @property
+  def source(self) -> str | None:
+    """The method whose runs this one reads (``transition_from`` or
+    ``labels_from``), or None."""
+    return self.transition_from or self.labels_from
 
   def grid_in(self, setting: Setting | None) -> dict[str, Sequence[Any]]:
     """The grid this method tunes in ``setting`` (its values replaced by the
@@ -224,13 +236,19 @@ class Study:
             f"{m.inherit_from!r}, which must be another method, and then "
             f"has no grid of its own")
     for m in self.methods:
-      source = m.transition_from
-      if source is not None and (source not in names or self.method(
-          source).transition_from is not None):
+      if m.transition_from is not None and m.labels_from is not None:
         raise ValueError(
-            f"study {self.name!r}: method {m.name!r} estimates its transition "
-            f"matrix from {source!r}, which must be another method that does "
-            f"not estimate one itself")
+            f"study {self.name!r}: method {m.name!r} reads both a transition "
+            f"matrix and labels from other runs; give one of transition_from "
+            f"and labels_from")
+      source = m.source
+      if source is not None and (source not in names or self.method(
+          source).source is not None):
+        what = ("estimates its transition matrix" if m.transition_from
+                else "takes its labels")
+        raise ValueError(
+            f"study {self.name!r}: method {m.name!r} {what} from {source!r}, "
+            f"which must be another method that reads no other run itself")
     for s in self.settings:
       if isinstance(s.methods, str):
         raise ValueError(f"study {self.name!r}: setting {s.name!r} gives "
@@ -244,11 +262,11 @@ class Study:
         raise ValueError(f"study {self.name!r}: setting {s.name!r} does not "
                          f"run the baseline {self.baseline!r}")
       for m in self.methods_in(s):
-        needs = {m.inherit_from, m.transition_from} - {None} - runs
+        needs = {m.inherit_from, m.source} - {None} - runs
         if needs:
           raise ValueError(
               f"study {self.name!r}: setting {s.name!r} runs {m.name!r}, "
-              f"which takes its point or transition matrix from "
+              f"which takes its point, transition matrix or labels from "
               f"{sorted(needs)}: run those there too")
       untuned = set(s.grid) - {key for m in self.methods_in(s)
                                for key in m.grid}
@@ -319,12 +337,12 @@ class Study:
     if self.replicas < 1:
       raise ValueError(f"study {self.name!r}: replicas must be at least 1, "
                        f"got {self.replicas}")
-    estimated = [m.name for m in self.methods if m.transition_from]
+    estimated = [m.name for m in self.methods if m.source]
     if self.replicas > 1 and estimated:
       raise ValueError(
           f"study {self.name!r}: replicas={self.replicas}, but {estimated} "
-          f"train each seed alone (its transition matrix comes from its own "
-          f"seed's run), and seeds that share a split only pair with seeds "
+          f"train each seed alone (each reads its own seed's run of another "
+          f"method), and seeds that share a split only pair with seeds "
           f"that share it too: every method must train each seed alone")
     if self.metric not in ("accuracy", "map"):
       raise ValueError(f"study {self.name!r}: metric must be 'accuracy' or "

@@ -584,6 +584,60 @@ class StudyTest(TestCase):
       self._study(methods=(study_lib.Method("ce"),
                            study_lib.Method("fc", transition_from="fc")))
 
+  def test_self_training_starts_from_its_sources_predictions(self):
+    study = self._study(methods=(
+        study_lib.Method("ce", grid={"x": (1, 2)}),
+        study_lib.Method("st", {"label_state.initial_mode": "hard"},
+                         inherit_from="ce", inherit_keys=("x",),
+                         labels_from="ce")))
+    selected = {("a", "ce"): {"x": 2}}
+    final = plan.final_runs(study, "/r", selected)
+    (st, *_) = [r for r in final if r.method == "st"]
+    self.assertEqual((st.labels_source, st.transition_source, st.source),
+                     ("/r/a/ce/final/x=2/seed100", None,
+                      "/r/a/ce/final/x=2/seed100"))
+    self.assertEqual(st.workdir, "/r/a/st/final/x=2/labels_from_ce_x=2/"
+                     "seed100")
+    self.assertEqual(st.overrides["label_state.initial"],
+                     os.path.join(st.workdir, plan.LABELS_FILE))
+    self.assertTrue(all(r.overrides["save_train_probabilities"]
+                        for r in final if r.method == "ce"))
+    # A source restored from the ledger keeps no training-set predictions:
+    # it runs again before the run that reads them.
+    root = tempfile.mkdtemp()
+    source = dataclasses.replace(
+        next(r for r in final if r.method == "ce"),
+        workdir=os.path.join(root, "ce"))
+    done = {"phase": "final", "status": "done", "edition": results.EDITION}
+    self.assertTrue(results.current(source, done))
+    self.assertFalse(results.current(source, done, {source.workdir},
+                                     {source.workdir}))
+    os.makedirs(source.workdir)
+    probabilities = np.full((4, 3), 1 / 3)
+    np.save(os.path.join(source.workdir, contract.PROBABILITIES_BEST_FILE),
+            probabilities)
+    self.assertTrue(results.current(source, done, {source.workdir},
+                                    {source.workdir}))
+    reader = dataclasses.replace(st, workdir=os.path.join(root, "st"),
+                                 labels_source=source.workdir)
+    os.makedirs(reader.workdir)
+    runner._write_labels(reader)
+    np.testing.assert_array_equal(
+        np.load(os.path.join(reader.workdir, plan.LABELS_FILE)),
+        probabilities)
+    with self.assertRaisesRegex(FileNotFoundError, "holds no"):
+      runner._write_labels(dataclasses.replace(
+          reader, labels_source=os.path.join(root, "nowhere")))
+    with self.assertRaisesRegex(ValueError, "takes its labels"):
+      self._study(methods=(study_lib.Method("ce"),
+                           study_lib.Method("st", labels_from="st")))
+    with self.assertRaisesRegex(ValueError, "both a transition"):
+      self._study(methods=(study_lib.Method("ce"), study_lib.Method(
+          "st", labels_from="ce", transition_from="ce")))
+    with self.assertRaisesRegex(ValueError, "train each seed alone"):
+      self._study(replicas=2, methods=(
+          study_lib.Method("ce"), study_lib.Method("st", labels_from="ce")))
+
   def test_setting_method_overrides_win(self):
     setting = study_lib.Setting("a", "f.py", {"k": 1, "j": 1},
                                 method_overrides={"ce": {"k": 2}})
