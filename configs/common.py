@@ -135,6 +135,12 @@ def base_config() -> config_dict.ConfigDict:
       # n_max * ratio^(-c/(C-1)) examples (class 0 the largest); validation
       # and test keep their class sizes (train/data/datasets.py).
       imbalance_ratio=1.0,
+      # Which class takes which size of that profile: "" class 0 the
+      # largest, then 1, 2, ...; "seed" an order drawn from the split seed
+      # (each seed its own assignment of sizes to classes, so that a class's
+      # frequency and its identity come apart over seeds); or the class ids
+      # from largest to smallest, "3,7,0,...".
+      imbalance_order="",
       crop_padding=config_dict.placeholder(_INT),
       flip=config_dict.placeholder(_BOOL),
       # The loader's own options (datasets.load): None leaves them out.

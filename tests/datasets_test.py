@@ -176,6 +176,32 @@ class Mnist1dTest(parameterized.TestCase):
     self.assertFalse(np.array_equal(other.train_source_index,
                                     data.train_source_index))
 
+  def test_imbalance_order_assigns_the_sizes_to_other_classes(self):
+    profile = np.bincount(self.load(val_size=100, imbalance_ratio=10
+                                    ).train_y, minlength=10)
+    order = (3, 7, 0, 9, 1, 5, 2, 8, 4, 6)
+    data = self.load(val_size=100, imbalance_ratio=10,
+                     imbalance_order=",".join(map(str, order)))
+    counts = np.bincount(data.train_y, minlength=10)
+    # The k-th class named keeps the k-th size of the profile.
+    np.testing.assert_array_equal(counts[list(order)], profile)
+    by_seed = {}
+    for seed in (0, 1):
+      drawn = self.load(val_size=100, imbalance_ratio=10, seed=seed,
+                        imbalance_order="seed")
+      by_seed[seed] = np.argsort(-np.bincount(drawn.train_y, minlength=10),
+                                 kind="stable")
+      np.testing.assert_array_equal(
+          np.sort(np.bincount(drawn.train_y, minlength=10))[::-1], profile)
+      again = self.load(val_size=100, imbalance_ratio=10, seed=seed,
+                        imbalance_order="seed")
+      np.testing.assert_array_equal(again.train_y, drawn.train_y)
+    # Each seed its own order; the validation split does not move.
+    self.assertFalse(np.array_equal(by_seed[0], by_seed[1]))
+    for bad in ("1,2,3", "0,0,1,2,3,4,5,6,7,8", "first"):
+      with self.assertRaisesRegex(ValueError, "imbalance_order"):
+        self.load(val_size=100, imbalance_ratio=10, imbalance_order=bad)
+
   def test_imbalance_that_empties_a_class(self):
     # 66 training examples per class: at 1000, 66 * 1000^(-6/9) < 1, so
     # class 6 is the first left empty.

@@ -88,6 +88,8 @@ class ConvertTest(absltest.TestCase):
                    {"seed": 1}, {"dataset.num_samples": 2000},
                    {"dataset.name": "digits"},
                    {"dataset.imbalance_ratio": 10.0},
+                   {"dataset.imbalance_ratio": 10.0,
+                    "dataset.imbalance_order": "seed"},
                    {"dataset.image_size": 32}):
       self.assertNotEqual(convert.cache_key(tiny_config(**change)), key,
                           change)

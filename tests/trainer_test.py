@@ -172,12 +172,19 @@ class TrainerTest(parameterized.TestCase):
       ("below_one", 0.5, r"config.dataset.imbalance_ratio = 0.5: must be at "
        r"least 1"),
       ("empties_a_class", 1000.0, r"config.dataset: imbalance_ratio 1000 "
-       r"leaves class \d empty"))
+       r"leaves class \d empty"),
+      ("order_not_ids", "largest", r"config.dataset.imbalance_order = "
+       r"'largest': must be '', 'seed' or class ids"),
+      ("order_not_a_permutation", "1,2", r"config.dataset: imbalance_order "
+       r"'1,2' must be .* the 10 class ids"))
   def test_bad_imbalance_ratio_is_one_line(self, ratio, message):
     workdir = os.path.join(tempfile.mkdtemp(), "run")
+    overrides = ({"dataset.imbalance_ratio": ratio}
+                 if isinstance(ratio, float) else
+                 {"dataset.imbalance_ratio": 10.0,
+                  "dataset.imbalance_order": ratio})
     with self.assertRaisesRegex(errors.ConfigError, message):
-      trainer.train_and_evaluate(
-          tiny_config(**{"dataset.imbalance_ratio": ratio}), workdir)
+      trainer.train_and_evaluate(tiny_config(**overrides), workdir)
     self.assertFalse(os.path.exists(workdir))
 
   def test_encouraging_schedule_is_recorded(self):

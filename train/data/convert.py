@@ -74,6 +74,8 @@ def cache_key(config) -> str:
   d = config.dataset
   keyed = {k: d[k] for k in _KEYED}
   keyed["split_seed"] = config.seed if d.split_seed is None else d.split_seed
+  if d.imbalance_order:  # (absent by default: older caches keep their key)
+    keyed["imbalance_order"] = d.imbalance_order
   if d.name in datasets.OWN_DATA:
     keyed.update({k: d[k] for k in datasets.OWN_DATA_KEYS})
     keyed["files"] = datasets.fingerprint(d.name, path=d.path,

@@ -308,7 +308,7 @@ def split_indices(labels: np.ndarray, size: int, *, seed: int,
 def split_rows(labels: np.ndarray, *, val_size: int | float, seed: int,
                train_size: int | None = None, multi_label: bool = False,
                own_val: bool = False, imbalance_ratio: float = 1.0,
-               num_classes: int | None = None
+               imbalance_order: str = "", num_classes: int | None = None
                ) -> tuple[np.ndarray, np.ndarray]:
   """The source training set's rows kept for training and for validation.
 
@@ -350,7 +350,8 @@ def split_rows(labels: np.ndarray, *, val_size: int | float, seed: int,
                        f"is multi-label; a long tail needs single labels")
     kept = sampling.long_tail_choice(
         labels[rest], num_classes, imbalance_ratio,
-        np.random.default_rng((seed, LONG_TAIL_STREAM)))
+        np.random.default_rng((seed, LONG_TAIL_STREAM)),
+        sampling.long_tail_order(imbalance_order, num_classes, seed))
     rest = rest[kept]
   return rest, val
 
@@ -369,14 +370,15 @@ def load_options(config) -> dict:
   return dict(data_dir=d.data_dir, val_size=val_size,
               seed=config.seed if d.split_seed is None else d.split_seed,
               train_size=d.train_size, crop_padding=d.crop_padding,
-              flip=d.flip, imbalance_ratio=d.imbalance_ratio, **options)
+              flip=d.flip, imbalance_ratio=d.imbalance_ratio,
+              imbalance_order=d.imbalance_order, **options)
 
 
 def load(name: str, *, data_dir: str | None = None,
          val_size: int | float = 0.1, seed: int = 0,
          train_size: int | None = None, crop_padding: int | None = None,
          flip: bool | None = None, imbalance_ratio: float = 1.0,
-         **options) -> Dataset:
+         imbalance_order: str = "", **options) -> Dataset:
   """Loads a dataset by name (see ``DATASETS``) and splits off validation.
 
   Args:
@@ -396,6 +398,9 @@ def load(name: str, *, data_dir: str | None = None,
       rho^(-c/(C-1)))`` examples of class ``c`` (class 0 the largest,
       ``n_max`` the smallest class's count), picked by ``seed``; validation
       and test keep their class sizes. Single-label data only.
+    imbalance_order: which class takes which size:
+      ``sampling.long_tail_order`` (``""``: class 0 the largest; ``"seed"``:
+      an order drawn from ``seed``; or the class ids, largest first).
     **options: the loader's own options: ``num_samples`` (mnist1d),
       ``num_train``, ``num_test``, ``mosaic_seed`` (fashion_mnist_mosaic),
       ``download`` (tfds, fashion_mnist), ``image_size`` (tfds, clothing1m,
@@ -417,6 +422,7 @@ def load(name: str, *, data_dir: str | None = None,
                          train_size=train_size,
                          multi_label=source.multi_label, own_val=own_val,
                          imbalance_ratio=imbalance_ratio,
+                         imbalance_order=imbalance_order,
                          num_classes=len(source.class_names))
 
   def cut(values, kept):

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+# A long-tailed cut's class order drawn from a seed (``long_tail_order``)
+# comes from (split seed, this): the rows each class keeps are drawn apart
+# (``datasets.LONG_TAIL_STREAM``).
+LONG_TAIL_ORDER_STREAM = 3
+
 
 def apportion(total: int, weights: np.ndarray,
               rng: np.random.Generator) -> np.ndarray:
@@ -59,15 +64,46 @@ def long_tail_counts(available: np.ndarray, ratio: float) -> np.ndarray:
                   + 1e-9).astype(np.int64)
 
 
+def long_tail_order(order: str, num_classes: int, seed: int) -> np.ndarray:
+  """The classes from largest to smallest of a long-tailed cut.
+
+  Args:
+    order: ``""`` (``0, 1, ..., C-1``), ``"seed"`` (a permutation drawn from
+      ``seed``) or the class ids, comma-separated (``"3,7,0,..."``).
+    num_classes: ``C``.
+    seed: the split seed, for ``"seed"``.
+
+  Raises:
+    ValueError: ids that are not a permutation of ``0..C-1``.
+  """
+  if not order:
+    return np.arange(num_classes)
+  if order == "seed":
+    return np.random.default_rng((seed, LONG_TAIL_ORDER_STREAM)).permutation(
+        num_classes)
+  try:
+    ids = np.array([int(x) for x in order.split(",")])
+  except ValueError:
+    ids = None
+  if ids is None or sorted(ids.tolist()) != list(range(num_classes)):
+    raise ValueError(f"imbalance_order {order!r} must be '', 'seed' or the "
+                     f"{num_classes} class ids 0..{num_classes - 1}, each "
+                     f"once, from largest to smallest")
+  return ids
+
+
 def long_tail_choice(labels: np.ndarray, num_classes: int, ratio: float,
-                     rng: np.random.Generator) -> np.ndarray:
+                     rng: np.random.Generator,
+                     order: np.ndarray | None = None) -> np.ndarray:
   """Rows of a long-tailed subset: ``long_tail_counts`` of each class.
 
   Args:
     labels: int class of each row ``[N]``.
-    num_classes: ``C``; class ``c`` keeps ``n_c`` rows, picked at random.
+    num_classes: ``C``; class ``order[k]`` keeps ``n_k`` rows, picked at
+      random.
     ratio: ``n_0 / n_{C-1}``, at least 1.
     rng: the generator that makes the choice.
+    order: the classes from largest to smallest (None: ``0, 1, ...``).
 
   Returns:
     The picked rows, sorted.
@@ -77,6 +113,8 @@ def long_tail_choice(labels: np.ndarray, num_classes: int, ratio: float,
   """
   available = np.bincount(labels, minlength=num_classes)
   counts = long_tail_counts(available, ratio)
+  if order is not None:
+    counts = counts[np.argsort(order)]  # class order[k] keeps n_k
   if available.min() < 1:
     raise ValueError(f"imbalance_ratio {ratio:g}: class "
                      f"{int(np.argmin(available))} has no training example")

@@ -64,6 +64,12 @@ def check(config) -> None:
     raise ConfigError.of("dataset.imbalance_ratio", ratio,
                          "must be at least 1 (1: balanced; 10, 100: the "
                          "largest class 10 or 100 times the smallest)")
+  order = config.dataset.imbalance_order
+  if order and order != "seed" and not all(
+      part.strip().isdigit() for part in order.split(",")):
+    raise ConfigError.of("dataset.imbalance_order", order,
+                         "must be '', 'seed' or class ids largest first, "
+                         "e.g. '3,7,0,...'")
   d = config.dataset
   if d.pipeline not in PIPELINES:
     raise ConfigError.of("dataset.pipeline", d.pipeline,
