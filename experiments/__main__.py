@@ -112,9 +112,11 @@ def _unmatched(study, root, ledger) -> int:
              for workdir, phase in recorded.items())
 
 
-def _outlook(study, root, workers) -> tuple[str, frozenset[str]]:
+def _outlook(study, root, workers, replicas
+             ) -> tuple[str, tuple[frozenset[str], frozenset[str]]]:
   """What is left to run, by phase, with its estimated process time; and
-  the workdirs whose predictions estimate another run's T."""
+  the workdirs whose predictions another run reads (all, and those that
+  give labels)."""
   selected, _ = _selected(study, root)
   tune = plan.tune_runs(study, root, selected)
   final = plan.final_runs(study, root, selected,
@@ -128,7 +130,7 @@ def _outlook(study, root, workers) -> tuple[str, frozenset[str]]:
   for phase, runs in (("tune", tune), ("final", final)):
     todo = [r for r in runs
             if not results.current(r, found[r.workdir], sources,
-                                   label_sources)]
+                                   label_sources, replicas)]
     later = [r for r in waiting if r.phase == phase]
     total += todo + later
     again = sum(found[r.workdir] is not None for r in todo)
@@ -194,7 +196,7 @@ def _run_study(log) -> list[str]:
   common = dict(workers=_WORKERS.value, configs_dir=study_files.CONFIGS_DIR,
                 metric=study.metric, replicas_at_most=replicas, ledger=ledger)
   outlook, (common["sources"], common["label_sources"]) = _outlook(
-      study, root, _WORKERS.value)
+      study, root, _WORKERS.value, replicas)
   if _DRY_RUN.value:
     tune = plan.tune_runs(study, root, _selected(study, root)[0])
     done = sum(results.read_result(r) is not None for r in tune)

@@ -50,6 +50,27 @@ def replica_groups(runs: Sequence[plan.Run], most: int
   return groups
 
 
+def seeds_used(group: Sequence[plan.Run]) -> list[dict[str, int]]:
+  """What each run of ``group`` draws from which seed, as ``train`` does.
+
+  The validation split comes from ``dataset.split_seed`` (default: the
+  program's seed, the group's first), shared by every replica; replica r's
+  noise from ``(noise.seed or first) + r`` (replica 0's with
+  ``noise.shared_across_replicas``) and its initialisation and data order
+  from ``first + r`` (``training_data.load``, ``epochs.fresh_state``).
+
+  Returns:
+    One ``{"split", "noise", "init"}`` a run of the group, in its order.
+  """
+  first = group[0]
+  options = group_run(group).overrides
+  split = options.get("dataset.split_seed", first.seed)
+  noise = options.get("noise.seed") or first.seed
+  shared = options.get("noise.shared_across_replicas", False)
+  return [{"split": split, "noise": noise + (0 if shared else r),
+           "init": first.seed + r} for r in range(len(group))]
+
+
 def _groups(run: plan.Run) -> bool:
   """Whether ``run`` may train as a replica of a group.
 

@@ -33,7 +33,8 @@ EDITION = 2
 
 def current(run: plan.Run, result: dict[str, Any] | None,
             sources: frozenset[str] | set[str] = frozenset(),
-            label_sources: frozenset[str] | set[str] = frozenset()) -> bool:
+            label_sources: frozenset[str] | set[str] = frozenset(),
+            replicas: int = 1) -> bool:
   """Whether ``run``'s result needs nothing more of this edition.
 
   A run without a result is not current. A result of an older edition is
@@ -45,9 +46,15 @@ def current(run: plan.Run, result: dict[str, Any] | None,
   training-set predictions give another run's labels (its workdir in
   ``label_sources``) is current only while its workdir holds them (a run
   restored from the ledger does not: the ledger keeps no predictions of
-  the training set).
+  the training set). A final run trained as a replica of a group (sharing
+  its first seed's validation split) is not current where the study now
+  trains at most ``replicas = 1`` seed a program: its final seeds must each
+  draw their own split.
   """
   if result is None:
+    return False
+  if (run.phase == "final" and replicas == 1
+      and (result.get("trained_as") or {}).get("replicas", 1) > 1):
     return False
   if result.get("status") == "diverged":
     return True
@@ -219,7 +226,7 @@ def collect(study: study_lib.Study, root: str) -> Collected:
     c.wall_seconds += result["wall_seconds"]
     c.replicas = max(c.replicas,
                      result.get("trained_as", {}).get("replicas", 1))
-    if not current(run, result):
+    if not current(run, result, replicas=study.replicas):
       c.stale.setdefault(pair, set()).add(run.seed)
     if result["scores"] is None:
       c.diverged.setdefault(pair, set()).add(run.seed)

@@ -180,8 +180,8 @@ def run_all(runs: Sequence[plan.Run], *, workers: int, configs_dir: str,
   sources = sources | {r.source for r in runs if r.source}
   label_sources = label_sources | {r.labels_source for r in runs
                                    if r.labels_source}
-  todo = [r for r in runs if not results.current(r, found[r.workdir],
-                                                 sources, label_sources)]
+  todo = [r for r in runs if not results.current(
+      r, found[r.workdir], sources, label_sources, replicas_at_most)]
   again = sum(found[r.workdir] is not None for r in todo)
   shown = progress.StudyProgress(len(runs), len(runs) - len(todo), workers,
                                  stream=stream)

@@ -1091,6 +1091,13 @@ class RunnerTest(TestCase):
     self.assertTrue(results.current(final, {**old, "edition":
                                             results.EDITION}))
     self.assertTrue(results.current(final, {**old, "status": "diverged"}))
+    # A final seed trained as a replica shares its group's split: it runs
+    # again where the study trains each seed alone.
+    grouped = {**old, "edition": results.EDITION,
+               "trained_as": {"workdir": "g", "replica": 1, "replicas": 5}}
+    self.assertFalse(results.current(final, grouped))
+    self.assertTrue(results.current(final, grouped, replicas=5))
+    self.assertTrue(results.current(tune, {**grouped, "phase": "tune"}))
     # A tune run: only where another run estimates its T from it.
     self.assertTrue(results.current(tune, old))
     self.assertFalse(results.current(tune, old, {tune.workdir}))
@@ -1421,16 +1428,23 @@ class RealStudiesTest(TestCase):
       unique = {}
       for run in runs:
         self.assertEqual(run.overrides["seed"], run.seed)
-        key = (run.config, run.transition_source is None, sorted(
+        key = (run.config, run.source is None, sorted(
             (k, repr(v)) for k, v in run.overrides.items()
-            if k not in ("seed", "loss.transition_matrix")))
+            if k not in ("seed", "loss.transition_matrix",
+                         "label_state.initial")))
         unique.setdefault(repr(key), run)
+      labels_file = os.path.join(tempfile.mkdtemp(), "l.npy")
+      np.save(labels_file, np.full((4, 10), 0.1))
       for run in unique.values():
         with self.subTest(study=name, workdir=run.workdir):
+          # A transition matrix or labels read from another run are written
+          # just before the run starts.
           if run.transition_source is not None:
-            # The estimate is written just before the run starts.
             run = dataclasses.replace(run, overrides={
                 **run.overrides, "loss.transition_matrix": "identity"})
+          if run.labels_source is not None:
+            run = dataclasses.replace(run, overrides={
+                **run.overrides, "label_state.initial": labels_file})
           config = run.config_dict(study_files.CONFIGS_DIR)
           settings.check_config(config, num_devices=1)
           # The loss is validated where it is built, on the data (once for
@@ -1446,6 +1460,21 @@ class RealStudiesTest(TestCase):
                 draws=[noise.NoisyLabels(labels, labels, 0.0, None)])
             built.add(loss_key)
           self.assertEqual(config.seed, run.seed)
+
+
+  def test_replicas_share_the_first_seeds_split(self):
+    runs = [plan.Run("final", "a", "m", {}, seed, "f.py", {"seed": seed},
+                     f"/r/{seed}") for seed in (100, 101, 102)]
+    (group,) = replicas.replica_groups(runs, 3)
+    self.assertEqual(replicas.seeds_used(group), [
+        {"split": 100, "noise": 100 + r, "init": 100 + r} for r in range(3)])
+    shared = [dataclasses.replace(r, overrides={
+        **r.overrides, "noise.shared_across_replicas": True,
+        "noise.seed": 7}) for r in runs]
+    self.assertEqual([s["noise"] for s in replicas.seeds_used(shared)],
+                     [7, 7, 7])
+    self.assertEqual([s["split"] for s in replicas.seeds_used(runs[:1])],
+                     [100])
 
 
 class SummaryTest(TestCase):
