@@ -130,9 +130,9 @@ def _numbers(plain: str) -> list[tuple[re.Match[str], float, bool, int]]:
     after = plain[m.end():m.end() + 2]
     if sign and before.isdigit():
       sign = None  # a range's dash: 0.03-0.3
-    elif before.isalnum() or before in "_.\u00d7":
+    elif before.isalnum() or before and before in "_.\u00d7":
       continue  # a name: MNIST-1D, CIFAR-10, x_2
-    if after[:1].isalpha() or after[:1] in "_\u00d7" or (
+    if after[:1].isalpha() or after[:1] and after[:1] in "_\u00d7" or (
         after[:1] == "-" and after[1:2].isalpha()):
       continue  # a name: 3x3, 56×56, 4-5x, 1-D
     value = _value(m)
@@ -187,14 +187,18 @@ def quoted(text: str, path: str, first_line: int = 1) -> list[Quote]:
   score = [kind != "number" or bool(
       g[0][0].group("decimals") or g[0][0].group("exponent")
       or _SCORE_UNIT.match(plain, g[-1][0].end())) for kind, g in groups]
-  for i in range(len(groups) - 1, 0, -1):
-    (kind_a, a), (kind_b, b) = groups[i - 1], groups[i]
-    between = plain[a[-1][0].end():b[0][0].start("digits")]
-    if kind_a == kind_b == "number" or kind_b == "p" and kind_a == "number":
-      if _RANGE.fullmatch(between):
-        score[i - 1] = score[i - 1] or score[i]
-        if kind_b == "p":
-          groups[i - 1] = ("p", a)
+  def is_range(i):  # groups i and i + 1, numbers both, are a range
+    (kind_a, a), (kind_b, b) = groups[i], groups[i + 1]
+    return kind_b == "number" and kind_a in ("number", "p") and \
+        _RANGE.fullmatch(plain[a[-1][0].end():b[0][0].start("digits")])
+
+  for i in range(len(groups) - 1):
+    if groups[i][0] == "p" and is_range(i):
+      groups[i + 1] = ("p", groups[i + 1][1])
+      score[i + 1] = True
+  for i in range(len(groups) - 2, -1, -1):
+    if is_range(i):
+      score[i] = score[i] or score[i + 1]
   sentences = _sentences(text)
   starts = [start for start, _ in sentences]
   out = []
@@ -596,6 +600,21 @@ def verdict_errors(text: str, holdings_of: Mapping[str, Holdings], path: str,
           sum(len(q.values) for q in quotes))
 
 
+def committed_study(name: str) -> tuple[study_lib.Study, str, Holdings]:
+  """Study ``name``, its committed page's text, and what its committed
+  ledger, its page's generated parts and the tables of
+  ``docs/results/README.md`` hold."""
+  with open(os.path.join(study_files.RESULTS_DIR, "README.md")) as f:
+    tables = _GENERATED.findall(f.read())
+  study = study_files.load(name)
+  with open(study_files.ledger_path(name)) as f:
+    entries = [json.loads(line)["result"] for line in f]
+  with open(os.path.join(study_files.RESULTS_DIR, f"{name}.md")) as f:
+    page = f.read()
+  return study, page, holdings(study, entries,
+                               [page_generated(study, page), *tables])
+
+
 def committed() -> tuple[list[str], dict[str, int]]:
   """Every unsupported quote of the committed prose (each study's page,
   ``docs/results/README.md``, the README's verdict lines) and every stale
@@ -603,20 +622,12 @@ def committed() -> tuple[list[str], dict[str, int]]:
   marks = read_marks(os.path.join(study_files.REPO_DIR, MARKS))
   with open(os.path.join(study_files.RESULTS_DIR, "README.md")) as f:
     readme = f.read()
-  tables = _GENERATED.findall(readme)
   errors, counts, held = [], {}, {}
   for name in study_files.names():
-    ledger = study_files.ledger_path(name)
-    if not os.path.exists(ledger):
+    if not os.path.exists(study_files.ledger_path(name)):
       continue
-    study = study_files.load(name)
-    with open(ledger) as f:
-      entries = [json.loads(line)["result"] for line in f]
+    study, page, held[name] = committed_study(name)
     path = f"docs/results/{name}.md"
-    with open(os.path.join(study_files.REPO_DIR, path)) as f:
-      page = f.read()
-    held[name] = holdings(study, entries,
-                          [page_generated(study, page), *tables])
     found, counts[path] = page_errors(study, page, held[name], path, marks)
     errors += found
   found, counts["docs/results/README.md"] = readme_errors(
@@ -626,8 +637,7 @@ def committed() -> tuple[list[str], dict[str, int]]:
     found, counts["README.md"] = verdict_errors(f.read(), held, "README.md",
                                                 marks)
   errors += found
-  files = set(counts)
   errors += [f"{MARKS}:{m.line}: {m.path!r} is no file whose prose is "
-             f"checked ({sorted(files)})" for m in marks
-             if m.path not in files]
+             f"checked ({sorted(counts)})" for m in marks
+             if m.path not in counts]
   return errors, counts
