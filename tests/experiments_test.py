@@ -8,6 +8,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,12 +21,15 @@ from absl.testing import absltest
 from experiments import __main__ as cli
 from experiments import across_studies
 from experiments import examples
+from experiments import holdings
 from experiments import intervals
 from experiments import ledger as ledger_lib
 from experiments import overview
 from experiments import plan
 from experiments import progress
+from experiments import prose
 from experiments import protocol
+from experiments import quotes
 from experiments import replicas
 from experiments import results
 from experiments import runner
@@ -222,6 +226,16 @@ class ToyStudyTest(TestCase):
     self.assertLen(entries, 10)  # 3 + 1 tune runs, 6 finals
     self.assertEqual(sorted(e["result"]["phase"] for e in entries
                             if "test_predictions" in e), ["final"] * 6)
+    # The prose check on the toy's ledger and page: a number its runs hold
+    # passes, one they do not fails.
+    held = holdings.holdings(study_files.load(TOY),
+                          [e["result"] for e in entries], [page])
+    ce = np.mean([float(r["test_at_val"]) for r in rows
+                  if r["method"] == "ce"])
+    (error,) = prose.unsupported(quotes.quoted(
+        f"CE scores {100 * ce:.2f} % on 2 seeds, not 101.5 %.", "toy.md"),
+                                 {"toy": held})
+    self.assertStartsWith(error, "toy.md:1: '101.5' is held nowhere")
 
     # Three independent continuations, at once:
     # (1) A finished study runs nothing again; a run without its result
@@ -946,13 +960,21 @@ class RunnerTest(TestCase):
         "dataset.path": "/data/mine.npz"})
 
   def test_committed_ledgers_name_no_absolute_path(self):
+    # Any JSON string that starts at the root or a home folder, wherever
+    # it sits (a value, a list's item, a key).
+    absolute = re.compile(r'"(?:/|~/)[^"]*"')
     ledgers = glob.glob(os.path.join(study_files.RESULTS_DIR, "runs",
                                      "*.jsonl"))
-    self.assertNotEmpty(ledgers)
+    self.assertLen(ledgers, 2 * len(study_files.names()))
     for path in ledgers:
       with open(path) as f:
         for number, line in enumerate(f, 1):
-          self.assertNotRegex(line, r'": "/', f"{path}:{number}")
+          self.assertIsNone(absolute.search(line), f"{path}:{number}")
+    # The pattern finds a path however it is held.
+    for held in ('{"w": "/work/x"}', '{"w": ["a", "/tmp/x"]}',
+                 '{"/work/x": 1}', '{"w":"~/x"}'):
+      self.assertIsNotNone(absolute.search(held), held)
+    self.assertIsNone(absolute.search('{"w": "s/fc/final/seed1", "d": 1}'))
 
   def test_a_newer_edition_in_the_ledger_replaces_an_older_local_result(self):
     # A study run here in the first edition, rerun elsewhere in the second
