@@ -2,15 +2,15 @@
 
 A loss module states ``parts(logits, targets, **hyperparameters) -> (value,
 gradient)`` and calls :func:`softmax_loss` / :func:`softmax_gradient` or
-:func:`elementwise_loss` / :func:`elementwise_gradient` with it; an
-elementwise loss's docstring takes the Args its family shares from
-:func:`elementwise_docstring`. These check
+:func:`elementwise_loss` / :func:`elementwise_gradient` with it. These check
 the inputs in Python (errors that name the argument), move the class axis
 last, split ``where`` by the one mask rule (:func:`_inputs.split_where`),
 compute half precision in float32 and return the input's dtype. The work
 runs in one jitted core per family, compiled once per ``parts`` and input
 shape; the hyperparameters are traced arguments, so a new value never
-recompiles.
+recompiles. The Args every elementwise loss shares (``logits``, ``labels``,
+``where``) are described once, here, and written into each loss's docstring
+by :func:`elementwise_docstring`.
 """
 
 from __future__ import annotations
