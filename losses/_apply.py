@@ -8,12 +8,16 @@ last, split ``where`` by the one mask rule (:func:`_inputs.split_where`),
 compute half precision in float32 and return the input's dtype. The work
 runs in one jitted core per family, compiled once per ``parts`` and input
 shape; the hyperparameters are traced arguments, so a new value never
-recompiles.
+recompiles. The Args every elementwise loss shares (``logits``, ``labels``,
+``where``) are described once, here, and written into each loss's docstring
+by :func:`elementwise_docstring`.
 """
 
 from __future__ import annotations
 
 import functools
+import re
+import textwrap
 from typing import Any
 
 import jax
@@ -177,3 +181,36 @@ def elementwise_gradient(parts: Parts, logits, labels, *, where,
   logits, targets, where, dtype = _prepare_elementwise(logits, labels, where)
   return _elementwise_gradient_core(parts, logits, targets, where,
                                     hyper).astype(dtype)
+
+
+# The arguments every elementwise loss takes, described once beside the code
+# that gives them their meaning. A loss's docstring names them by a line of
+# their own in its Args, ``{logits, labels}`` (first) and ``{where}`` (last);
+# :func:`elementwise_docstring` writes them out, so ``help`` shows the whole.
+_ELEMENTWISE_ARGS = {
+    "logits, labels": """\
+logits: ``[...]`` float logits (half precision is computed in float32
+  and the loss returned in the logits' dtype).
+labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``),
+  broadcastable to ``logits.shape``.""",
+    "where": """\
+where: optional boolean mask, per example (``logits.shape[:-1]``) or
+  per element (broadcastable to ``logits.shape``); masked elements give
+  0 and zero gradient (the rule in :mod:`losses`).""",
+}
+_ARGS_LINE = re.compile(r"^( *)\{([a-z, ]+)\}$", re.MULTILINE)
+
+
+def elementwise_docstring(loss):
+  """``loss``, its docstring's ``{logits, labels}`` and ``{where}`` written out.
+
+  A decorator: the function itself is returned, its ``__doc__`` completed.
+  """
+  def written_out(line):
+    indent, name = line.groups()
+    if name not in _ELEMENTWISE_ARGS:
+      raise KeyError(f"{loss.__name__}'s docstring names `{{{name}}}`; "
+                     f"allowed: {sorted(_ELEMENTWISE_ARGS)}")
+    return textwrap.indent(_ELEMENTWISE_ARGS[name], indent)
+  loss.__doc__ = _ARGS_LINE.sub(written_out, loss.__doc__)
+  return loss

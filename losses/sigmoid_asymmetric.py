@@ -90,6 +90,7 @@ def _asl_hyper(gamma_pos, gamma_neg, clip, prediction_as_constant):
               prediction_as_constant=jnp.asarray(prediction_as_constant, bool))
 
 
+@_apply.elementwise_docstring
 def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
                             clip=0.05, prediction_as_constant=False,
                             where=None) -> jax.Array:
@@ -126,10 +127,7 @@ def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
     loss = -(t * w_pos * jnp.log(p) + (1 - t) * w_neg * jnp.log(1 - p_m))
 
   Args:
-    logits: ``[...]`` float logits (half precision is computed in float32
-      and the loss returned in the logits' dtype).
-    labels: multi-hot targets (bool, int or float in ``[0, 1]``),
-      broadcastable to ``logits.shape``.
+    {logits, labels}
     gamma_pos: ``gamma_+`` ``>= 0``, focusing of positives (default 1.0,
       the official ``AsymmetricLoss``'s; the single-label version's official
       default is 0); traced.
@@ -145,12 +143,10 @@ def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
       official behaviour: ``AsymmetricLossOptimized`` defaults to False, and
       ``AsymmetricLoss`` has the statements that honour its True default
       commented out, so both differentiate the weights.
-    where: optional boolean mask, per example (``logits.shape[:-1]``) or
-      per element (broadcastable to ``logits.shape``); masked elements give
-      0 and zero gradient (the rule in :mod:`losses`).
+    {where}
 
   Returns:
-    ``logits.shape`` loss per element, in the logits' dtype.
+    ``logits.shape``: each element's ASL, in the logits' dtype.
 
   References:
     Ridnik et al., Asymmetric Loss For Multi-Label Classification, ICCV 2021;

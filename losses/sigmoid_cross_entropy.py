@@ -34,6 +34,7 @@ def _binary_cross_entropy(z, t):
   return value, (1.0 - t) * jax.nn.sigmoid(z) - t * jax.nn.sigmoid(-z)
 
 
+@_apply.elementwise_docstring
 def sigmoid_binary_cross_entropy(logits, labels, *, where=None) -> jax.Array:
   r"""Binary cross entropy on sigmoid probabilities, per element.
 
@@ -56,16 +57,12 @@ def sigmoid_binary_cross_entropy(logits, labels, *, where=None) -> jax.Array:
     loss = -(t * jnp.log(p) + (1 - t) * jnp.log(1 - p))
 
   Args:
-    logits: ``[...]`` float logits (half precision is computed in float32
-      and the loss returned in the logits' dtype).
-    labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``),
-      broadcastable to ``logits.shape``.
-    where: optional boolean mask, per example (``logits.shape[:-1]``) or
-      per element (broadcastable to ``logits.shape``); masked elements give
-      0 and zero gradient (the rule in :mod:`losses`).
+    {logits, labels}
+    {where}
 
   Returns:
-    ``logits.shape`` loss per element, in the logits' dtype.
+    ``logits.shape``: each element's binary cross entropy, in the logits'
+    dtype.
 
   References:
     Bishop, Pattern Recognition and Machine Learning, §4.3.2, 2006.

@@ -33,6 +33,7 @@ def _encouraging(z, t, *, bonus_weight, log_end, floor):
       z, t)
 
 
+@_apply.elementwise_docstring
 def sigmoid_encouraging_loss(logits, labels, *, bonus_weight=1.0,
                              log_end=0.75, floor=1e-5, where=None
                              ) -> jax.Array:
@@ -68,10 +69,7 @@ def sigmoid_encouraging_loss(logits, labels, *, bonus_weight=1.0,
     loss = t * side(p) + (1 - t) * side(1 - p)
 
   Args:
-    logits: ``[...]`` float logits (half precision is computed in float32
-      and the loss returned in the logits' dtype).
-    labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``),
-      broadcastable to ``logits.shape``.
+    {logits, labels}
     bonus_weight: ``rho`` (default 1.0); traced, a schedule never
       recompiles. 0 gives BCE.
     log_end: ``LE`` in ``(0, 1]`` (default 0.75, the official code's);
@@ -80,12 +78,11 @@ def sigmoid_encouraging_loss(logits, labels, *, bonus_weight=1.0,
     floor: lower bound on ``1 - p`` inside the log, in ``[0, 1)`` (default
       1e-5 as in the official code: below it the bonus is constant, zero
       gradient); 0 removes it.
-    where: optional boolean mask, per example (``logits.shape[:-1]``) or
-      per element (broadcastable to ``logits.shape``); masked elements give
-      0 and zero gradient (the rule in :mod:`losses`).
+    {where}
 
   Returns:
-    ``logits.shape`` loss per element, in the logits' dtype.
+    ``logits.shape``: each element's loss, BCE plus bonus, in the logits'
+    dtype.
 
   References:
     Zhao et al., Well-classified Examples are Underestimated in

@@ -31,6 +31,7 @@ def _focal_hyper(alpha, gamma):
   return dict(gamma=_inputs.as_float(gamma), **_alpha_weights(alpha))
 
 
+@_apply.elementwise_docstring
 def sigmoid_focal_loss(logits, labels, *, alpha=None, gamma=2.0, where=None
                        ) -> jax.Array:
   r"""Sigmoid focal loss, per element.
@@ -60,21 +61,16 @@ def sigmoid_focal_loss(logits, labels, *, alpha=None, gamma=2.0, where=None
              + (1 - t) * a_neg * p ** gamma * jnp.log(1 - p))
 
   Args:
-    logits: ``[...]`` float logits (half precision is computed in float32
-      and the loss returned in the logits' dtype).
-    labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``),
-      broadcastable to ``logits.shape``.
+    {logits, labels}
     alpha: weight of positives in ``[0, 1]`` (negatives get ``1 - alpha``);
       ``None`` (default, as optax's function of the same name) weighs both
       1. The paper recommends 0.25 with ``gamma = 2`` for detection.
     gamma: focusing parameter ``>= 0`` (default 2.0); traced, a schedule
       never recompiles. 0 with ``alpha=None`` gives BCE.
-    where: optional boolean mask, per example (``logits.shape[:-1]``) or
-      per element (broadcastable to ``logits.shape``); masked elements give
-      0 and zero gradient (the rule in :mod:`losses`).
+    {where}
 
   Returns:
-    ``logits.shape`` loss per element, in the logits' dtype.
+    ``logits.shape``: each element's focal loss, in the logits' dtype.
 
   References:
     Lin et al., Focal Loss for Dense Object Detection, ICCV 2017.

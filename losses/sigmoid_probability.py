@@ -34,6 +34,7 @@ def _absolute_error(z, t):
   return jnp.abs(r), jnp.sign(r) * slope
 
 
+@_apply.elementwise_docstring
 def sigmoid_squared_error(logits, labels, *, where=None) -> jax.Array:
   r"""Squared error between the sigmoid probability and the target.
 
@@ -50,16 +51,11 @@ def sigmoid_squared_error(logits, labels, *, where=None) -> jax.Array:
     loss = (jax.nn.sigmoid(z) - t) ** 2
 
   Args:
-    logits: ``[...]`` float logits (half precision is computed in float32
-      and the loss returned in the logits' dtype).
-    labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``),
-      broadcastable to ``logits.shape``.
-    where: optional boolean mask, per example (``logits.shape[:-1]``) or
-      per element (broadcastable to ``logits.shape``); masked elements give
-      0 and zero gradient (the rule in :mod:`losses`).
+    {logits, labels}
+    {where}
 
   Returns:
-    ``logits.shape`` loss per element, in the logits' dtype.
+    ``logits.shape``: each element's squared error, in the logits' dtype.
 
   References:
     Ghosh et al., Robust Loss Functions under Label Noise for Deep Neural
@@ -80,6 +76,7 @@ def sigmoid_squared_error_steepness(p) -> tuple[jax.Array, jax.Array]:
   return jnp.square(1.0 - p), -2.0 * (1.0 - p)
 
 
+@_apply.elementwise_docstring
 def sigmoid_absolute_error(logits, labels, *, where=None) -> jax.Array:
   r"""Absolute error between the sigmoid probability and the target.
 
@@ -97,16 +94,12 @@ def sigmoid_absolute_error(logits, labels, *, where=None) -> jax.Array:
     loss = jnp.abs(jax.nn.sigmoid(z) - t)
 
   Args:
-    logits: ``[...]`` float logits (half precision is computed in float32
-      and the loss returned in the logits' dtype).
-    labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``),
-      broadcastable to ``logits.shape``.
-    where: optional boolean mask, per example (``logits.shape[:-1]``) or
-      per element (broadcastable to ``logits.shape``); masked elements give
-      0 and zero gradient (the rule in :mod:`losses`).
+    {logits, labels}
+    {where}
 
   Returns:
-    ``logits.shape`` loss per element, in the logits' dtype.
+    ``logits.shape``: each element's absolute error ``|p - t|``, in the
+    logits' dtype.
 
   References:
     Ghosh et al., Robust Loss Functions under Label Noise for Deep Neural

@@ -14,6 +14,7 @@ formulas.
 from __future__ import annotations
 
 import inspect
+import re
 import textwrap
 from typing import Any, Callable
 
@@ -173,6 +174,16 @@ class EveryLossTest(absltest.TestCase):
     self.assertEmpty(missing, "no 'Plain form ...::' block in the docstring")
     for name in names:
       self.assertIn("loss = ", plain_form(getattr(losses, name)), name)
+
+  def test_sigmoid_losses_document_every_argument(self):
+    # Their shared Args are written in by _apply.elementwise_docstring.
+    names = [n for n in public_losses() if n.startswith("sigmoid_")]
+    self.assertLen(names, 6)
+    for name in names:
+      loss = getattr(losses, name)
+      args = inspect.getdoc(loss).split("\nArgs:\n")[1].split("\n\n")[0]
+      self.assertEqual(re.findall(r"^  (\w+):", args, re.MULTILINE),
+                       list(inspect.signature(loss).parameters), name)
 
 
 def _plain_form_tests(cases):
