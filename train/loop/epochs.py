@@ -79,7 +79,7 @@ class _Run:
 
   Every array of the run has a leading replica axis (``config.replicas``
   seeds trained as one program, ``R = 1`` without replicas), split along the
-  mesh's ``'replica'`` axis; the steps are ``vmap``ped over it.
+  mesh's ``'replica'`` axis (``steps`` says how the step treats it).
   """
 
   def __init__(self, settings: settings_lib.Settings, workdir: str, *,
