@@ -195,7 +195,7 @@ def at_best(records, select, report):
 
 def replica_mean(record: Mapping[str, Any]) -> dict[str, Any]:
   """A record of ``R > 1`` replicas with each per-replica list averaged."""
-  if record.get("replicas", 1) == 1:
+  if single(record.get("replicas", 1)):
     return dict(record)
   out = {}
   for key, value in record.items():
