@@ -136,19 +136,16 @@ def measure_loop(examples: int, rounds: int) -> None:
       jax.block_until_ready(state)
       loop = time.perf_counter() - start
       # The run's own compiled step, back to back.
-      state, label_state = compiled.leave_replicas((state, label_state))
-      leaves, structure = jax.tree.flatten(state)
-      inputs = [x for _, x in run._epoch_inputs(epoch, compiled)]
-      sums = compiled.zero_sums()
-      jax.block_until_ready((leaves, label_state, sums))
+      train_step = compiled.train_step
+      inputs = list(run.input.train_batches(epoch))
+      carry = train_step.enter(state, label_state, compiled.zero_sums())
+      jax.block_until_ready(carry)
       start = time.perf_counter()
-      for x in inputs:
-        leaves, label_state, sums = compiled.train_step(leaves, label_state,
-                                                        sums, *x)
-      jax.block_until_ready(sums)
+      for count, args in inputs:
+        carry = train_step(carry, args, count)
+      jax.block_until_ready(carry[2])
       step = time.perf_counter() - start
-      state = jax.tree.unflatten(structure, leaves)
-      state, label_state = compiled.enter_replicas((state, label_state))
+      state, label_state, _ = train_step.leave(carry)
       calls[:] = [len(inputs)]
       if r:  # the first round warms up
         readings["loop"].append(loop / len(inputs))

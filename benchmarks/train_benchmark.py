@@ -90,6 +90,7 @@ from train import models
 from train import sharding
 from train.data import convert
 from train.data import datasets
+from train.data import device_input
 from train.data import host_memory
 from train.data import pipeline
 from train.data import training_data
@@ -267,20 +268,31 @@ def measure_model(name: str, batch: int, num_steps: int, repeats: int, *,
         classifier=classifier,
         loss=loss_registry.build(loss_name, {}, num_classes=num_classes),
         family=loss_registry.spec(loss_name).family, optimizer=optimizer,
-        hparam_schedules={}, mesh=mesh, crop_padding=augment[0],
-        flip=augment[1], record=history > 0,
+        hparam_schedules={}, mesh=mesh, record=history > 0,
         # As the trainer does for a loss that never relabels.
         integer_labels=history == 0, num_classes=num_classes)
-    ls = label_state.create(labels, num_classes, history=history, mesh=mesh)
-    box = {"state": fresh_state(), "labels": ls,
-           "sums": jax.device_put(metrics.zeros_like_sums(10),
-                                  sharding.replicated(mesh))}
-    step = steps.make_train_step(cfg, state, ls, data, flat_state=True)
+    # One replica, as the loop holds it ([1, ...]; the step's fast path).
+    lead = lambda tree: jax.tree.map(lambda x: x[None], tree)
+    ls = label_state.create(labels[None], num_classes, history=history,
+                            mesh=mesh, replicas=True)
+    one = {**data, "label": lead(data["label"])}
+    one = jax.device_put(one, sharding.data_shardings(one, mesh,
+                                                      replicas=True))
+    step = steps.make_train_step(
+        cfg, lead(state), ls, device_input.batches(
+            one, mesh, crop_padding=augment[0], flip=augment[1]))
+    replica_order = jax.device_put(
+        lead(order), sharding.order_sharding(mesh, replicas=True))
+    sums = jax.device_put(lead(metrics.zeros_like_sums(10)),
+                          sharding.by_replica(mesh))
+    box = {"carry": step.enter(
+        jax.device_put(lead(state), sharding.replicate(state, mesh,
+                                                       replicas=True)),
+        ls, sums)}
 
     def run(i, step=step, box=box):
-      box["state"], box["labels"], box["sums"] = step(
-          box["state"], box["labels"], box["sums"], data, order, 0, i % nb)
-      return box["sums"]
+      box["carry"] = step(box["carry"], (replica_order, 0, i % nb))
+      return box["carry"][2]
 
     timings[key] = _median_seconds(run, num_steps, repeats)
   return timings
@@ -294,15 +306,16 @@ def measure_label_update(num_examples: int, history: int = 10,
   mesh = sharding.make_mesh()
   rng = np.random.default_rng(0)
   labels = rng.integers(0, num_classes, num_examples).astype(np.int32)
-  ls = label_state.create(labels, num_classes, history=history, mesh=mesh,
-                          history_dtype=history_dtype)
+  ls = label_state.create(labels[None], num_classes, history=history,
+                          mesh=mesh, history_dtype=history_dtype,
+                          replicas=True)
   rows = sharding.padded_rows(num_examples, mesh)
-  clean = jax.device_put(np.pad(labels, (0, rows - num_examples)),
-                         NamedSharding(mesh, P(sharding.DATA_AXIS)))
+  clean = jax.device_put(np.pad(labels, (0, rows - num_examples))[None],
+                         sharding.rows_sharding(mesh, 2, replicas=True))
   update = steps.make_label_update(mesh, begin=0, mode="soft",
-                                   multi_label=False)
+                                   multi_label=False, replicas=True)
   measure = steps.make_label_metrics(mesh, multi_label=False,
-                                     num_examples=num_examples)
+                                     num_examples=num_examples, replicas=1)
   box = {"labels": ls}
 
   def run(i):

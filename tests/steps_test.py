@@ -11,6 +11,7 @@ import losses
 from tests.tiny import run_on_eight_devices
 from train import models
 from train import sharding
+from train.data import device_input
 from train.data import pipeline
 from train.objective import loss_registry
 from train.objective import schedules
@@ -36,16 +37,31 @@ class TinyBatchNormNet(nnx.Module):
 
 
 def problem(mesh):
-  """Labels, data, the net, SGD and its fresh state: the steps' problem."""
+  """Labels, data, the net, SGD and its fresh state (one replica, as the
+  loop holds them: ``[1, ...]``): the steps' problem."""
   rng = np.random.default_rng(0)
   noisy = rng.integers(0, C, N).astype(np.int32)
-  data = sharding.put_replicated(
-      {"image": rng.normal(size=(N, 6, 1)).astype(np.float32),
-       "label": noisy, "clean_label": noisy}, mesh)
+  data = {"image": rng.normal(size=(N, 6, 1)).astype(np.float32),
+          "label": noisy[None], "clean_label": noisy}
+  data = sharding.put(data, sharding.data_shardings(data, mesh,
+                                                   replicas=True))
   classifier = models.Classifier.split(TinyBatchNormNet(nnx.Rngs(0)))
   optimizer = optax.sgd(0.1, momentum=0.9)
+  state = jax.tree.map(lambda x: np.asarray(x)[None],
+                       steps.init_state(classifier, optimizer, seed=0))
   return (noisy, data, classifier, optimizer,
-          steps.init_state(classifier, optimizer, seed=0))
+          sharding.put(state, sharding.replicate(state, mesh,
+                                                 replicas=True)))
+
+
+def start(step, state, labels, mesh):
+  """The carry of ``step`` from fresh sums, and the epoch-0 order."""
+  sums = jax.tree.map(lambda x: np.asarray(x)[None],
+                      metrics.zeros_like_sums(10))
+  sums = sharding.put(sums, sharding.by_replica(mesh))
+  order = sharding.put(pipeline.epoch_indices(0, 0, N, B)[None],
+                       sharding.order_sharding(mesh, replicas=True))
+  return step.enter(state, labels, sums), order
 
 
 def run_steps(mesh, loss_name="joint_optimization", num_steps=3,
@@ -55,30 +71,26 @@ def run_steps(mesh, loss_name="joint_optimization", num_steps=3,
   A loss with running targets (ELR) keeps them in the label state too.
   """
   noisy, data, classifier, optimizer, state = problem(mesh)
-  state = jax.device_put(state, sharding.replicate(state, mesh))
   hparam_schedules = hparam_schedules or {}
   loss = loss_registry.build(loss_name, hyperparameters or {}, num_classes=C,
                              traced=tuple(hparam_schedules))
   update = loss_registry.build_update(loss_name, hyperparameters or {},
                                       traced=tuple(hparam_schedules))
-  labels = label_state.create(noisy, C, history=2, mesh=mesh,
-                              targets=update is not None)
+  labels = label_state.create(noisy[None], C, history=2, mesh=mesh,
+                              targets=update is not None, replicas=True)
   cfg = steps.StepConfig(
       classifier=classifier, loss=loss,
       family=loss_registry.spec(loss_name).family, optimizer=optimizer,
       hparam_schedules=hparam_schedules, mesh=mesh, update_targets=update)
-  step = steps.make_train_step(cfg, state, labels, data)
-  sums = jax.device_put(metrics.zeros_like_sums(10),
-                        sharding.replicated(mesh))
-  order = jax.device_put(pipeline.epoch_indices(0, 0, N, B),
-                         jax.sharding.NamedSharding(
-                             mesh, jax.sharding.PartitionSpec(
-                                 None, sharding.DATA_AXIS)))
+  step = steps.make_train_step(cfg, state, labels,
+                               device_input.batches(data, mesh))
+  carry, order = start(step, state, labels, mesh)
   step_losses, total = [], 0.0
   for i in range(num_steps):
-    state, labels, sums = step(state, labels, sums, data, order, 0, i)
-    step_losses.append(float(sums["loss"]) / B - total)
+    carry = step(carry, (order, 0, i))
+    step_losses.append(float(step.host_sums(carry)["loss"][0]) / B - total)
     total += step_losses[-1]
+  state, labels, sums = jax.tree.map(lambda x: x[0], step.leave(carry))
   return state, labels, sums, step_losses, step
 
 
@@ -131,7 +143,7 @@ class TrainStepTest(absltest.TestCase):
     _, _, _, with_ramp, step = run_steps(
         mesh, "encouraging", num_steps=4,
         hparam_schedules={"bonus_weight": ramp})
-    self.assertEqual(step._cache_size(), 1)  # pylint: disable=protected-access
+    self.assertEqual(step.run._cache_size(), 1)  # pylint: disable=protected-access
     _, _, _, plain, _ = run_steps(mesh, "cross_entropy", num_steps=4)
     # rho(step 0) = 0: the Encouraging Loss is cross entropy there only.
     self.assertAlmostEqual(with_ramp[0], plain[0], places=5)
@@ -148,59 +160,42 @@ class DispatchTest(absltest.TestCase):
 
   def _setup(self, mesh, loss_name, integer_labels, label_rows=None):
     noisy, data, classifier, optimizer, state = problem(mesh)
-    labels = label_state.create(noisy if label_rows is None else label_rows,
-                                C, history=0, mesh=mesh)
+    labels = label_state.create(
+        (noisy if label_rows is None else label_rows)[None], C, history=0,
+        mesh=mesh, replicas=True)
     cfg = steps.StepConfig(
         classifier=classifier,
         loss=loss_registry.build(loss_name, {}, num_classes=C),
         family=loss_registry.spec(loss_name).family, optimizer=optimizer,
         hparam_schedules={}, mesh=mesh, record=False,
         integer_labels=integer_labels, num_classes=C)
-    step = steps.make_train_step(cfg, state, labels, data)
-    self.cfg = cfg
-    sums = metrics.zeros_like_sums(10)
-    order = jax.device_put(pipeline.epoch_indices(0, 0, N, B),
-                           jax.sharding.NamedSharding(
-                               mesh, jax.sharding.PartitionSpec(
-                                   None, sharding.DATA_AXIS)))
-    return step, state, labels, sums, data, order
+    step = steps.make_train_step(cfg, state, labels,
+                                 device_input.batches(data, mesh))
+    return (step, *start(step, state, labels, mesh))
 
   def test_steps_in_one_call_match_one_per_call(self):
     mesh = sharding.make_mesh()
-    step, state, labels, sums, data, order = self._setup(
-        mesh, "cross_entropy", False)
-    one = (state, labels, sums)
+    step, one, order = self._setup(mesh, "cross_entropy", False)
     for i in range(3):
-      one = step(*one, data, order, 0, i)
-    step, state, labels, sums, data, order = self._setup(
-        mesh, "cross_entropy", False)
-    three = step(state, labels, sums, data, order, 0, 0, 3)
-    self.assertEqual(int(three[0]["step"]), 3)
+      one = step(one, (order, 0, i))
+    step, three, order = self._setup(mesh, "cross_entropy", False)
+    three = step(three, (order, 0, 0), 3)
+    one, three = step.leave(one), step.leave(three)
+    self.assertEqual(int(three[0]["step"][0]), 3)
     for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(three)):
       np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float),
                                  rtol=1e-5, atol=1e-6)
 
-  def test_the_state_as_its_leaves_trains_alike(self):
-    # What the loop passes (flat_state): the same program, the same bits.
-    mesh = sharding.make_mesh()
-    step, state, labels, sums, data, order = self._setup(
-        mesh, "cross_entropy", False)
-    tree = (state, labels, sums)
-    for i in range(3):
-      tree = step(*tree, data, order, 0, i)
-    _, state, labels, sums, data, order = self._setup(
-        mesh, "cross_entropy", False)
-    flat_step = steps.make_train_step(self.cfg, state, labels, data,
-                                      flat_state=True)
+  def test_the_state_as_its_leaves_gives_the_same_values(self):
+    # What the step runs on (on_leaves): the same function, the same bits.
+    _, _, _, _, state = problem(sharding.make_mesh())
+    scale = lambda state, x: (jax.tree.map(lambda a: a * x, state), x)
     leaves, structure = jax.tree.flatten(state)
-    flat = (leaves, labels, sums)
-    for i in range(3):
-      flat = flat_step(*flat, data, order, 0, i)
+    flat = jax.jit(steps.on_leaves(scale, state))(leaves, 3.0)
+    tree = jax.jit(scale)(state, 3.0)
     self.assertIsInstance(flat[0], list)
     self.assertEqual(jax.tree.structure(tree[0]), structure)
-    for a, b in zip(jax.tree.leaves(tree),
-                    jax.tree.leaves((jax.tree.unflatten(structure, flat[0]),
-                                     *flat[1:]))):
+    for a, b in zip(jax.tree.leaves(tree), flat[0]):
       np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
   def test_integer_labels_bypass_the_label_state(self):
@@ -210,11 +205,10 @@ class DispatchTest(absltest.TestCase):
       results = []
       # Wrong rows in the label state: only the integer path ignores them.
       for integer, rows in ((False, None), (True, np.zeros(N, np.int32))):
-        step, state, labels, sums, data, order = self._setup(
-            mesh, loss_name, integer, rows)
-        results.append(step(state, labels, sums, data, order, 0, 0))
-      np.testing.assert_allclose(float(results[0][2]["loss"]),
-                                 float(results[1][2]["loss"]), rtol=1e-5,
+        step, carry, order = self._setup(mesh, loss_name, integer, rows)
+        results.append(step.leave(step(carry, (order, 0, 0))))
+      np.testing.assert_allclose(float(results[0][2]["loss"][0]),
+                                 float(results[1][2]["loss"][0]), rtol=1e-5,
                                  err_msg=loss_name)
       np.testing.assert_allclose(np.asarray(results[0][2]["grad_count"]),
                                  np.asarray(results[1][2]["grad_count"]))

@@ -62,7 +62,7 @@ class TrainStreamTest(parameterized.TestCase):
       for batch, ids in zip(batches, expected):
         np.testing.assert_array_equal(batch["index"], ids)
         np.testing.assert_array_equal(batch["image"], self.x[ids])
-        np.testing.assert_array_equal(batch["label"], self.noisy[ids])
+        np.testing.assert_array_equal(batch["label"], self.noisy[None, ids])
         np.testing.assert_array_equal(batch["clean_label"], self.clean[ids])
 
   def test_deterministic_and_seeded(self):

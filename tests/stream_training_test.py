@@ -25,6 +25,9 @@ from tests.tiny import ROOT
 from tests.tiny import tiny_config
 from train import contract
 from train import sharding
+from train.data import device_input
+from train.data import inputs
+from train.data import stream_input
 from train.data import stream_sources
 from train.data import training_data
 from train.errors import ConfigError
@@ -149,8 +152,8 @@ class StreamTrainingTest(absltest.TestCase):
     device, placed_device = training_data.build(config, mesh)
     config.dataset.pipeline = "stream"
     streamed, placed = training_data.build(config, mesh)
-    self.assertIsNotNone(placed.streams)
-    self.assertIsNone(placed_device.streams)
+    self.assertIsInstance(placed, stream_input.StreamInput)
+    self.assertIsInstance(placed_device, device_input.DeviceInput)
     for a, b in zip(device.train + device.val, streamed.train + streamed.val):
       np.testing.assert_array_equal(a.labels, b.labels)
       np.testing.assert_array_equal(a.clean_labels, b.clean_labels)
@@ -158,7 +161,7 @@ class StreamTrainingTest(absltest.TestCase):
                                   streamed.dataset.test_y)
     self.assertEqual(placed.noisy_rows.shape, placed_device.noisy_rows.shape)
     np.testing.assert_array_equal(placed.noisy_rows, placed_device.noisy_rows)
-    placed.streams.close()
+    placed.close()
 
   def test_per_example_host_arrays_are_held_once(self):
     # What a streamed run keeps per training example besides the label
@@ -169,7 +172,7 @@ class StreamTrainingTest(absltest.TestCase):
     mesh = sharding.make_mesh()
     run_data, placed = training_data.build(self.config("stream"), mesh)
     try:
-      draw, train = run_data.train[0], placed.streams.train
+      draw, train = run_data.train[0], placed.train
       for array in (draw.labels, draw.clean_labels):
         self.assertEqual(array.dtype, np.int8)
         self.assertEqual(array.shape, (run_data.dataset.num_train,))
@@ -178,16 +181,16 @@ class StreamTrainingTest(absltest.TestCase):
       self.assertIs(train.clean_labels, draw.clean_labels)
       for rows in (placed.clean_rows, placed.noisy_rows):
         self.assertEqual(rows.dtype, np.int8)
-      self.assertNotIn("train_in_order", vars(placed.streams))
-      self.assertEqual(placed.streams.train.order.columns(0).dtype, np.int32)
+      self.assertNotIn("train", placed.eval)
+      self.assertEqual(placed.train.order.columns(0).dtype, np.int32)
       # A batch carries the on-device pipeline's types.
       batch = train.host_batch()
       for key in ("label", "clean_label"):
         self.assertEqual(batch[key].dtype, np.int32)
       np.testing.assert_array_equal(batch["label"],
-                                    draw.labels[batch["index"]])
+                                    draw.labels[None, batch["index"]])
     finally:
-      placed.streams.close()
+      placed.close()
 
   def test_the_labels_before_compact_are_not_kept(self):
     # The dataset as opened (its int32 labels) must die with the build:
@@ -209,15 +212,15 @@ class StreamTrainingTest(absltest.TestCase):
       self.assertIsNone(opened[0]())
       self.assertEqual(run_data.dataset.train_y.dtype, np.int8)
     finally:
-      placed.streams.close()
+      placed.close()
 
   def test_labels_take_the_smallest_type_that_holds_them(self):
     for classes, dtype in ((2, np.int8), (127, np.int8), (128, np.int16),
                            (32767, np.int16), (32768, np.int32)):
-      self.assertEqual(training_data.label_dtype(classes, False), dtype)
-    self.assertEqual(training_data.label_dtype(80, True), np.bool_)
+      self.assertEqual(inputs.label_dtype(classes, False), dtype)
+    self.assertEqual(inputs.label_dtype(80, True), np.bool_)
     with self.assertRaisesRegex(ValueError, "int32"):
-      training_data.label_dtype(2 ** 31, False)
+      inputs.label_dtype(2 ** 31, False)
 
   def test_compact_keeps_every_label_and_what_was_shared(self):
     run_data = training_data.load(self.config(

@@ -195,7 +195,7 @@ def at_best(records, select, report):
 
 def replica_mean(record: Mapping[str, Any]) -> dict[str, Any]:
   """A record of ``R > 1`` replicas with each per-replica list averaged."""
-  if record.get("replicas", 1) == 1:
+  if single(record.get("replicas", 1)):
     return dict(record)
   out = {}
   for key, value in record.items():
@@ -204,6 +204,36 @@ def replica_mean(record: Mapping[str, Any]) -> dict[str, Any]:
       value = sum(numbers) / len(numbers) if numbers else None
     out[key] = value
   return out
+
+
+def single(replicas: int) -> bool:
+  """Whether a run's records, summary and files hold its values as they are
+  (one replica: a single run's format) rather than a list, or an array's
+  leading axis, per replica. Every such check of the program asks here."""
+  return replicas == 1
+
+
+def record_of(per_replica: list[dict[str, Any]]) -> dict[str, Any]:
+  """An epoch's values of each replica as one record."""
+  if single(len(per_replica)):
+    return dict(per_replica[0])
+  return {"replicas": len(per_replica),
+          **{k: [v[k] for v in per_replica] for k in per_replica[0]}}
+
+
+def per_replica(value: Any, replicas: int) -> list[Any]:
+  """A record's value as a list per replica."""
+  return [value] if single(replicas) else value
+
+
+def as_saved(array: Any) -> Any:
+  """``[R, ...]`` as a file keeps it: without the axis for one replica."""
+  return array[0] if single(len(array)) else array
+
+
+def from_saved(array: Any, replicas: int) -> Any:
+  """``as_saved``'s inverse: ``[R, ...]``."""
+  return array[None] if single(replicas) else array
 
 
 def replica_record(record: Mapping[str, Any], r: int) -> dict[str, Any]:
@@ -243,7 +273,7 @@ def summarise(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
   if not records:
     return {}
   replicas = records[-1].get("replicas", 1)
-  if replicas == 1:
+  if single(replicas):
     return _summarise(records)
   each = [_summarise([replica_record(r, i) for r in records])
           for i in range(replicas)]

@@ -95,14 +95,14 @@ def order_sharding(mesh: jax.sharding.Mesh, *, replicas: bool = False
   return NamedSharding(mesh, P(*lead, None, DATA_AXIS))
 
 
-def batch_shardings(ndims: Mapping[str, int], mesh: jax.sharding.Mesh, *,
-                    replicas: bool = False) -> dict[str, NamedSharding]:
+def batch_shardings(ndims: Mapping[str, int], mesh: jax.sharding.Mesh
+                    ) -> dict[str, NamedSharding]:
   """A streamed batch (``{key: ndim}``): its batch axis along ``'data'``;
-  with ``replicas``, the per-replica arrays are ``[R, B, ...]``, their
-  replica axis along ``'replica'``."""
+  the per-replica arrays are ``[R, B, ...]``, their replica axis along
+  ``'replica'``."""
   out = {}
   for key, ndim in ndims.items():
-    if replicas and key in PER_REPLICA_DATA:
+    if key in PER_REPLICA_DATA:
       out[key] = NamedSharding(mesh, P(REPLICA_AXIS, DATA_AXIS,
                                        *[None] * (ndim - 2)))
     else:

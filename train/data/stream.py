@@ -194,8 +194,7 @@ class TrainStream:
     source: random-access source of the training split (item ``i``:
       example ``i``, a dict with ``'image'``).
     noisy_labels: ``[R, N]`` (multi-label ``[R, N, C]``) each replica's
-      training labels; a batch's ``'label'`` drops the replica axis when
-      ``R == 1``.
+      training labels.
     clean_labels: ``[N]`` (``[N, C]``) the true labels.
     seed: of the order and the augmentation.
     batch_size: the global batch; a multiple of the process count.
@@ -222,8 +221,7 @@ class TrainStream:
     self.steps_per_epoch = self.order.steps
     self.batch_size, self.num_workers, self.mesh = (batch_size, num_workers,
                                                     mesh)
-    self.noisy_labels = (noisy_labels[0] if len(noisy_labels) == 1
-                         else noisy_labels)
+    self.noisy_labels = noisy_labels
     self.clean_labels = clean_labels
     self._dataset = grain.MapDataset.source(self.order).map(
         _LoadTrain(source, transform, seed))
@@ -279,8 +277,7 @@ class TrainStream:
     # on-device pipeline's (int32 classes, float32 multi-hot rows).
     dtype = np.float32 if self.clean_labels.ndim > 1 else np.int32
     return {"image": local["image"], "index": ids,
-            "label": (labels[ids] if labels.ndim == self.clean_labels.ndim
-                      else labels[:, ids]).astype(dtype),
+            "label": labels[:, ids].astype(dtype),
             "clean_label": self.clean_labels[ids].astype(dtype)}
 
   def next_batch(self) -> Batch:
@@ -301,26 +298,19 @@ class TrainStream:
   def batch_spec(self) -> dict[str, jax.ShapeDtypeStruct]:
     """The global batch's shapes, dtypes and shardings (reads one share)."""
     host = self._join(self._dataset[0])
-    replicas = _has_replicas(host)
-    shapes = _global_shapes(host, self.batch_size, replicas)
+    shapes = _global_shapes(host, self.batch_size)
     shardings = sharding.batch_shardings(
-        {k: v.ndim for k, v in host.items()}, self.mesh, replicas=replicas)
+        {k: v.ndim for k, v in host.items()}, self.mesh)
     return {k: jax.ShapeDtypeStruct(shapes[k], v.dtype, sharding=shardings[k])
             for k, v in host.items()}
 
 
-def _has_replicas(host: Mapping[str, np.ndarray]) -> bool:
-  """Whether the labels carry a replica axis (``[R, B, ...]``)."""
-  return "clean_label" in host and (host["label"].ndim
-                                    != host["clean_label"].ndim)
-
-
-def _global_shapes(host: Mapping[str, np.ndarray], batch_size: int,
-                   replicas: bool) -> dict[str, tuple[int, ...]]:
+def _global_shapes(host: Mapping[str, np.ndarray], batch_size: int
+                   ) -> dict[str, tuple[int, ...]]:
   rows = len(host["image"])
   shapes = {}
   for key, value in host.items():
-    axis = 1 if replicas and key in sharding.PER_REPLICA_DATA else 0
+    axis = 1 if key in sharding.PER_REPLICA_DATA else 0
     shape = list(value.shape)
     shape[axis] = shape[axis] // rows * batch_size
     shapes[key] = tuple(shape)
@@ -332,10 +322,9 @@ def to_global(host: Mapping[str, np.ndarray], mesh: jax.sharding.Mesh,
   """This process's share of a batch as global arrays: the batch axis
   (axis 1 of a per-replica ``[R, B_local, ...]`` label array) along
   ``'data'`` (``sharding.batch_shardings``)."""
-  replicas = _has_replicas(host)
-  shapes = _global_shapes(host, batch_size, replicas)
+  shapes = _global_shapes(host, batch_size)
   shardings = sharding.batch_shardings({k: v.ndim for k, v in host.items()},
-                                       mesh, replicas=replicas)
+                                       mesh)
   return {k: jax.make_array_from_process_local_data(
       shardings[k], np.asarray(v), shapes[k]) for k, v in host.items()}
 

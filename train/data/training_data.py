@@ -1,19 +1,14 @@
-"""The run's data: the dataset, its label noise per replica, on the devices.
+"""The run's data: the dataset, its label noise per replica, its input.
 
 ``check(config)`` validates ``config.dataset`` and ``config.noise`` without
 the data; ``build(config, mesh)`` ``load``s the data (finds, then loads,
 the dataset of ``datasets``, then draws the label noise of ``noise`` for
 every seed replica), checks what needs the data (a batch no larger than
-the training set) and ``place``s it on the mesh once: the training inputs
-replicated, the noisy labels split by replica, the evaluation splits with
-their index batches, and the padded label rows the label metrics compare
-against.
-
-With ``config.dataset.pipeline = 'stream'`` the inputs stay on disk:
-``stream_sources.open_stream`` gives the splits as ArrayRecord sources and
-their labels, the noise is drawn from those labels exactly as above
-(``draw_noise``), and ``place_stream`` builds the ``stream`` readers
-instead of placing the inputs.
+the training set) and gives the run's ``inputs.Input``: the data on the
+mesh (``device_input``), or with ``config.dataset.pipeline = 'stream'``
+the splits left on disk as ArrayRecord sources (``stream_sources``), their
+noise drawn from their labels exactly as above (``draw_noise``), and read
+by ``stream_input``.
 """
 
 from __future__ import annotations
@@ -26,13 +21,14 @@ import jax
 import numpy as np
 from absl import logging
 
-from train import sharding
 from train.data import datasets
+from train.data import device_input
 from train.data import host_memory
+from train.data import inputs
 from train.data import noise
-from train.data import pipeline
 from train.data import stream
 from train.data import stream_sources
+from train.data import stream_input
 from train.errors import ConfigError
 
 # The validation noise's seed is (noise seed, this).
@@ -210,18 +206,6 @@ def draw_noise(config, data: datasets.Dataset) -> RunData:
       n.name != "none" or data.train_clean_y is not None))
 
 
-def label_dtype(num_classes: int, multi_label: bool) -> np.dtype:
-  """The smallest type that holds a label: bool multi-hot rows, else the
-  smallest signed integer that also holds the padding's -1 (int8 up to 127
-  classes)."""
-  if multi_label:
-    return np.dtype(np.bool_)
-  for dtype in (np.int8, np.int16, np.int32):
-    if num_classes <= np.iinfo(dtype).max:
-      return np.dtype(dtype)
-  raise ValueError(f"{num_classes} classes do not fit an int32 label")
-
-
 def compact(run_data: RunData) -> RunData:
   """``run_data`` with its training labels in ``label_dtype``.
 
@@ -233,7 +217,7 @@ def compact(run_data: RunData) -> RunData:
   are not all 0 or 1 are kept as they are.
   """
   data = run_data.dataset
-  dtype = label_dtype(data.num_classes, data.multi_label)
+  dtype = inputs.label_dtype(data.num_classes, data.multi_label)
   cache = {}
 
   def small(labels: np.ndarray) -> np.ndarray:
@@ -257,189 +241,6 @@ def compact(run_data: RunData) -> RunData:
   return dataclasses.replace(run_data, dataset=data, train=train)
 
 
-@dataclasses.dataclass(frozen=True)
-class Streams:
-  """The streamed input of a run (``config.dataset.pipeline = 'stream'``).
-
-  Attributes:
-    train: the training batches, epoch after epoch.
-    eval: split name -> its evaluation batches, in order.
-    train_in_order: the training split in order, unaugmented (the training
-      probabilities of ``save_train_probabilities``), made on first use:
-      most runs never read it, and its order costs 5 bytes a row.
-    read_train: training rows -> their inputs ``[k, ...]`` as evaluation
-      reads them (a few, for a figure).
-  """
-
-  train: stream.TrainStream
-  eval: dict[str, stream.EvalStream]
-  open_train_in_order: Callable[[], stream.EvalStream]
-  read_train: Callable[[np.ndarray], np.ndarray]
-
-  @functools.cached_property
-  def train_in_order(self) -> stream.EvalStream:
-    return self.open_train_in_order()
-
-  def close(self) -> None:
-    """Stops the readers' worker processes."""
-    opened = [self.train_in_order] if "train_in_order" in vars(self) else []
-    for reader in (self.train, *self.eval.values(), *opened):
-      reader.close()
-
-
-@dataclasses.dataclass(frozen=True)
-class Placed:
-  """A run's data on the mesh (every label array with a replica axis).
-
-  Attributes:
-    train: ``{'image', 'label', 'clean_label'}``, the step's data (empty
-      when streamed).
-    eval_sets: split name -> ``(x, labels, order, mask)`` of
-      ``steps.make_evaluate``; streamed, ``(labels, order, mask)`` of
-      ``steps.make_stream_measure``.
-    clean_rows, noisy_rows: the labels padded like the label state.
-    streams: the streamed input, or None on the devices.
-  """
-
-  train: dict[str, jax.Array]
-  eval_sets: dict[str, tuple]
-  clean_rows: jax.Array
-  noisy_rows: jax.Array
-  streams: Streams | None = None
-
-
-def by_replica(arrays: list[np.ndarray]) -> np.ndarray:
-  """``[R, ...]``: each replica's array stacked; one replica's as a view of
-  its own (no copy of a label per example)."""
-  return arrays[0][None] if len(arrays) == 1 else np.stack(arrays)
-
-
-def _eval_labels(run_data: RunData) -> dict[str, tuple[int, dict]]:
-  """Split -> (examples, label sets by prefix, each ``[R, N]``)."""
-  data, val_noisy, stack = run_data.dataset, run_data.val, np.stack
-  # Validation is measured against the labels a practitioner has (noisy
-  # with noise.validation) and against the clean ones; test is clean.
-  return {
-      "val": (len(data.val_x), {
-          "": stack([v.labels for v in val_noisy]),
-          "clean_": stack([v.clean_labels for v in val_noisy])}),
-      "test": (len(data.test_x),
-               {"": stack([data.test_y] * len(run_data.train))})}
-
-
-def _label_rows(run_data: RunData, mesh) -> tuple[jax.Array, jax.Array]:
-  """The clean and noisy training labels padded like the label state, in
-  the smallest type that holds them (they are only compared):
-  ``label_dtype``."""
-  noisy, data = run_data.train, run_data.dataset
-  rows = sharding.padded_rows(data.num_train, mesh)
-  dtype = label_dtype(data.num_classes, data.multi_label)
-  pad = False if data.multi_label else -1
-
-  def padded(labels):
-    # Streamed labels are in ``dtype`` already (``compact``): no copy.
-    return sharding.put(sharding.pad_rows(labels.astype(dtype, copy=False),
-                                          rows, axis=1, value=pad),
-                        sharding.rows_sharding(mesh, labels.ndim,
-                                               replicas=True))
-
-  return (padded(by_replica([n.clean_labels for n in noisy])),
-          padded(by_replica([n.labels for n in noisy])))
-
-
-def place(run_data: RunData, mesh: jax.sharding.Mesh, *,
-          eval_batch_size: int) -> Placed:
-  """Puts ``run_data`` on ``mesh`` (``sharding.put``: no all-gather)."""
-  data, noisy = run_data.dataset, run_data.train
-  train = {"image": data.train_x,
-           "label": by_replica([n.labels for n in noisy]),
-           "clean_label": noisy[0].clean_labels}
-  train = sharding.put(train, sharding.data_shardings(train, mesh,
-                                                     replicas=True))
-  inputs = {"val": data.val_x, "test": data.test_x}
-  eval_sets = {}
-  for split, (count, labels) in _eval_labels(run_data).items():
-    if count:
-      order, mask = pipeline.eval_indices(
-          count, sharding.eval_batch(eval_batch_size, mesh))
-      batches = sharding.eval_sharding(mesh)
-      eval_sets[split] = (
-          sharding.put(inputs[split], sharding.replicated(mesh)),
-          sharding.put(labels, sharding.by_replica(mesh)),
-          sharding.put(order, batches), sharding.put(mask, batches))
-  clean_rows, noisy_rows = _label_rows(run_data, mesh)
-  return Placed(train=train, eval_sets=eval_sets, clean_rows=clean_rows,
-                noisy_rows=noisy_rows)
-
-
-def place_stream(config, run_data: RunData,
-                 streamed: stream_sources.StreamDataset,
-                 mesh: jax.sharding.Mesh) -> Placed:
-  """The streams of ``streamed`` and the labels on ``mesh``.
-
-  The training order is replica 0's (``seed``): replicas share the
-  streamed batches (each keeps its own noise draw and initialisation).
-  """
-  data, noisy = run_data.dataset, run_data.train
-  d = config.dataset
-  size = data.input_shape[0] if streamed.resize else None
-  eval_batch = sharding.eval_batch(config.eval_batch_size, mesh)
-  evaluate = stream.EvalTransform(resize=size, fit=streamed.fit)
-
-  # Evaluation decodes without augmenting: worker processes (and their
-  # start-up) pay only where it resizes images.
-  eval_workers = d.stream_workers if streamed.resize else 0
-
-  def in_order(source):
-    return stream.EvalStream(source, batch_size=eval_batch, mesh=mesh,
-                             transform=evaluate, num_workers=eval_workers)
-
-  train = stream.TrainStream(
-      streamed.sources["train"],
-      noisy_labels=by_replica([n.labels for n in noisy]),
-      clean_labels=noisy[0].clean_labels, seed=config.seed,
-      batch_size=config.batch_size,
-      num_epochs=config.num_epochs + config.stage2.epochs, mesh=mesh,
-      transform=stream.TrainTransform(crop_padding=data.crop_padding,
-                                      flip=data.flip, resize=size,
-                                      fit=streamed.fit),
-      num_workers=d.stream_workers)
-  eval_streams, eval_sets = {}, {}
-  for split, (count, labels) in _eval_labels(run_data).items():
-    if count:
-      eval_streams[split] = in_order(streamed.sources[split])
-      batches = sharding.eval_sharding(mesh)
-      eval_sets[split] = (
-          sharding.put(labels, sharding.by_replica(mesh)),
-          sharding.put(eval_streams[split].order, batches),
-          sharding.put(eval_streams[split].mask, batches))
-  clean_rows, noisy_rows = _label_rows(run_data, mesh)
-  return Placed(train={}, eval_sets=eval_sets, clean_rows=clean_rows,
-                noisy_rows=noisy_rows, streams=Streams(
-                    train=train, eval=eval_streams,
-                    # The source alone: ``streamed`` holds the dataset's
-                    # labels before ``compact``.
-                    open_train_in_order=functools.partial(
-                        in_order, streamed.sources["train"]),
-                    read_train=functools.partial(
-                        _read_rows, streamed.sources["train"], evaluate)))
-
-
-def _read_rows(source, transform: stream.EvalTransform,
-               rows: np.ndarray) -> np.ndarray:
-  """The inputs of ``rows`` of a streamed split, as evaluation sees them."""
-  return np.stack([transform(source[int(i)]["image"]) for i in rows])
-
-
-def train_inputs(run_data: RunData, placed: Placed
-                 ) -> Callable[[np.ndarray], np.ndarray]:
-  """Training rows -> their inputs (unaugmented): from the host copy of
-  the dataset, or read from the stream's source."""
-  if placed.streams is not None:
-    return placed.streams.read_train
-  return lambda rows: run_data.dataset.train_x[np.asarray(rows)]
-
-
 def train_inputs_of(config) -> Callable[[np.ndarray], np.ndarray]:
   """The same for a finished run's saved ``config``: its dataset loaded,
   or opened to stream, as the run did (the noise is not drawn)."""
@@ -447,13 +248,14 @@ def train_inputs_of(config) -> Callable[[np.ndarray], np.ndarray]:
     streamed = stream_sources.open_stream(config)
     size = streamed.dataset.input_shape[0] if streamed.resize else None
     return functools.partial(
-        _read_rows, streamed.sources["train"],
+        stream_input.read_rows, streamed.sources["train"],
         stream.EvalTransform(resize=size, fit=streamed.fit))
   data = datasets.load(config.dataset.name, **datasets.load_options(config))
   return lambda rows: data.train_x[np.asarray(rows)]
 
 
-def build(config, mesh: jax.sharding.Mesh) -> tuple[RunData, Placed]:
+def build(config, mesh: jax.sharding.Mesh
+          ) -> tuple[RunData, inputs.Input]:
   """The run's data, found, loaded, noised and on ``mesh`` (``check`` has
   passed); streamed with ``config.dataset.pipeline = 'stream'``.
 
@@ -474,7 +276,13 @@ def build(config, mesh: jax.sharding.Mesh) -> tuple[RunData, Placed]:
     raise ConfigError.of("batch_size", config.batch_size,
                          f"larger than the {run_data.dataset.num_train} "
                          f"training examples")
-  if streamed is not None:
-    return run_data, place_stream(config, run_data, streamed, mesh)
-  return run_data, place(run_data, mesh,
-                         eval_batch_size=config.eval_batch_size)
+  if streamed is None:
+    return run_data, device_input.DeviceInput(
+        run_data, mesh, seed=config.seed, batch_size=config.batch_size,
+        eval_batch_size=config.eval_batch_size,
+        steps_per_dispatch=config.steps_per_dispatch)
+  return run_data, stream_input.StreamInput(
+      run_data, streamed, mesh, seed=config.seed,
+      batch_size=config.batch_size, eval_batch_size=config.eval_batch_size,
+      num_epochs=config.num_epochs + config.stage2.epochs,
+      workers=config.dataset.stream_workers)

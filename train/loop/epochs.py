@@ -1,8 +1,9 @@
 """The epochs of a run: the built pieces in, a trained model and a summary out.
 
 ``train`` gets what ``trainer.train_and_evaluate`` built from the config
-(the loop's ``Settings``, the mesh, the data placed on it, the stages, the
-model factory, the checkpoint store) and never the config itself. It
+(the loop's ``Settings``, the mesh, the data and its ``inputs.Input``, the
+stages, the model factory, the checkpoint store) and never the config
+itself. It
 trains one or two stages (Joint Optimization's stage 2: a fresh network on
 the labels stage 1 left). Each epoch runs the jitted step over the epoch's
 batches, relabels between epochs, evaluates validation and test, writes a
@@ -29,7 +30,7 @@ from jax.experimental import multihost_utils
 from train import contract
 from train import models
 from train import sharding
-from train.data import pipeline
+from train.data import inputs
 from train.data import training_data
 from train.errors import ConfigError
 from train.loop import checkpoints
@@ -55,25 +56,19 @@ class _Paused:
 @dataclasses.dataclass(frozen=True)
 class _Compiled:
   """A stage's compiled functions, built once a stage by
-  ``_Run.compile_stage``, and what they are applied to.
+  ``_Run.compile_stage``.
 
-  ``train_step(leaves, label_state, sums, *inputs)`` runs the step on
-  ``step_data``; ``update_labels(label_state, epoch)`` relabels (None: the
-  stage never does); ``measure_labels`` gives the label metrics, which
-  ``label_metrics`` holds for the labels the stage started with;
-  ``evaluate[split](params, model_state)``. ``leave_replicas`` and
-  ``enter_replicas`` take ``(state, label_state)`` off and back onto a
-  replica axis of 1 (None with several replicas).
+  ``train_step``: ``steps.TrainStep``; ``update_labels(label_state,
+  epoch)`` relabels (None: the stage never does); ``measure_labels`` gives
+  the label metrics, which ``label_metrics`` holds for the labels the stage
+  started with; ``evaluate[split](params, model_state)``.
   """
-  train_step: Callable[..., Any]
-  step_data: Any
+  train_step: steps.TrainStep
   update_labels: Callable[..., Any] | None
   measure_labels: Callable[..., Any]
   label_metrics: Any
   evaluate: dict[str, Callable[..., Any]]
   zero_sums: Callable[[], Any]
-  leave_replicas: Callable[..., Any] | None
-  enter_replicas: Callable[..., Any] | None
 
 
 # ---------------------------------------------------------------------------
@@ -84,13 +79,13 @@ class _Run:
 
   Every array of the run has a leading replica axis (``config.replicas``
   seeds trained as one program, ``R = 1`` without replicas), split along the
-  mesh's ``'replica'`` axis; the steps are ``vmap``ped over it.
+  mesh's ``'replica'`` axis (``steps`` says how the step treats it).
   """
 
   def __init__(self, settings: settings_lib.Settings, workdir: str, *,
                mesh: jax.sharding.Mesh,
                run_data: training_data.RunData,
-               placed: training_data.Placed, stages_: list[stages.Stage],
+               input_: inputs.Input, stages_: list[stages.Stage],
                model: Callable[[int], models.Classifier]):
     self.settings = settings
     self.workdir = workdir
@@ -101,14 +96,11 @@ class _Run:
     self.stages = stages_
     self.total_epochs = stages_[-1].last_epoch + 1
     self._model = model
-    self.train_data, self.eval_sets = placed.train, placed.eval_sets
-    self.clean_rows, self.noisy_rows = placed.clean_rows, placed.noisy_rows
+    self.input, self.eval_sets = input_, input_.eval_sets
     # A long-tailed training set: accuracies of its shot groups too.
     self.shot_groups = (metrics.shot_groups(self.data.train_class_counts)
                         if self.data.imbalance_ratio != 1 else None)
     self._predict = {}  # (classifier, logits) -> jitted predict
-    # The streamed input (config.dataset.pipeline = 'stream'), else None.
-    self.streams = placed.streams
     # Whether the label state moves: its labels are then what the run
     # suggests for each training example (label_issues.csv).
     self.relabels = next((s.label_update for s in stages_
@@ -116,7 +108,6 @@ class _Run:
                           and s.last_epoch + 1 >= settings.label_begin),
                          None)
     self.clean_labels_known = run_data.clean_labels_known
-    self.train_inputs = training_data.train_inputs(run_data, placed)
 
   # -- state -----------------------------------------------------------------
   def fresh_state(self, stage: stages.Stage
@@ -139,7 +130,7 @@ class _Run:
           num_examples=len(labels[0]), num_classes=self.data.num_classes)
                 ] * len(labels)
     return label_state_lib.create(
-        training_data.by_replica(labels),
+        inputs.by_replica(labels),
         self.data.num_classes,
         history=self.settings.label_history, mesh=self.mesh, replicas=True,
         history_dtype=self.settings.label_history_dtype,
@@ -149,150 +140,72 @@ class _Run:
   def compile_stage(self, stage: stages.Stage, classifier, state,
                     label_state) -> _Compiled:
     """The jitted step, label update and evaluation of ``stage``."""
-    multi_label = self.data.multi_label
-    # One replica trains without the replica axis: the step compiled over
-    # [1, ...] arrays ran 10-17 % slower on XLA:CPU (2-D CNN). The axis is
-    # taken off at an epoch's start and put back at its end.
-    single = self.replicas == 1
+    multi_label, mesh = self.data.multi_label, self.mesh
     cfg = steps.StepConfig(
         classifier=classifier, loss=stage.loss.total,
         family=stage.loss.family, optimizer=stage.optimizer,
         hparam_schedules=stage.hparam_schedules,
-        replica_hparams=({k: v[0] for k, v in stage.loss.per_replica.items()}
-                         if single else stage.loss.per_replica),
-        mesh=self.mesh, crop_padding=self.data.crop_padding,
-        flip=self.data.flip, multi_label=multi_label,
-        record=stage.label_update != "none", grad_bins=self.settings.grad_bins,
+        replica_hparams=stage.loss.per_replica, mesh=mesh,
+        multi_label=multi_label, record=stage.label_update != "none",
+        grad_bins=self.settings.grad_bins,
         # Labels that never change need no label state: the losses' integer
         # fast paths (stage 2 too, when stage 1 never relabelled).
         integer_labels=(self.settings.label_history == 0
                         and not self.settings.label_initial
                         and not multi_label),
-        num_classes=self.data.num_classes, replicas=not single,
+        num_classes=self.data.num_classes,
         update_targets=stage.loss.update_targets)
-    if single:
-      leave, enter, step_data = self._single_replica_moves(state,
-                                                            label_state)
-      step_arrays = jax.eval_shape(leave, (state, label_state))
-    else:
-      leave = enter = None
-      step_data, step_arrays = self.train_data, (state, label_state)
-    # Over the state's leaves, which ``run_epoch`` holds between calls: a
-    # dispatch of flax's Variables costs the host more than a short step.
-    if self.streams is None:
-      train_step = steps.make_train_step(cfg, *step_arrays, step_data,
-                                         flat_state=True)
-    else:
-      train_step = steps.make_stream_step(
-          cfg, *step_arrays, self.streams.train.batch_spec(), flat_state=True)
     measure_labels = steps.make_label_metrics(
-        self.mesh, multi_label=multi_label,
-        num_examples=self.data.num_train, replicas=True)
-    # The step's sums: one set, or one per replica split along 'replica'.
-    lead = () if single else (self.replicas,)
+        mesh, multi_label=multi_label, num_examples=self.data.num_train,
+        replicas=self.replicas)
     zero_sums = jax.jit(
         lambda: jax.tree.map(
-            lambda x: jnp.zeros(lead + x.shape, x.dtype),
+            lambda x: jnp.zeros((self.replicas,) + x.shape, x.dtype),
             metrics.zeros_like_sums(self.settings.grad_bins)),
-        out_shardings=(sharding.replicated(self.mesh) if single else
-                       sharding.by_replica(self.mesh)))
+        out_shardings=sharding.by_replica(mesh))
     return _Compiled(
-        train_step=train_step, step_data=step_data,
+        train_step=steps.make_train_step(cfg, state, label_state,
+                                         self.input.batches),
         update_labels=None if stage.label_update == "none" else (
-            steps.make_label_update(self.mesh,
-                                    begin=self.settings.label_begin,
+            steps.make_label_update(mesh, begin=self.settings.label_begin,
                                     mode=stage.label_update,
                                     multi_label=multi_label, replicas=True)),
         measure_labels=measure_labels,
         # Labels that no update moves keep their metrics: measured once a
         # stage.
-        label_metrics=measure_labels(label_state.labels, self.clean_rows,
-                                     self.noisy_rows),
-        evaluate=(self._device_evaluation if self.streams is None else
-                  self._stream_evaluation)(classifier, state),
-        zero_sums=zero_sums, leave_replicas=leave, enter_replicas=enter)
+        label_metrics=measure_labels(label_state.labels,
+                                     self.input.clean_rows,
+                                     self.input.noisy_rows),
+        evaluate=self._evaluation(classifier), zero_sums=zero_sums)
 
-  def _single_replica_moves(self, state, label_state):
-    """Jitted moves of ``(state, label_state)`` off and onto the replica
-    axis of 1, and the training data without it."""
-    mesh = self.mesh
-    first = lambda tree: jax.tree.map(lambda x: x[0], tree)
-    lead = lambda tree: jax.tree.map(lambda x: x[None], tree)
-    template = jax.eval_shape(first, state)
-    # Donated: dropping or adding an axis of 1 is a bitcast, so the moves
-    # reuse the buffers instead of copying the state and the label state.
-    leave = jax.jit(first, out_shardings=(
-        sharding.replicate(template, mesh),
-        label_state_lib.shardings(mesh)), donate_argnums=0)
-    enter = jax.jit(lead, out_shardings=(
-        sharding.replicate(state, mesh, replicas=True),
-        label_state_lib.shardings(mesh, replicas=True)), donate_argnums=0)
-    per_replica = {k: v for k, v in self.train_data.items()
-                   if k in sharding.PER_REPLICA_DATA}
-    data = dict(self.train_data)
-    data.update(jax.jit(first, out_shardings=sharding.data_shardings(
-        first(per_replica), mesh))(per_replica))
-    return leave, enter, data
-
-  def _device_evaluation(self, classifier, state):
-    """Split -> ``evaluate(params, model_state)`` over the on-device data."""
-    evaluate = steps.make_evaluate(classifier, self.mesh,
-                                   multi_label=self.data.multi_label,
-                                   replicas=True)
-    # Compiled now, one executable per split, so that the first epoch that
-    # evaluates does not also compile (and the epoch times stay comparable).
-    compiled = {split: evaluate.lower(state["params"], state["model_state"],
-                                      *arrays).compile()
-                for split, arrays in self.eval_sets.items()}
-    def bound(executable, arrays):
-      return lambda params, model_state: executable(params, model_state,
-                                                    *arrays)
-
-    return {split: bound(compiled[split], arrays)
-            for split, arrays in self.eval_sets.items()}
-
-  def _stream_evaluation(self, classifier, state):
-    """Split -> ``evaluate(params, model_state)`` over its streamed
-    batches: the logits of each batch, then the split's metrics at once."""
-    del state
-    logits_of = steps.make_stream_logits(classifier, self.mesh,
-                                         replicas=True)
-    measure = steps.make_stream_measure(
-        self.mesh, multi_label=self.data.multi_label, replicas=True)
+  def _evaluation(self, classifier):
+    """Split -> ``evaluate(params, model_state)``: the logits of its
+    batches, then the split's metrics at once."""
+    measure = steps.make_evaluate(self.mesh,
+                                  multi_label=self.data.multi_label,
+                                  replicas=self.replicas)
 
     def evaluate(split, params, model_state):
-      logits = [logits_of(params, model_state, batch["image"])
-                for batch in self.streams.eval[split].batches()]
-      return measure(jnp.concatenate(logits, axis=1), *self.eval_sets[split])
+      return measure(self._logits(classifier, params, model_state, split,
+                                  logits=True), *self.eval_sets[split])
 
     return {split: functools.partial(evaluate, split)
             for split in self.eval_sets}
 
-  def _epoch_inputs(self, epoch: int, compiled: _Compiled, first: int = 0):
-    """What each call of ``train_step`` gets after the states and sums, and
-    how many steps it runs, from step ``first`` of the epoch on: slices of
-    the epoch's on-device order, or the streamed batches one by one."""
-    settings = self.settings
-    if self.streams is not None:
-      # Batch k of epoch e is a function of (seed, e, k) alone: the
-      # checkpoint's position is the stream's whole state.
-      self.streams.train.restore({"epoch": epoch, "step": first})
-      for batch in self.streams.train.epoch(epoch):
-        yield 1, (batch,)
-      return
-    order = np.stack([pipeline.epoch_indices(
-        settings.seed + r, epoch, self.data.num_train, settings.batch_size)
-                      for r in range(self.replicas)])
-    if compiled.leave_replicas is not None:
-      order = sharding.put(order[0], sharding.order_sharding(self.mesh))
-    else:
-      order = sharding.put(order, sharding.order_sharding(self.mesh,
-                                                         replicas=True))
-    done = first
-    while done < self.steps_per_epoch:
-      count = min(settings.steps_per_dispatch, self.steps_per_epoch - done)
-      yield count, (compiled.step_data, order, epoch, done, count)
-      done += count
+  def _logits(self, classifier, params, model_state, split: str, *,
+              logits: bool) -> jax.Array:
+    """``[R, B' * B, C]`` softmax (or logits) of ``split``'s padded
+    batches."""
+    key = (id(classifier), logits)
+    if key not in self._predict:  # compiled once a stage
+      self._predict = {key: steps.make_predict(
+          classifier, self.input.logits_of, replicas=self.replicas,
+          logits=logits), **{k: v for k, v in self._predict.items()
+                             if k[0] == id(classifier)}}
+    predict = self._predict[key]
+    return jnp.concatenate([predict(params, model_state, *args)
+                            for args in self.input.predict_batches(split)],
+                           axis=1)
 
   # -- one epoch --------------------------------------------------------------
   def run_epoch(self, epoch: int, stage: stages.Stage, compiled: _Compiled,
@@ -305,50 +218,40 @@ class _Run:
     stopped so, at its next step."""
     settings = self.settings
     start = time.perf_counter()
-    single = compiled.leave_replicas is not None
-    if single:
-      state, label_state = compiled.leave_replicas((state, label_state))
-    # The step takes and returns the state's leaves (``steps.on_leaves``).
-    leaves, structure = jax.tree.flatten(state)
+    step = compiled.train_step
     sums = compiled.zero_sums()
     if paused is not None:
       sums = jax.tree.map(
           lambda zero, saved: sharding.put(
               np.asarray(saved, zero.dtype).reshape(zero.shape),
               zero.sharding), sums, paused.sums)
+    carry = step.enter(state, label_state, sums)
     # The host dispatches and never waits, but every `log_every_steps` (and
     # at the epoch's end) for the sums: the loss for the progress line and
     # the count of non-finite losses.
     every = settings.log_every_steps
     done = reported = 0 if paused is None else paused.step
-    for count, inputs in self._epoch_inputs(epoch, compiled, first=done):
-      leaves, label_state, sums = compiled.train_step(leaves, label_state,
-                                                      sums, *inputs)
+    for count, args in self.input.train_batches(epoch, first=done):
+      carry = step(carry, args, count)
       done += count
       if done == self.steps_per_epoch or (every and
                                           done - reported >= every):
-        fetched = jax.device_get(sums)
-        if single:
-          fetched = jax.tree.map(lambda x: np.asarray(x)[None], fetched)
+        fetched = step.host_sums(carry)
         self._check_finite(fetched, epoch, done, reported, progress)
         reported = done
       if done < self.steps_per_epoch and stop is not None and stop():
+        state, label_state, sums = step.leave(carry)
         sums = jax.tree.map(lambda x: np.asarray(x).tolist(),
                             jax.device_get(sums))
-        state = jax.tree.unflatten(structure, leaves)
-        if single:
-          state, label_state = compiled.enter_replicas((state, label_state))
         return state, label_state, _Paused(done, sums)
-    state = jax.tree.unflatten(structure, leaves)
-    if single:
-      state, label_state = compiled.enter_replicas((state, label_state))
+    state, label_state, _ = step.leave(carry)
     update_start = time.perf_counter()
     label_metrics = compiled.label_metrics
     if compiled.update_labels is not None:
       label_state = compiled.update_labels(label_state, epoch)
       jax.block_until_ready(label_state)
       label_metrics = compiled.measure_labels(
-          label_state.labels, self.clean_rows, self.noisy_rows)
+          label_state.labels, self.input.clean_rows, self.input.noisy_rows)
     update_seconds = time.perf_counter() - update_start
     # Every `eval_every_epochs` epochs and at the end of every stage.
     due = ((epoch + 1) % settings.eval_every_epochs == 0
@@ -377,11 +280,7 @@ class _Run:
               "learning_rate": float(stage.learning_rate(step - 1))}
     for name, value in stage.hparam_schedules.items():
       record[name] = float(value(step - 1))
-    if self.replicas == 1:
-      record.update(per_replica[0])
-    else:
-      record["replicas"] = self.replicas
-      record.update({k: [v[k] for v in per_replica] for k in per_replica[0]})
+    record.update(contract.record_of(per_replica))
     record["label_update_seconds"] = update_seconds
     record["epoch_seconds"] = time.perf_counter() - start
     return state, label_state, record
@@ -390,38 +289,11 @@ class _Run:
               logits: bool = False) -> np.ndarray:
     """Host ``[R, N, C]`` softmax (or logits) of ``split`` ('train': the
     training set unaugmented; 'test'), every example once, in order."""
-    # What the jitted function returns: the stream's gives logits, and the
-    # softmax is taken here.
-    raw = logits or self.streams is not None
-    key = (id(classifier), raw)
-    if key not in self._predict:  # compiled once a stage
-      self._predict = {key: (
-          steps.make_predict(classifier, self.mesh, replicas=True,
-                             logits=raw) if self.streams is None else
-          steps.make_stream_logits(classifier, self.mesh, replicas=True)),
-                       **{k: v for k, v in self._predict.items()
-                          if k[0] == id(classifier)}}
-    predict = self._predict[key]
-    params, model_state = state["params"], state["model_state"]
-    if self.streams is None:
-      x, num = ((self.train_data["image"], self.data.num_train)
-                if split == "train" else
-                (self.eval_sets[split][0], len(self.data.test_x)))
-      order, mask = pipeline.eval_indices(
-          num, sharding.eval_batch(self.settings.eval_batch_size, self.mesh))
-      out = predict(params, model_state, x,
-                    sharding.put(order, sharding.eval_sharding(self.mesh)))
-    else:
-      reader = (self.streams.train_in_order if split == "train"
-                else self.streams.eval[split])
-      mask = reader.mask
-      out = jnp.concatenate([predict(params, model_state, batch["image"])
-                             for batch in reader.batches()], axis=1)
-      if not logits:
-        out = jax.nn.softmax(out, axis=-1)
+    out = self._logits(classifier, state["params"], state["model_state"],
+                       split, logits=logits)
     out = np.asarray(multihost_utils.process_allgather(out, tiled=True))
     # In order, padding last.
-    return out[:, mask.reshape(-1)]
+    return out[:, self.input.mask(split).reshape(-1)]
 
   def train_outputs(self, classifier, state) -> np.ndarray:
     """``[R, N, C]`` class probabilities of the training set: the softmax
@@ -442,11 +314,11 @@ class _Run:
     probs = self.train_outputs(classifier, state)
     if jax.process_index() == 0:
       path = os.path.join(self.workdir, contract.PROBABILITIES_FILE)
-      np.save(path, probs[0] if self.replicas == 1 else probs)
+      np.save(path, contract.as_saved(probs))
       if not self.data.multi_label:
-        true = np.stack([n.transition_matrix for n in self.noisy])
         np.save(os.path.join(self.workdir, contract.TRANSITION_TRUE_FILE),
-                true[0] if self.replicas == 1 else true)
+                contract.as_saved(np.stack([n.transition_matrix
+                                            for n in self.noisy])))
 
   def best_predictions(self, records) -> predictions.BestPredictions | None:
     """What keeps the outputs of each replica's best validation epoch, or
@@ -471,7 +343,7 @@ class _Run:
         train_labels=self._given_labels() if suggest else None)
 
   def _given_labels(self) -> np.ndarray:
-    return training_data.by_replica([n.labels for n in self.noisy])
+    return inputs.by_replica([n.labels for n in self.noisy])
 
   def label_suggestions(self, classifier, state, label_state,
                         best: predictions.BestPredictions | None
@@ -543,7 +415,7 @@ def _resume(run: _Run, store: checkpoints.Checkpoints):
 
 def train(settings: settings_lib.Settings, workdir: str, *,
           mesh: jax.sharding.Mesh, run_data: training_data.RunData,
-          placed: training_data.Placed, stages_: list[stages.Stage],
+          input_: inputs.Input, stages_: list[stages.Stage],
           model: Callable[[int], models.Classifier],
           store: checkpoints.Checkpoints, headings: reporting.Headings,
           stop_after_epochs: int | None = None,
@@ -553,7 +425,7 @@ def train(settings: settings_lib.Settings, workdir: str, *,
   Args:
     settings: the loop's own keys of the config.
     workdir: the run's folder (checked, its config saved).
-    mesh, run_data, placed, stages_, model: what the builders built:
+    mesh, run_data, input_, stages_, model: what the builders built:
       ``sharding.make_mesh``, ``training_data.build``, ``stages.build``,
       ``models.factory``.
     store: the workdir's checkpoints.
@@ -561,7 +433,7 @@ def train(settings: settings_lib.Settings, workdir: str, *,
     stop_after_epochs, stop: as ``trainer.train_and_evaluate``'s.
   """
   run = _Run(settings, workdir, mesh=mesh, run_data=run_data,
-             placed=placed, stages_=stages_, model=model)
+             input_=input_, stages_=stages_, model=model)
   header = f"{run.data.summary()}; {headings.opening}"
   main_process = jax.process_index() == 0
 
@@ -636,8 +508,7 @@ def train(settings: settings_lib.Settings, workdir: str, *,
     store.wait()
     store.close()
     writer.close()
-    if run.streams is not None:
-      run.streams.close()
+    run.input.close()
 
   if settings.save_train_probabilities and last == run.total_epochs:
     run.save_train_probabilities(classifier, state)
@@ -652,7 +523,7 @@ def train(settings: settings_lib.Settings, workdir: str, *,
           workdir, suggestions, origin=origin,
           clean=([n.clean_labels for n in run.noisy]
                  if run.clean_labels_known else None),
-          dataset=run.data, inputs=run.train_inputs,
+          dataset=run.data, inputs=run.input.read_train,
           drawn=settings.label_issues_drawn)
   summary = contract.summarise(records)
   if main_process and last == run.total_epochs:

@@ -107,10 +107,8 @@ class BestPredictions:
     values = record.get(self.select)
     if values is None:
       return []
-    if self.replicas == 1:
-      values = [values]
     out = []
-    for r, value in enumerate(values):
+    for r, value in enumerate(contract.per_replica(values, self.replicas)):
       if value is not None and value > self.best_value[r]:
         self.best_value[r] = value
         out.append(r)
@@ -162,7 +160,7 @@ class BestPredictions:
     if not kept or not os.path.exists(path):
       return None
     saved = np.load(path)
-    return saved[None] if self.replicas == 1 else saved
+    return contract.from_saved(saved, self.replicas)
 
   def observe(self, record: dict, test_outputs: Callable[[], np.ndarray],
               train_outputs: Callable[[], np.ndarray]) -> None:
@@ -244,7 +242,7 @@ class BestPredictions:
         (self.best_test, contract.TEST_PROBABILITIES_BEST_FILE)):
       if probabilities is not None:
         _save(os.path.join(self.workdir, name), np.save,
-              probabilities[0] if self.replicas == 1 else probabilities)
+              contract.as_saved(probabilities))
     if self.best_suggestions:
       _save(os.path.join(self.workdir, contract.SUGGESTIONS_BEST_FILE),
             np.savez, {"best_epoch": self.best_epoch,

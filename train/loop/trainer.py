@@ -72,7 +72,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   settings = settings_lib.check_config(config,
                                        num_devices=jax.device_count())
   mesh = sharding.make_mesh(replicas=settings.replicas)
-  run_data, placed = training_data.build(config, mesh)
+  run_data, input_ = training_data.build(config, mesh)
   data = run_data.dataset
   stages_ = stages.build(
       config, steps_per_epoch=data.num_train // settings.batch_size,
@@ -92,7 +92,7 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   # ----- Epochs --------------------------------------------------------------
   # From here on the loop reads its settings, never the config.
   return epochs.train(settings, workdir, mesh=mesh, run_data=run_data,
-                      placed=placed, stages_=stages_, model=model,
+                      input_=input_, stages_=stages_, model=model,
                       store=store, headings=headings,
                       stop_after_epochs=stop_after_epochs, stop=stop)
 

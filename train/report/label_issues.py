@@ -210,7 +210,8 @@ def write(workdir: str, suggestions: Sequence[label_ranking.Suggestions], *,
             f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
   issues = {"origin": origin}
   for key in each[0]:
-    issues[key] = each[0][key] if len(each) == 1 else [e[key] for e in each]
+    issues[key] = (each[0][key] if contract.single(len(each))
+                   else [e[key] for e in each])
   return issues
 
 
@@ -265,7 +266,7 @@ def _title(workdir: str, k: int, replicas: int, known: bool,
   change = ("+ the labels it adds, − those it removes" if multi_label
             else "given → suggested")
   title = (f"{name}: the {k} most doubted training labels"
-           f"{' of replica 0' if replicas > 1 else ''} "
+           f"{'' if contract.single(replicas) else ' of replica 0'} "
            f"({change}; p: the suggestion's probability)")
   if known:
     title += ("\ngreen: the noise flipped the given label; red: the given "
@@ -386,7 +387,7 @@ def redraw(workdir: str, k: int, out: str, replica: int = 0) -> str:
   known = rows[0]["flipped"] != ""
   title = _title(workdir, min(k, len(rows)), config.replicas, known,
                  "added" in rows[0])
-  if config.replicas > 1:
+  if not contract.single(config.replicas):
     title = title.replace("replica 0", f"replica {replica}")
   return draw(rows[:k], training_data.train_inputs_of(config), out,
               title=title)

@@ -85,13 +85,14 @@ class MetricWriter:
       return
     epoch = record["epoch"]
     replicas = record.get("replicas", 1)
+    single = contract.single(replicas)
     for r in range(replicas):
       # One scalar per replica where replicas differ, under replicaR/.
-      mine = contract.replica_record(record, r) if replicas > 1 else record
-      prefix = f"replica{r}/" if replicas > 1 else ""
+      mine = record if single else contract.replica_record(record, r)
+      prefix = "" if single else f"replica{r}/"
       for key, value in mine.items():
         if isinstance(value, (int, float)) and key != "epoch":
-          shared = replicas > 1 and not isinstance(record[key], list)
+          shared = not single and not isinstance(record[key], list)
           if not shared or r == 0:
             self._tensorboard.add_scalar(("" if shared else prefix) + key,
                                          value, epoch)
@@ -197,9 +198,10 @@ def summary_table(summary: Mapping[str, Any], title: str) -> str:
   clean validation, last). With replicas: mean ± std over them.
   """
   replicas = summary.get("replicas", 1)
+  single = contract.single(replicas)
 
   def pct(key):
-    if replicas > 1:
+    if not single:
       if summary.get(f"{key}_mean") is None:
         return "-"
       return (f"{100 * summary[f'{key}_mean']:6.2f}"
@@ -208,7 +210,7 @@ def summary_table(summary: Mapping[str, Any], title: str) -> str:
     return "-" if value is None else f"{100 * value:6.2f}"
 
   def epoch(key):
-    return summary.get(key) or "-" if replicas == 1 else "-"
+    return summary.get(key) or "-" if single else "-"
 
   rows = [("validation accuracy", "val_accuracy"),
           ("validation accuracy, clean", "val_clean_accuracy"),
@@ -218,9 +220,8 @@ def summary_table(summary: Mapping[str, Any], title: str) -> str:
           ("train accuracy, noisy labels", "train_accuracy_noisy"),
           ("train accuracy, clean labels", "train_accuracy_clean"),
           ("memorised noisy labels", "memorised")]
-  width = 13 if replicas > 1 else 8
-  lines = [title + (f" ({replicas} seeds: mean ± std)" if replicas > 1
-                    else ""),
+  width = 8 if single else 13
+  lines = [title + ("" if single else f" ({replicas} seeds: mean ± std)"),
            f"{'metric (%)':<34}{'best':>{width}}{'epoch':>7}"
            f"{'last':>{width}}"]
   lines.append("-" * len(lines[-1]))

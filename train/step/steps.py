@@ -1,13 +1,22 @@
-"""The jitted functions of training: one step, evaluation, the label update.
+"""The jitted functions of training: one step, prediction, evaluation, the
+label update, and the replica axis they all carry.
 
 Each is built once per stage by a ``make_*`` function that closes over what
-is static (the model's graph, the loss, the optimiser, the mesh) and jitted
-with explicit ``in_shardings``/``out_shardings``: the train state and metric
-sums replicated, the label state split along ``'data'``, a batch's indices
-split along ``'data'`` (so every per-example op of the step runs on the
-example's device and XLA inserts the all-reduces of the gradient, the batch
-norm statistics and the Joint Optimization batch mean). The train state,
-label state and sums are donated.
+is static (the model's graph, the loss, the optimiser, the mesh, the
+input's batch function) and jitted with explicit shardings: the train state
+and metric sums split by replica, the label state along ``'data'``, a
+batch's examples along ``'data'`` (so every per-example op of the step runs
+on the example's device and XLA inserts the all-reduces of the gradient,
+the batch norm statistics and the Joint Optimization batch mean). The train
+state, label state and sums are donated.
+
+Every array the loop hands these functions has a leading replica axis ``R``
+(``config.replicas`` seeds trained as one program), split along
+``'replica'``; the functions ``vmap`` over it (``over_replicas``). One
+replica is the fast path, taken here and nowhere else: its arrays are
+indexed rather than vmapped over an axis of 1, and the training step's
+state leaves the axis for a whole epoch (``TrainStep.enter``/``leave``);
+XLA:CPU ran the step over ``[1, ...]`` arrays 10-17 % slower (2-D CNN).
 
 The step gets ``dL/dz`` on its way to the parameter gradient (one VJP of the
 network, the loss differentiated wrt the logits in between), so the
@@ -23,11 +32,12 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from train import models
 from train import sharding
-from train.data import pipeline
+from train.data import inputs
 from train.objective import loss_registry
 from train.step import label_state as label_state_lib
 from train.step import metrics
@@ -47,19 +57,14 @@ class StepConfig:
     optimizer: the optax transformation.
     hparam_schedules: ``{name: value(step)}``, traced hyperparameters.
     replica_hparams: ``{name: [R, ...] array}``, traced hyperparameters with
-      a value per replica (``loss_registry.Loss.per_replica``); without
-      ``replicas``, one value each.
+      a value per replica (``loss_registry.Loss.per_replica``).
     mesh: the device mesh.
-    crop_padding, flip: augmentation.
     multi_label: whether targets are multi-hot.
     record: whether the step writes probabilities into the label history.
     grad_bins: bins of the gradient-by-confidence metric.
     integer_labels: train on the batch's integer labels, not the label
       state's rows (single-label data whose labels are never updated).
     num_classes: ``C``, for a sigmoid loss's one-hot of integer labels.
-    replicas: every argument but the data's images, ``epoch`` and ``first``
-      has a leading replica axis (``config.replicas`` seeds as one program):
-      the step is ``vmap``ped over it, the axis split along ``'replica'``.
     update_targets: ``f(rows, logits, hparams) -> rows`` of a loss with
       per-example running targets (``loss_registry.Loss.update_targets``,
       ELR): each step reads the batch's rows from ``label_state.targets``,
@@ -74,14 +79,11 @@ class StepConfig:
   hparam_schedules: Mapping[str, Callable[[jax.Array], jax.Array]]
   mesh: jax.sharding.Mesh
   replica_hparams: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-  crop_padding: int = 0
-  flip: bool = False
   multi_label: bool = False
   record: bool = True
   grad_bins: int = 10
   integer_labels: bool = False
   num_classes: int = 0
-  replicas: bool = False
   update_targets: Callable[..., jax.Array] | None = None
 
 
@@ -118,32 +120,27 @@ def on_leaves(step, state: TrainState):
   return functools.wraps(step)(over_leaves)
 
 
-def data_axes(data: Mapping[str, Any]) -> dict[str, int | None]:
-  """``vmap`` axes of the training data: 0 for per-replica arrays."""
-  return {k: 0 if k in sharding.PER_REPLICA_DATA else None for k in data}
+def _first(args, in_axes):
+  """``args`` at index 0 of their replica axis (``in_axes``: a prefix)."""
+  return jax.tree.map(
+      lambda axis, arg: arg if axis is None else jax.tree.map(
+          lambda x: x[0], arg), in_axes, args,
+      is_leaf=lambda x: x is None)
 
 
-def over_replicas(fn, in_axes, enabled: bool):
-  """``fn`` vmapped over a leading replica axis split along ``'replica'``."""
-  if not enabled:
-    return fn
-  batched = jax.vmap(fn, in_axes=in_axes,
-                     spmd_axis_name=sharding.REPLICA_AXIS)
+def over_replicas(fn, in_axes, replicas: int, *, restore: bool = True):
+  """``fn`` over the leading replica axis of ``replicas``: vmapped, the
+  axis split along ``'replica'``, or for one replica (the fast path) its
+  arrays indexed, the results given the axis back unless not ``restore``.
+  """
+  if replicas != 1:
+    return jax.vmap(fn, in_axes=in_axes, spmd_axis_name=sharding.REPLICA_AXIS)
 
-  def over(*args):
-    # One replica: its arrays indexed, not a vmap of size 1, which XLA:CPU
-    # runs measurably slower (other layouts for the batched convolutions).
-    if jax.tree.leaves(args[0])[0].shape[0] != 1:
-      return batched(*args)
-    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
-    first = [jax.tree.map(lambda x: x[0], a) if ax == 0 else
-             a if ax is None else jax.tree.map(
-                 lambda x, d: x if d is None else x[0], a, ax,
-                 is_leaf=lambda x: x is None)
-             for a, ax in zip(args, axes)]
-    return jax.tree.map(lambda x: x[None], fn(*first))
+  def first(*args):
+    out = fn(*_first(args, in_axes))
+    return jax.tree.map(lambda x: x[None], out) if restore else out
 
-  return over
+  return first
 
 
 def probabilities(logits: jax.Array, family: str) -> jax.Array:
@@ -210,128 +207,115 @@ def _train_on_batch(cfg: StepConfig):
   return on_batch
 
 
-def _step_shardings(cfg: StepConfig, state, mesh):
-  """The train state's, label state's and sums' shardings."""
-  return (sharding.replicate(state, mesh, replicas=cfg.replicas),
-          label_state_lib.shardings(mesh, replicas=cfg.replicas),
-          sharding.replicate(metrics.zeros_like_sums(cfg.grad_bins), mesh,
-                             replicas=cfg.replicas))
+@dataclasses.dataclass(frozen=True)
+class TrainStep:
+  """A stage's jitted training step over ``[R, ...]`` arrays.
+
+  ``carry = enter(state, label_state, sums)`` once an epoch, then
+  ``carry = step(carry, args, count)`` for each call the input gives
+  (``count`` steps, its arguments ``args``), ``host_sums(carry)`` for the
+  ``[R, ...]`` sums on the host, and ``leave(carry) -> (state,
+  label_state, sums)`` at the epoch's end. The carry holds the state as its
+  leaves (``on_leaves``) and, for one replica, without the replica axis.
+  """
+  run: Callable[..., Any]
+  data: Any
+  enter: Callable[..., Any]
+  leave: Callable[..., Any]
+  host_sums: Callable[..., Any]
+
+  def __call__(self, carry, args, count: int = 1):
+    return self.run(*carry, self.data, args, count)
 
 
 def make_train_step(cfg: StepConfig, state: TrainState,
                     label_state: label_state_lib.LabelState,
-                    data: Mapping[str, jax.Array], *,
-                    flat_state: bool = False):
-  """``steps(state, label_state, sums, data, order, epoch, first[, count])``.
+                    batches: inputs.Batches) -> TrainStep:
+  """The jitted step over ``state``'s and ``label_state``'s ``[R, ...]``
+  layout (their values are only used for their shapes and shardings).
 
-  Jitted: runs batches ``first, ..., first + count - 1`` of the epoch
-  (``order`` is the epoch's ``[num_batches, B]`` indices, split along ``B``)
-  and returns ``(state, label_state, sums)``; ``count`` is static, and more
-  than one step per call (unrolled: ``count`` times the compile time) saves
-  the host's dispatch for models whose step is shorter than it. Nothing per
-  step comes back to the host: the losses are summed in ``sums`` (with the
-  count of non-finite ones), which the caller fetches when it wants. The arguments' values are
-  only used for their shardings' structure.
+  A call runs ``count`` steps (static; unrolled: ``count`` times the compile
+  time, and one dispatch of the host for models whose step is shorter than
+  it), step ``j`` on ``batches.take(data, args, rng, j)``, and returns the
+  carry. Nothing per step comes back to the host: the losses are summed in
+  the sums (with the count of non-finite ones), fetched when the caller
+  wants them.
 
   With ``cfg.integer_labels`` the loss gets the batch's integer labels (the
   losses' fast paths; a sigmoid loss their one-hot) instead of rows gathered
   from the label state: right whenever the label state never relabels.
-
-  With ``flat_state`` the train state is given and returned as its leaves
-  (``jax.tree.leaves``; ``on_leaves``).
   """
+  mesh = cfg.mesh
+  replicas = jax.tree.leaves(state)[0].shape[0]
+  single = replicas == 1  # the state leaves the axis for an epoch
   on_batch = _train_on_batch(cfg)
 
-  def step(state, label_state, sums, replica_hparams, data, order, epoch, i):
-    indices = order[i]
-    key = jax.random.fold_in(jax.random.fold_in(
-        jax.random.wrap_key_data(state["rng"]), epoch), i)
-    batch = pipeline.train_batch(data, indices, key,
-                                 crop_padding=cfg.crop_padding, flip=cfg.flip)
-    return on_batch(state, label_state, sums, replica_hparams, batch)
+  def step(state, label_state, sums, hparams, data, args, *, j):
+    batch = batches.take(data, args, state["rng"], j)
+    return on_batch(state, label_state, sums, hparams, batch)
 
-  step = over_replicas(step, (0, 0, 0, 0, data_axes(data), 0, None, None),
-                       cfg.replicas)
+  carried = None if single else 0
+  axes = (carried,) * 3 + (0, *batches.axes)
 
-  def steps(state, label_state, sums, data, order, epoch, first, count=1):
+  def steps(state, label_state, sums, data, args, count):
     carry = (state, label_state, sums)
     # Straight-line steps: XLA:CPU ran the same steps inside a while loop
     # (fori_loop, rolled or unrolled) eight times slower.
     for j in range(count):
-      carry = step(*carry, dict(cfg.replica_hparams), data, order, epoch,
-                   first + j)
+      carry = over_replicas(functools.partial(step, j=j), axes, replicas,
+                            restore=False)(
+                                *carry, dict(cfg.replica_hparams), data, args)
     return carry
 
-  mesh = cfg.mesh
-  state_sh, label_sh, sums_sh = _step_shardings(cfg, state, mesh)
-  data_sh = sharding.data_shardings(data, mesh, replicas=cfg.replicas)
-  order_sh = sharding.order_sharding(mesh, replicas=cfg.replicas)
-  scalar = sharding.replicated(mesh)
-  del label_state
-  if flat_state:
-    steps, state_sh = on_leaves(steps, state), jax.tree.leaves(state_sh)
-  return jax.jit(steps,
-                 in_shardings=(state_sh, label_sh, sums_sh, data_sh,
-                               order_sh, scalar, scalar),
-                 out_shardings=(state_sh, label_sh, sums_sh),
-                 static_argnums=(7,), donate_argnums=(0, 1, 2))
+  sums = metrics.zeros_like_sums(cfg.grad_bins)
+  outer = (sharding.replicate(state, mesh, replicas=True),
+           label_state_lib.shardings(mesh, replicas=True),
+           sharding.replicate(sums, mesh, replicas=True))
+  off = lambda tree: jax.tree.map(lambda x: x[0], tree)
+  inner = (jax.tree.leaves(sharding.replicate(off(state), mesh)),
+           label_state_lib.shardings(mesh),
+           sharding.replicate(sums, mesh)) if single else (
+               jax.tree.leaves(outer[0]), *outer[1:])
+  run = jax.jit(on_leaves(steps, state),
+                in_shardings=(*inner, *batches.shardings),
+                out_shardings=inner, static_argnums=(5,),
+                donate_argnums=(0, 1, 2))
+  structure = jax.tree.structure(state)
+  if single:
+    # Donated: dropping or adding an axis of 1 is a bitcast, so the moves
+    # reuse the buffers instead of copying the state and the label state.
+    drop = jax.jit(lambda s, l, m: (jax.tree.leaves(off(s)), off(l), off(m)),
+                   out_shardings=inner, donate_argnums=(0, 1, 2))
+    lift = jax.jit(lambda *carry: jax.tree.map(lambda x: x[None], (
+        jax.tree.unflatten(structure, carry[0]), *carry[1:])),
+                   out_shardings=outer, donate_argnums=(0, 1, 2))
+    enter, leave = drop, lambda carry: lift(*carry)
+    host_sums = lambda carry: jax.tree.map(lambda x: np.asarray(x)[None],
+                                           jax.device_get(carry[2]))
+  else:
+    enter = lambda s, l, m: (jax.tree.leaves(s), l, m)
+    leave = lambda carry: (jax.tree.unflatten(structure, carry[0]),
+                           *carry[1:])
+    host_sums = lambda carry: jax.device_get(carry[2])
+  return TrainStep(run=run, data=batches.data, enter=enter, leave=leave,
+                   host_sums=host_sums)
 
 
-def make_stream_step(cfg: StepConfig, state: TrainState,
-                     label_state: label_state_lib.LabelState,
-                     batch: Mapping[str, Any], *, flat_state: bool = False):
-  """``step(state, label_state, sums, batch)``: one step on a streamed batch.
-
-  Jitted. ``batch`` is what ``stream.TrainStream`` yields (``image``
-  decoded and augmented on the host, ``label``, ``clean_label``,
-  ``index``), its batch axis split along ``'data'``; ``batch``'s values
-  (arrays or ``ShapeDtypeStruct``) are used for their shardings. The step's
-  body is ``make_train_step``'s, ``flat_state`` as there.
-  """
-  on_batch = over_replicas(_train_on_batch(cfg),
-                           (0, 0, 0, 0, data_axes(batch)), cfg.replicas)
-
-  def step(state, label_state, sums, batch):
-    return on_batch(state, label_state, sums, dict(cfg.replica_hparams),
-                    batch)
-
-  state_sh, label_sh, sums_sh = _step_shardings(cfg, state, cfg.mesh)
-  batch_sh = {k: v.sharding for k, v in batch.items()}
-  del label_state
-  if flat_state:
-    step, state_sh = on_leaves(step, state), jax.tree.leaves(state_sh)
-  return jax.jit(step, in_shardings=(state_sh, label_sh, sums_sh, batch_sh),
-                 out_shardings=(state_sh, label_sh, sums_sh),
-                 donate_argnums=(0, 1, 2))
-
-
-def split_logits(classifier: models.Classifier, params, model_state, x,
-                 order) -> jax.Array:
-  """Float32 logits ``[B' * B, C]`` of ``x[order]``, a batch at a time."""
-  def logits_of(_, indices):
-    logits, _ = classifier.apply(params, model_state,
-                                 jnp.take(x, indices, axis=0), train=False)
-    return None, logits
-
-  _, logits = jax.lax.scan(logits_of, None, order)
-  return logits.reshape(-1, logits.shape[-1]).astype(jnp.float32)
-
-
-def make_predict(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,
-                 replicas: bool = False, logits: bool = False):
-  """``predict(params, model_state, x, order) -> softmax [B' * B, C]``.
-
-  Jitted; ``order`` as in ``make_evaluate`` (its padding rows are the
-  caller's to drop). With ``replicas`` the parameters and the result have a
-  leading replica axis; with ``logits`` it returns the logits instead.
-  """
-  def predict(params, model_state, x, order):
-    out = split_logits(classifier, params, model_state, x, order)
+def make_predict(classifier: models.Classifier,
+                 logits_of: Callable[..., jax.Array], *, replicas: int,
+                 logits: bool = False):
+  """``predict(params, model_state, *args) -> softmax [R, n, C]``, jitted:
+  the network applied by the input's batch function ``logits_of(apply,
+  *args)`` (float32; with ``logits``, the logits instead)."""
+  def predict(params, model_state, *args):
+    apply = lambda x: classifier.apply(params, model_state, x,
+                                       train=False)[0]
+    out = logits_of(apply, *args).astype(jnp.float32)
     return out if logits else jax.nn.softmax(out)
 
-  predict = over_replicas(predict, (0, 0, None, None), replicas)
-  split = sharding.eval_sharding(mesh)
-  return jax.jit(predict, in_shardings=(None, None, None, split))
+  return jax.jit(lambda params, model_state, *args: over_replicas(
+      predict, (0, 0) + (None,) * len(args), replicas)(
+          params, model_state, *args))
 
 
 def split_metrics(logits: jax.Array, labels: Mapping[str, jax.Array],
@@ -354,51 +338,19 @@ def split_metrics(logits: jax.Array, labels: Mapping[str, jax.Array],
   return out
 
 
-def make_evaluate(classifier: models.Classifier, mesh: jax.sharding.Mesh, *,
-                  multi_label: bool, replicas: bool = False):
-  """``evaluate(params, model_state, x, labels, order, mask) -> metrics``.
+def make_evaluate(mesh: jax.sharding.Mesh, *, multi_label: bool,
+                  replicas: int):
+  """``evaluate(logits, labels, order, mask) -> metrics``: ``split_metrics``
+  of a split's ``[R, B' * B, C]`` logits in ``order``'s rows; jitted.
 
-  Jitted. ``labels`` maps a prefix to a label set: ``''`` gets every metric
-  of ``metrics.evaluation_metrics``, any other prefix (``'clean_'``) only
-  those of ``metrics.agreement_metrics``. ``order``/``mask`` are
-  ``pipeline.eval_indices``, split along ``B``; the logits of every batch are
-  stacked and the split's metrics computed at once. With ``replicas`` the
-  parameters and the label sets have a leading replica axis.
+  ``labels`` maps a prefix to an ``[R, ...]`` label set; ``order``/``mask``
+  are ``pipeline.eval_indices``, split along ``B``.
   """
-
-  def evaluate(params, model_state, x, labels, order, mask):
-    logits = split_logits(classifier, params, model_state, x, order)
-    return split_metrics(logits, labels, order, mask, multi_label)
-
-  evaluate = over_replicas(evaluate, (0, 0, None, 0, None, None), replicas)
-  split = sharding.eval_sharding(mesh)
-  return jax.jit(evaluate, in_shardings=(None, None, None, None, split, split))
-
-
-def make_stream_logits(classifier: models.Classifier,
-                       mesh: jax.sharding.Mesh, *, replicas: bool = False):
-  """``logits(params, model_state, images) -> float32 [B, C]`` of a
-  streamed evaluation batch (split along ``'data'``); jitted. With
-  ``replicas`` the parameters and the result have a leading replica axis."""
-  def logits_of(params, model_state, images):
-    logits, _ = classifier.apply(params, model_state, images, train=False)
-    return logits.astype(jnp.float32)
-
-  logits_of = over_replicas(logits_of, (0, 0, None), replicas)
-  del mesh  # the batch comes split along 'data'; the logits follow it
-  return jax.jit(logits_of)
-
-
-def make_stream_measure(mesh: jax.sharding.Mesh, *, multi_label: bool,
-                        replicas: bool = False):
-  """``measure(logits, labels, order, mask) -> metrics``: ``split_metrics``
-  of a streamed split's stacked batch logits (``[(R,) B' * B, C]``);
-  jitted."""
-  measure = over_replicas(
+  evaluate = over_replicas(
       functools.partial(split_metrics, multi_label=multi_label),
       (0, 0, None, None), replicas)
   split = sharding.eval_sharding(mesh)
-  return jax.jit(measure, in_shardings=(None, None, split, split))
+  return jax.jit(evaluate, in_shardings=(None, None, split, split))
 
 
 def make_label_update(mesh: jax.sharding.Mesh, *, begin: int, mode: str,
@@ -416,11 +368,12 @@ def make_label_update(mesh: jax.sharding.Mesh, *, begin: int, mode: str,
 
 
 def make_label_metrics(mesh: jax.sharding.Mesh, *, multi_label: bool,
-                       num_examples: int, replicas: bool = False):
-  """``measure(labels, clean, noisy) -> metrics.label_metrics``, jitted."""
-  rows = label_state_lib.shardings(mesh, replicas=replicas).labels
-  padded = rows if multi_label else sharding.rows_sharding(
-      mesh, 2 if replicas else 1, replicas=replicas)
+                       num_examples: int, replicas: int):
+  """``measure(labels, clean, noisy) -> metrics.label_metrics`` of
+  ``[R, ...]`` label rows, jitted."""
+  rows = label_state_lib.shardings(mesh, replicas=True).labels
+  padded = rows if multi_label else sharding.rows_sharding(mesh, 2,
+                                                          replicas=True)
   measure = over_replicas(
       functools.partial(metrics.label_metrics, num_examples=num_examples,
                         multi_label=multi_label), 0, replicas)
