@@ -23,6 +23,7 @@ from absl.testing import absltest
 
 from tests.tiny import ROOT
 from tests.tiny import tiny_config
+from tests.tiny import xla_flags
 from train import contract
 from train import sharding
 from train.data import device_input
@@ -111,9 +112,9 @@ def _jo_records(test, processes: int, cache: str, timeout: float = 300):
   processes`` CPU devices each, and its ``label_issues`` (``run.json``);
   fails ``test`` if one fails or hangs."""
   workdir, address = tempfile.mkdtemp(), _free_address()
+  # The session's compiler flags (tests/conftest.py), as in the test.
   env = dict(os.environ, JAX_PLATFORMS="cpu",
-             XLA_FLAGS="--xla_force_host_platform_device_count="
-             f"{4 // processes}")
+             XLA_FLAGS=xla_flags(4 // processes))
   running = [subprocess.Popen(
       [sys.executable, "-c", _JO_SCRIPT, str(processes), address, str(i),
        workdir, cache], cwd=ROOT, env=env, stdout=subprocess.PIPE,
@@ -334,7 +335,7 @@ class StreamTrainingTest(absltest.TestCase):
     with socket.socket() as s:
       s.bind(("127.0.0.1", 0))
       address = f"127.0.0.1:{s.getsockname()[1]}"
-    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="")
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=xla_flags())
     # Both processes convert into one empty cache at once.
     processes = [subprocess.Popen(
         [sys.executable, "-c", _PROCESS_SCRIPT, address, str(i), workdir,
