@@ -292,7 +292,7 @@ def _softmax_loss_tests(names):
       value, unmasked, g, analytic = jax.jit(lambda x: (
           loss(x, labels, where=where, **kwargs),
           loss(x, labels, **kwargs),
-          jax.grad(lambda v: jnp.sum(loss(v, labels, where=where,
+          jax.grad(lambda x: jnp.sum(loss(x, labels, where=where,
                                           **kwargs)))(x),
           grad(x, labels, where=where, **kwargs)))(z)
       np.testing.assert_array_equal(value[~where], 0.0)
