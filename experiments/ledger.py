@@ -143,7 +143,7 @@ class Ledger:
     for workdir, result in finished:
       entry = {"workdir": os.path.relpath(workdir, self.root),
                "result": portable(result, self.root)}
-      if result["phase"] == "final":
+      if result["phase"] in plan.PAIRED_PHASES:
         curve = ledger_curve(contract.read_records(workdir))
         if curve:
           entry["records"] = curve

@@ -18,6 +18,7 @@ from experiments import across_studies
 from experiments import figures
 from experiments import protocol
 from experiments import results
+from experiments import sensitivity
 from experiments import study as study_lib
 
 
@@ -342,6 +343,7 @@ def markdown(study: study_lib.Study, c: results.Collected,
                    f"| {seeds} | {verdict} "
                    f"| {holm_text(study, row, family, so_far)} |")
     lines.append("")
+  lines += sensitivity.lines(study, c)
   for s in study.settings:
     n_test = c.test_size.get(s.name)
     lines += [f"## {s.label or s.name}", ""]
