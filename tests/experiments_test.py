@@ -1235,7 +1235,8 @@ class CommandLineTest(TestCase):
                                              "'wokers'. Did you mean: "
                                              "workers ?"),
         (("--study=el_clean", "--phases=tune,bogus"),
-         "--phases: unknown ['bogus']; use tune, final, summarize"),
+         "--phases: unknown ['bogus']; use tune, final, sensitivity, "
+         "summarize"),
     ):
       with self.subTest(flags=flags_):
         status, out, err = _cli(*flags_, f"--root={root}")
@@ -1464,7 +1465,8 @@ class RealStudiesTest(TestCase):
         tune = plan.tune_runs(study, "/r", firsts)
         for run in tune:
           firsts.setdefault((run.setting, run.method), run.point)
-      runs = tune + plan.final_runs(study, "/r", firsts)
+      runs = (tune + plan.final_runs(study, "/r", firsts)
+              + plan.sensitivity_runs(study, "/r", firsts))
       # Runs that differ by their seed alone build alike: one check each.
       unique = {}
       for run in runs:
