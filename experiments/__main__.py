@@ -259,8 +259,12 @@ def _run_study(log) -> list[str]:
                                  **common)
   if "summarize" in phases:
     out = summary.write(study, root, _OUT.value, save_figures=_FIGURES.value)
+    panel = out["sensitivity_total"]
     print(f"{study.name}: {out['total'] - out['pending']}/{out['total']} runs "
-          f"finished; summary in {os.path.join(_OUT.value, study.name)}.md")
+          f"finished"
+          + (f" (and {panel - out['sensitivity_pending']}/{panel} of the "
+             f"sensitivity panel)" if panel else "")
+          + f"; summary in {os.path.join(_OUT.value, study.name)}.md")
     for (claim, setting), (verdict, interval) in out["verdicts"].items():
       print(f"  {claim} [{setting}]: {interval} -> {verdict}")
   return failures

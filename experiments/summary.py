@@ -469,7 +469,8 @@ def write(study: study_lib.Study, root: str, out_dir: str, *,
 
   Returns:
     The verdicts, ``{(claim text, setting): (verdict, interval text)}``,
-    and the counts, for the caller to print.
+    and the counts (the sensitivity panel's apart), for the caller to
+    print.
   """
   os.makedirs(out_dir, exist_ok=True)
   c = results.collect(study, root)
@@ -488,4 +489,6 @@ def write(study: study_lib.Study, root: str, out_dir: str, *,
                   interval_line(row) or "no interval over test examples"))
               for row in c.claim_rows(study)}
   return {"verdicts": verdicts, "pending": c.pending, "total": c.total,
+          "sensitivity_pending": c.sensitivity_pending,
+          "sensitivity_total": c.sensitivity_total,
           "wall_seconds": c.wall_seconds}
