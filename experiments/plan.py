@@ -327,13 +327,21 @@ def learning_rates(study: Study, setting: Setting, method: Method
   increasing order: its grid's, or its parent's where it inherits the rate
   (``Method.inherit_keys``); [] where the rate is not tuned."""
   if method.inherit_from is not None:
-    if LEARNING_RATE not in method.inherit_keys:
+    parent = study.method(method.inherit_from)
+    if not takes_rate_from(method, parent):
       return []
-    method = study.method(method.inherit_from)
+    method = parent
   values = method.grid_in(setting).get(LEARNING_RATE, ())
   # Numbers only: None ("the config's default") has no neighbours.
   return sorted(v for v in values
                 if isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def takes_rate_from(method: Method, other: Method) -> bool:
+  """Whether ``method`` trains at ``other``'s selected learning rate
+  (``Method.inherit_keys``)."""
+  return (method.inherit_from == other.name
+          and LEARNING_RATE in method.inherit_keys)
 
 
 def neighbours(study: Study, setting: Setting, method: Method,
@@ -346,8 +354,9 @@ def neighbours(study: Study, setting: Setting, method: Method,
   A method that inherits its rate from another's selection (``Method.
   inherit_keys``, e.g. "EL at CE's learning rate") moves along its
   parent's grid, its other inherited values kept: it is read at the rates
-  its parent might have selected instead, which is the question its claim
-  leaves open; the parent's own runs stay at its selection.
+  its parent might have selected instead (``sensitivity`` pairs these
+  runs with the parent's own at the same rate where a claim compares the
+  two).
   """
   point = final_point(study, setting, method, selected)
   rates = learning_rates(study, setting, method)

@@ -7,13 +7,21 @@ rates. The panel reads each primary claim again on the first
 four times: the claim's method with its learning rate one step down its
 grid (*lr-*) and one step up (*lr+*) against the baseline at its selected
 rate, and the baseline moved down and up against the method at its
-selected rate (``plan.neighbours``: a method that inherits its rate moves
-along its parent's grid). Each reading is the paired difference method -
-baseline with the interval the verdicts read (``protocol.compare``),
-beside the verdict's own difference on the same seeds; the row's mark says
-whether the verdict holds at every neighbour, or which neighbour flips the
-sign of the difference, loses its significance or, from an inconclusive
-verdict, turns confirmed or refuted.
+selected rate (``plan.neighbours``).
+
+A method that inherits its rate (EL at CE's learning rate) moves along its
+parent's grid. Where its parent is the claim's other method, the parent's
+columns move both, as a selection fallen on the neighbour would have (EL
+and CE both at CE's lr-: whether the verdict rests on CE's near-tie), and
+its own columns move it alone (EL at a rate CE did not select, against CE
+at its selection).
+
+Each reading is the paired difference method - baseline with the interval
+the verdicts read (``protocol.compare``), beside the verdict's own
+difference on the same seeds; the row's mark says whether the verdict
+holds at every neighbour, or which neighbour flips the sign of the
+difference, loses its significance or, from an inconclusive verdict,
+turns confirmed or refuted.
 """
 
 from __future__ import annotations
@@ -63,8 +71,8 @@ def rows(study: study_lib.Study, c: results.Collected
 
   Returns:
     Dicts with ``claim``, ``setting``, ``seeds`` (the panel's),
-    ``rates`` (the method's and the baseline's selected rates, None where
-    not yet selected or not tuned), ``reference`` (the ``Cell`` at the
+    ``rates`` (the method's and the baseline's selected rates, None for
+    one not tuned; None while the setting tunes), ``reference`` (the ``Cell`` at the
     selected rates), ``cells`` (the four ``Cell``s in ``SLOTS``' order)
     and ``mark`` (the verdict's stability in words).
   """
@@ -92,22 +100,27 @@ def rows(study: study_lib.Study, c: results.Collected
       cells = []
       for side, step in SLOTS:
         moved = 0 if side == "method" else 1
-        points = plan.neighbours(study, s, methods[moved], known)
-        point = points[step > 0]
+        point = plan.neighbours(study, s, methods[moved], known)[step > 0]
         if point is None:
           tuned = plan.learning_rates(study, s, methods[moved])
           cells.append(Cell(missing="off the grid" if tuned
                             else "rate not tuned"))
           continue
-        pair = list(final)
-        pair[moved] = _runs(c.sensitivity, c.sensitivity_diverged,
-                            c.sensitivity_examples,
-                            (s.name, names[moved], plan.point_name(point)),
-                            seeds)
+        pair, diverged = list(final), set()
+        for i in (moved, 1 - moved):
+          if i != moved:
+            # The other method moves too where it takes its rate from the
+            # moved one's selection: to the same rate, along the same grid.
+            if not plan.takes_rate_from(methods[i], methods[moved]):
+              continue
+            point = plan.neighbours(study, s, methods[i], known)[step > 0]
+          pair[i] = _runs(c.sensitivity, c.sensitivity_diverged,
+                          c.sensitivity_examples,
+                          (s.name, names[i], plan.point_name(point)), seeds)
+          diverged |= pair[i][1]
         cell = _cell(claim, seeds, *pair)
         cells.append(dataclasses.replace(
-            cell, rate=point[plan.LEARNING_RATE],
-            diverged=len(pair[moved][1])))
+            cell, rate=point[plan.LEARNING_RATE], diverged=len(diverged)))
       out.append(dict(claim=claim, setting=s, seeds=seeds, rates=rates,
                       reference=reference, cells=tuple(cells),
                       mark=mark(reference, cells)))
@@ -219,8 +232,11 @@ def lines(study: study_lib.Study, c: results.Collected) -> list[str]:
       f"{study.sensitivity_seeds} final seeds of each setting, with one of "
       f"its two methods' learning rate moved one step down (*lr\u2212*) or "
       f"up (*lr+*) the grid it was selected from, the other method at its "
-      f"selected rate; a method that takes its rate from another's "
-      f"selection moves along that one's grid. Each cell is the moved "
+      f"selected rate. A method that takes its rate from another's "
+      f"selection moves along that one's grid, and where that one is the "
+      f"claim's other method, moves with it in its columns (both at its "
+      f"neighbouring rate, as had its selection fallen there) and alone in "
+      f"its own. Each cell is the moved "
       f"rate and the difference method \u2212 baseline in points, with the "
       f"95 % interval the verdicts read, on the same seeds as *selected*, "
       f"the difference at the selected rates. *Stability*: whether the "

@@ -88,6 +88,8 @@ class PlanTest(absltest.TestCase):
     study = _study()
     a, b = study.settings
     el_at_ce = study.method("el_at_ce")
+    self.assertTrue(plan.takes_rate_from(el_at_ce, study.method("ce")))
+    self.assertFalse(plan.takes_rate_from(study.method("ce"), el_at_ce))
     self.assertEqual(plan.learning_rates(study, b, el_at_ce), [0.03, 0.3])
     self.assertEqual(plan.neighbours(study, a, el_at_ce, SELECTED),
                      ({LR: 0.01}, {LR: 1.0}))
@@ -227,6 +229,13 @@ GAINS = {("ce", 0.1): 0, ("ce", 0.01): 60, ("el", 1.0): 30, ("el", 0.1): 32,
          ("el_at_ce", 1.0): -50, ("fc", 0.1): 0, ("mae", None): 0}
 
 
+def stacked(method, rate):
+  """The per-example results of ``method`` at ``rate`` on the panel's
+  seeds (the first five final seeds)."""
+  return {"correct": np.stack([_right(GAINS[(method, rate)], seed)
+                               for seed in range(1, 6)])}
+
+
 class TableTest(absltest.TestCase):
   """The panel's rows and section, from fabricated results."""
 
@@ -272,9 +281,6 @@ class TableTest(absltest.TestCase):
     self.assertEqual(el["rates"], (1.0, 0.1))
     # The interval the verdicts read, over the first five final seeds of
     # both methods' per-example results.
-    seeds = range(1, 6)
-    stacked = lambda method, rate: {"correct": np.stack(
-        [_right(GAINS[(method, rate)], s) for s in seeds])}
     self.assertEqual(el["reference"].compared["interval"],
                      intervals.seeds_and_examples(stacked("el", 1.0),
                                                   stacked("ce", 0.1)))
@@ -299,6 +305,15 @@ class TableTest(absltest.TestCase):
     self.assertEqual(el_at_ce["rates"], (0.1, 0.1))
     self.assertEqual([c.rate for c in el_at_ce["cells"]],
                      [0.01, 1.0, 0.01, 1.0])
+    # Moved in its own column, it moves alone; in CE's, with CE, as had
+    # CE selected its neighbour.
+    self.assertEqual(el_at_ce["cells"][0].compared["interval"],
+                     intervals.seeds_and_examples(stacked("el_at_ce", 0.01),
+                                                  stacked("ce", 0.1)))
+    self.assertEqual(el_at_ce["cells"][2].compared["interval"],
+                     intervals.seeds_and_examples(stacked("el_at_ce", 0.01),
+                                                  stacked("ce", 0.01)))
+    self.assertEqual(el_at_ce["cells"][3].diverged, 5)
     self.assertEqual(el_at_ce["mark"], "baseline lr+ diverges")
     # The rows on the page, in points, the moved rate first.
     page = summary.markdown(study, self._collected(study), {})
@@ -315,6 +330,19 @@ class TableTest(absltest.TestCase):
         " | 0.01: ")[1].split(" | ")[0] + " | 1.0: diverged | baseline "
         "lr\u2212 turns refuted; baseline lr+ diverges |"), line)
     self.assertNotIn("waits", section)
+
+  def test_a_parent_moves_the_method_that_takes_its_rate(self):
+    study = _study(settings=(study_lib.Setting("a", "f.py", label="A"),),
+                   claims=(study_lib.Claim("CE beats EL at its rate", "p",
+                                           "ce", "el_at_ce", primary=True),))
+    (row,) = sensitivity.rows(study, self._collected(study))
+    ce_lower, _, el_lower, _ = row["cells"]
+    self.assertEqual(ce_lower.compared["interval"],
+                     intervals.seeds_and_examples(stacked("ce", 0.01),
+                                                  stacked("el_at_ce", 0.01)))
+    self.assertEqual(el_lower.compared["interval"],
+                     intervals.seeds_and_examples(stacked("ce", 0.1),
+                                                  stacked("el_at_ce", 0.01)))
 
   def test_marks(self):
     def cell(mean, low, high, rate=0.1, **more):
