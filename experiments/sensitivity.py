@@ -55,7 +55,7 @@ class Cell:
     compared: ``protocol.compare`` over the seeds both methods have
       finished, or None where they share none.
     waiting: how many of the panel's seeds either method has still to run.
-    diverged: how many of them the moved method diverged on.
+    diverged: how many of them a moved method diverged on.
   """
   rate: Any = None
   missing: str = ""
@@ -72,9 +72,9 @@ def rows(study: study_lib.Study, c: results.Collected
   Returns:
     Dicts with ``claim``, ``setting``, ``seeds`` (the panel's),
     ``rates`` (the method's and the baseline's selected rates, None for
-    one not tuned; None while the setting tunes), ``reference`` (the ``Cell`` at the
-    selected rates), ``cells`` (the four ``Cell``s in ``SLOTS``' order)
-    and ``mark`` (the verdict's stability in words).
+    one not tuned; None while the setting tunes), ``reference`` (the
+    ``Cell`` at the selected rates), ``cells`` (the four ``Cell``s in
+    ``SLOTS``' order) and ``mark`` (the verdict's stability in words).
   """
   known = {pair: point for pair, (point, _) in c.selected.items()}
   ready = plan.ready_settings(study, known)
@@ -106,17 +106,17 @@ def rows(study: study_lib.Study, c: results.Collected
           cells.append(Cell(missing="off the grid" if tuned
                             else "rate not tuned"))
           continue
+        # The other method moves too where it takes its rate from the
+        # moved one's selection: to the same rate, along the same grid.
+        movers = [moved] + [other for other in (1 - moved,)
+                            if plan.takes_rate_from(methods[other],
+                                                    methods[moved])]
         pair, diverged = list(final), set()
-        for i in (moved, 1 - moved):
-          if i != moved:
-            # The other method moves too where it takes its rate from the
-            # moved one's selection: to the same rate, along the same grid.
-            if not plan.takes_rate_from(methods[i], methods[moved]):
-              continue
-            point = plan.neighbours(study, s, methods[i], known)[step > 0]
+        for i in movers:
+          at = plan.neighbours(study, s, methods[i], known)[step > 0]
           pair[i] = _runs(c.sensitivity, c.sensitivity_diverged,
                           c.sensitivity_examples,
-                          (s.name, names[i], plan.point_name(point)), seeds)
+                          (s.name, names[i], plan.point_name(at)), seeds)
           diverged |= pair[i][1]
         cell = _cell(claim, seeds, *pair)
         cells.append(dataclasses.replace(
@@ -198,7 +198,7 @@ def cell_text(cell: Cell, seeds: int) -> str:
   if cell.compared is None:
     if cell.diverged and not cell.waiting:
       return f"{prefix}diverged"
-    return f"{prefix}waits for runs" if prefix else "waits for runs"
+    return f"{prefix}waits for runs"
   paired = cell.compared["paired"]
   read = cell.compared["interval"] or paired
   if paired.n == 1:
@@ -229,17 +229,17 @@ def lines(study: study_lib.Study, c: results.Collected) -> list[str]:
   out = [
       "## Sensitivity to the learning rate", "",
       f"Each primary claim read again on the first "
-      f"{study.sensitivity_seeds} final seeds of each setting, with one of "
-      f"its two methods' learning rate moved one step down (*lr\u2212*) or "
-      f"up (*lr+*) the grid it was selected from, the other method at its "
-      f"selected rate. A method that takes its rate from another's "
-      f"selection moves along that one's grid, and where that one is the "
-      f"claim's other method, moves with it in its columns (both at its "
-      f"neighbouring rate, as had its selection fallen there) and alone in "
-      f"its own. Each cell is the moved "
-      f"rate and the difference method \u2212 baseline in points, with the "
-      f"95 % interval the verdicts read, on the same seeds as *selected*, "
-      f"the difference at the selected rates. *Stability*: whether the "
+      f"{study.sensitivity_seeds} final seeds of each setting (all where "
+      f"it has fewer), with one of its two methods' learning rate moved one "
+      f"step down (*lr\u2212*) or up (*lr+*) the grid it was selected from, "
+      f"the other method at its selected rate. A method that takes its rate "
+      f"from another's selection moves along that one's grid, and where "
+      f"that one is the claim's other method, moves with it in its columns "
+      f"(both at its neighbouring rate, as had its selection fallen there) "
+      f"and alone in its own. Each cell is the moved rate and the "
+      f"difference method \u2212 baseline in points, with the 95 % "
+      f"interval the verdicts read, on the same seeds as *selected*, the "
+      f"difference at the selected rates. *Stability*: whether the "
       f"verdict at the selected rates on these seeds holds at every "
       f"neighbour, or which neighbour flips the sign of the difference, "
       f"loses its significance or turns it confirmed or refuted: a verdict "
