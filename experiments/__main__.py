@@ -3,6 +3,7 @@ r"""Runs a study: tune on validation, select, final seeds, summarise.
     python -m experiments --study=el_clean --workers=2
     python -m experiments --study=el_clean --phases=summarize   # tables only
     python -m experiments --study=noisy_labels --dry_run         # list runs
+    python -m experiments --study=el_clean --phases=tune,final   # no panel
     python -m experiments --readme                               # README tables
 
 A study is a file of ``configs/studies/`` (or a path to one) defining
@@ -35,7 +36,7 @@ from experiments import runner
 from experiments import study_files
 from experiments import summary
 
-PHASES = ("tune", "final", "summarize")
+PHASES = ("tune", "final", plan.SENSITIVITY, "summarize")
 USAGE_ERROR = 2
 
 # Flags of their own (not absl's global FLAGS): ``main`` can be called more
@@ -51,7 +52,9 @@ _ROOT = flags.DEFINE_string("root", None, "Folder of the study's runs "
 _WORKERS = flags.DEFINE_integer("workers", 1, "Runs trained at once.",
                                 lower_bound=1, flag_values=FLAGS)
 _PHASES = flags.DEFINE_list("phases", list(PHASES),
-                            "Which of tune, final, summarize to do.",
+                            "Which of tune, final, sensitivity (the "
+                            "primary claims at the neighbouring learning "
+                            "rates), summarize to do.",
                             flag_values=FLAGS)
 _REPLICAS = flags.DEFINE_integer(
     "replicas", None, "Train up to this many consecutive seeds of a grid "
@@ -104,10 +107,12 @@ def _unmatched(study, root, ledger) -> int:
   runs = plan.tune_runs(study, root, selected)
   if not missing:
     runs += plan.final_runs(study, root, selected)
+    runs += plan.sensitivity_runs(study, root, selected)
   expected = {os.path.relpath(r.workdir, root) for r in runs}
   recorded = {e["workdir"]: e["result"].get("phase")
               for e in ledger.entries()}
-  # Final runs cannot be named before every selection is known.
+  # Final and sensitivity runs cannot be named before every selection is
+  # known.
   return sum(workdir not in expected and (phase == "tune" or not missing)
              for workdir, phase in recorded.items())
 
@@ -118,16 +123,19 @@ def _outlook(study, root, workers, replicas
   the workdirs whose predictions another run reads (all, and those that
   give labels)."""
   selected, _ = _selected(study, root)
+  ready = plan.ready_settings(study, selected)
   tune = plan.tune_runs(study, root, selected)
-  final = plan.final_runs(study, root, selected,
-                          plan.ready_settings(study, selected))
+  final = plan.final_runs(study, root, selected, ready)
+  panel = plan.sensitivity_runs(study, root, selected, ready)
   waiting = plan.waiting_runs(study, selected)
-  sources = frozenset(r.source for r in tune + final if r.source)
-  label_sources = frozenset(r.labels_source for r in tune + final
+  named = tune + final + panel
+  sources = frozenset(r.source for r in named if r.source)
+  label_sources = frozenset(r.labels_source for r in named
                             if r.labels_source)
-  found = {r.workdir: results.read_result(r) for r in tune + final}
+  found = {r.workdir: results.read_result(r) for r in named}
   parts, total = [], []
-  for phase, runs in (("tune", tune), ("final", final)):
+  for phase, runs in (("tune", tune), ("final", final),
+                      (plan.SENSITIVITY, panel)):
     todo = [r for r in runs
             if not results.current(r, found[r.workdir], sources,
                                    label_sources, replicas)]
@@ -137,11 +145,12 @@ def _outlook(study, root, workers, replicas
     parts.append(f"{phase} {len(todo)} of {len(runs)}"
                  + (f" ({again} again: results of an older edition)"
                     if again else "")
-                 + (f" and {len(later)} named once a selection they wait "
-                    f"for is made" if later else ""))
+                 + (f" and {'up to ' * (phase == plan.SENSITIVITY)}"
+                    f"{len(later)} named once a selection they wait for is "
+                    f"made" if later else ""))
   text = (f"{study.name}: {len(total)} run(s) to run: {'; '.join(parts)}; "
-          + progress.estimate_text(progress.estimate(tune + final, found,
-                                                     total), workers))
+          + progress.estimate_text(progress.estimate(named, found, total),
+                                   workers))
   return text, (sources, label_sources)
 
 
@@ -207,7 +216,7 @@ def _run_study(log) -> list[str]:
       print("  python " + " ".join(r.command(study_files.CONFIGS_DIR)))
     return []
   phases = set(_PHASES.value)
-  if phases & {"tune", "final"}:
+  if phases & {"tune", "final", plan.SENSITIVITY}:
     log(outlook)
   if phases == {"summarize"}:
     collected = results.collect(study, root)
@@ -239,10 +248,23 @@ def _run_study(log) -> list[str]:
         if runs:
           failures += runner.run_all(runs, label=f"{study.name} final{wave}: ",
                                      **common)
+  if plan.SENSITIVITY in phases:
+    selected, missing = _selected(study, root)
+    # Each run reads no other but a source's final run, finished above.
+    runs = [] if missing else plan.sensitivity_runs(study, root, selected)
+    if missing:
+      log(f"{study.name}: sensitivity phase waits for tuning of {missing}")
+    elif runs:
+      failures += runner.run_all(runs, label=f"{study.name} sensitivity: ",
+                                 **common)
   if "summarize" in phases:
     out = summary.write(study, root, _OUT.value, save_figures=_FIGURES.value)
+    panel = out["sensitivity_total"]
     print(f"{study.name}: {out['total'] - out['pending']}/{out['total']} runs "
-          f"finished; summary in {os.path.join(_OUT.value, study.name)}.md")
+          f"finished"
+          + (f" (and {panel - out['sensitivity_pending']}/{panel} of the "
+             f"sensitivity panel)" if panel else "")
+          + f"; summary in {os.path.join(_OUT.value, study.name)}.md")
     for (claim, setting), (verdict, interval) in out["verdicts"].items():
       print(f"  {claim} [{setting}]: {interval} -> {verdict}")
   return failures

@@ -2,8 +2,9 @@
 
 A study root is scratch: workdirs and checkpoints that a new machine does
 not have. What a finished run leaves that a study needs (its result, a
-final run's label recovery curve and per-example test predictions, the
-transition matrix estimated from its predictions) also goes to the ledger
+final or sensitivity run's label recovery curve and per-example test
+predictions, the transition matrix estimated from its predictions) also
+goes to the ledger
 (``docs/results/runs/NAME.jsonl``), a
 small file that is committed, so that the same command continues a study
 on a fresh machine where the last one stopped, and the summary can be
@@ -65,7 +66,7 @@ class Ledger:
   ``result.json`` (its paths under the root relative to it: ``portable``), a final run's label recovery curve (``ledger_curve``)
   and,
   for a run whose predictions estimate another method's transition matrix,
-  that estimate. A final run's per-example test predictions
+  that estimate. A final or sensitivity run's per-example test predictions
   (``examples.pack``: 5 to 60 kB a run, compressed) go to a file of their
   own beside it (``predictions_path``: ``NAME.predictions.jsonl``, one
   line a run, written before the run's ledger line), so that the ledger
@@ -143,7 +144,7 @@ class Ledger:
     for workdir, result in finished:
       entry = {"workdir": os.path.relpath(workdir, self.root),
                "result": portable(result, self.root)}
-      if result["phase"] == "final":
+      if result["phase"] in plan.PAIRED_PHASES:
         curve = ledger_curve(contract.read_records(workdir))
         if curve:
           entry["records"] = curve

@@ -2,8 +2,11 @@
 
 ``tune_runs`` is every grid point of every tuned method on the tuning
 seeds; ``final_runs`` the selected points (``protocol.select``) on the
-final seeds. A run's folder names all that its result depends on, so a
-changed selection never reuses a run made under the old one.
+final seeds; ``sensitivity_runs`` the selected points of the primary
+claims' methods with the learning rate one step down and one step up the
+grid, on the first few final seeds. A run's folder names all that its
+result depends on, so a changed selection never reuses a run made under
+the old one.
 """
 
 from __future__ import annotations
@@ -14,12 +17,19 @@ import re
 from typing import Any, Mapping, Sequence
 
 from experiments import study_files
-from experiments.study import Method, Overrides, Setting, Study
+from experiments.study import Claim, Method, Overrides, Setting, Study
+
+SENSITIVITY = "sensitivity"
+# The phases whose runs are scored on the test set and paired by seed.
+PAIRED_PHASES = ("final", SENSITIVITY)
+# The key the sensitivity panel moves.
+LEARNING_RATE = "optimizer.learning_rate"
+
 
 @dataclasses.dataclass(frozen=True)
 class Run:
   """One ordinary ``python -m train`` run of a study."""
-  phase: str  # "tune" or "final"
+  phase: str  # "tune", "final" or "sensitivity"
   setting: str
   method: str
   point: Mapping[str, Any]  # the tuned keys' values (or the selected ones)
@@ -113,10 +123,14 @@ def _run(study: Study, root: str, phase: str, s: Setting, m: Method,
   initial labels, if any."""
   tag = "labels" if m.labels_from else "T"
   workdir = run_dir(root, phase, s.name, m.name, point, seed, source, tag)
-  source_dir = None if source is None else run_dir(root, phase, s.name,
-                                                   *source, seed)
+  # A sensitivity run reads its source's final run (the source at its
+  # selected point), and no run reads a sensitivity run.
+  source_dir = None if source is None else run_dir(
+      root, "final" if phase == SENSITIVITY else phase, s.name, *source,
+      seed)
   overrides = run_overrides(s, m, point, seed)
-  if any(other.source == m.name for other in study.methods):
+  if phase != SENSITIVITY and any(other.source == m.name
+                                  for other in study.methods):
     overrides["save_train_probabilities"] = True
   if m.transition_from is not None:
     overrides["loss.transition_matrix"] = os.path.join(workdir,
@@ -216,11 +230,13 @@ def ready_settings(study: Study,
 
 def waiting_runs(study: Study,
                  selected: Mapping[tuple[str, str], Overrides]) -> list[Run]:
-  """The runs that cannot be named yet: the final runs of settings still
-  tuning, and the tuning runs of a method whose transition matrix comes
-  from a method not yet selected. Stand-ins with their phase, setting,
-  method and seed (no point, no workdir), to count them and estimate their
-  time before they exist."""
+  """The runs that cannot be named yet: the final and sensitivity runs of
+  settings still tuning, and the tuning runs of a method whose transition
+  matrix comes from a method not yet selected. Stand-ins with their phase,
+  setting, method and seed (no point, no workdir), to count them and
+  estimate their time before they exist; a method's sensitivity runs are
+  counted at both neighbours where its grid has three rates or more (one
+  is off the grid where the selection falls at an end: at most)."""
   ready = ready_settings(study, selected)
   runs = []
   for s in study.settings:
@@ -232,6 +248,12 @@ def waiting_runs(study: Study,
       if s.name not in ready:
         runs += [Run("final", s.name, m.name, {}, seed, s.config, {}, "")
                  for seed in study.seeds(s, "final")]
+    if s.name not in ready:
+      for m in sensitivity_methods(study, s):
+        sides = max(0, min(2, len(learning_rates(study, s, m)) - 1))
+        runs += [Run(SENSITIVITY, s.name, m.name, {}, seed, s.config, {}, "")
+                 for _ in range(sides)
+                 for seed in sensitivity_seeds(study, s)]
   return runs
 
 
@@ -266,3 +288,114 @@ def _final_point(study, setting, method, selected):
     return selected[(setting.name, method.name)]
   parent = selected[(setting.name, method.inherit_from)]
   return {k: parent[k] for k in method.inherit_keys if k in parent}
+
+
+def final_point(study: Study, setting: Setting, method: Method,
+                selected: Mapping[tuple[str, str], Overrides]
+                ) -> dict[str, Any]:
+  """The point ``method``'s final runs train in ``setting``: its selection,
+  or the keys it inherits of its parent's."""
+  return dict(_final_point(study, setting, method, selected))
+
+
+def sensitivity_claims(study: Study, setting: Setting) -> list[Claim]:
+  """The primary claims the sensitivity panel reads in ``setting`` (none
+  where the study has no panel, ``Study.sensitivity_seeds = 0``)."""
+  if not study.sensitivity_seeds:
+    return []
+  return [c for c in study.claims if c.primary
+          and (not c.settings or setting.name in c.settings)
+          and study.runs_claim(setting, c)]
+
+
+def sensitivity_methods(study: Study, setting: Setting) -> list[Method]:
+  """The methods of those claims, each once, in the study's order."""
+  names = {name for c in sensitivity_claims(study, setting)
+           for name in (c.method, c.baseline)}
+  return [m for m in study.methods_in(setting) if m.name in names]
+
+
+def sensitivity_seeds(study: Study, setting: Setting) -> tuple[int, ...]:
+  """The first ``Study.sensitivity_seeds`` final seeds of ``setting`` (all
+  where it has fewer)."""
+  return study.seeds(setting, "final")[:study.sensitivity_seeds]
+
+
+def learning_rates(study: Study, setting: Setting, method: Method
+                   ) -> list[Any]:
+  """The learning rates ``method``'s rate is chosen from in ``setting``, in
+  increasing order: its grid's, or its parent's where it inherits the rate
+  (``Method.inherit_keys``); [] where the rate is not tuned."""
+  if method.inherit_from is not None:
+    parent = study.method(method.inherit_from)
+    if not takes_rate_from(method, parent):
+      return []
+    method = parent
+  values = method.grid_in(setting).get(LEARNING_RATE, ())
+  # Numbers only: None ("the config's default") has no neighbours.
+  return sorted(v for v in values
+                if isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def takes_rate_from(method: Method, other: Method) -> bool:
+  """Whether ``method`` trains at ``other``'s selected learning rate
+  (``Method.inherit_keys``)."""
+  return (method.inherit_from == other.name
+          and LEARNING_RATE in method.inherit_keys)
+
+
+def neighbours(study: Study, setting: Setting, method: Method,
+               selected: Mapping[tuple[str, str], Overrides]
+               ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+  """``method``'s final point in ``setting`` with the learning rate one
+  step down its grid, and one step up; None for a side off the grid, and
+  for both where the rate is not tuned.
+
+  A method that inherits its rate from another's selection (``Method.
+  inherit_keys``, e.g. "EL at CE's learning rate") moves along its
+  parent's grid, its other inherited values kept: it is read at the rates
+  its parent might have selected instead (``sensitivity`` pairs these
+  runs with the parent's own at the same rate where a claim compares the
+  two).
+  """
+  point = final_point(study, setting, method, selected)
+  rates = learning_rates(study, setting, method)
+  if point.get(LEARNING_RATE) not in rates:
+    return None, None
+  at = rates.index(point[LEARNING_RATE])
+  return tuple(  # type: ignore[return-value]
+      {**point, LEARNING_RATE: rates[i]} if 0 <= i < len(rates) else None
+      for i in (at - 1, at + 1))
+
+
+def sensitivity_runs(study: Study, root: str,
+                     selected: Mapping[tuple[str, str], Overrides],
+                     settings: Sequence[str] | None = None) -> list[Run]:
+  """The sensitivity phase: in each setting, each method of a primary
+  claim at its ``neighbours`` points, on ``sensitivity_seeds``.
+
+  Each run's folder is ``SETTING/METHOD/sensitivity/POINT/seedS`` (with
+  its source's point for a method that reads another's run: it reads that
+  method's final run of the same seed), so the runs of one neighbour are
+  those of that point whichever selection made it a neighbour, and a
+  changed selection names other runs.
+
+  Args:
+    selected: as ``final_runs``'.
+    settings: the names of the settings whose runs to name (default: all;
+      each needs its every tuned method in ``selected``).
+  """
+  runs = []
+  for s in study.settings:
+    if settings is not None and s.name not in settings:
+      continue
+    for m in sensitivity_methods(study, s):
+      source = None
+      if m.source is not None:
+        source = (m.source, _final_point(study, s, study.method(m.source),
+                                         selected))
+      for point in neighbours(study, s, m, selected):
+        if point is not None:
+          runs += [_run(study, root, SENSITIVITY, s, m, point, seed, source)
+                   for seed in sensitivity_seeds(study, s)]
+  return runs

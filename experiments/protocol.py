@@ -234,6 +234,43 @@ def _examples(runs: Mapping[int, Mapping[str, Any]], seeds, which: str):
           "labels": found[0]["labels"]}
 
 
+def compare(claim, a: Mapping[int, Mapping[str, Any]],
+            b: Mapping[int, Mapping[str, Any]],
+            examples_a: Mapping[int, Mapping] | None = None,
+            examples_b: Mapping[int, Mapping] | None = None
+            ) -> dict[str, Any]:
+  """``claim``'s method against its baseline on the seeds both have.
+
+  Args:
+    claim: an ``experiments.study.Claim`` (its metric and direction).
+    a, b: {seed: scores} of the method's and the baseline's runs.
+    examples_a, examples_b: {seed: {'best'|'last': per-example results}}
+      of the same runs, for the interval over seeds and test examples.
+
+  Returns:
+    ``paired`` (a ``Paired`` of method - baseline over seeds),
+    ``interval`` (an ``intervals.Interval`` over seeds and test examples,
+    None where the seeds lack their predictions or the score is no test
+    score), and the ``verdict`` and ``p`` of the interval, else of
+    ``paired``.
+  """
+  a, b = ({seed: r[claim.metric] for seed, r in runs.items()
+           if r.get(claim.metric) is not None} for runs in (a, b))
+  paired = paired_difference(a, b)
+  interval = None
+  which = PREDICTIONS_OF.get(claim.metric)
+  seeds = sorted(set(a) & set(b))
+  if which is not None and paired.n >= 1:
+    ex_a, ex_b = (_examples(found or {}, seeds, which)
+                  for found in (examples_a, examples_b))
+    if ex_a is not None and ex_b is not None:
+      interval = intervals.seeds_and_examples(ex_a, ex_b)
+  read = interval or paired
+  return dict(paired=paired, interval=interval,
+              verdict=verdict(paired.n, read.low, read.high, claim.direction),
+              p=read.p)
+
+
 def claim_rows(study, final: Mapping[tuple[str, str], Mapping[int, Mapping]],
                examples: Mapping[tuple[str, str], Mapping[int, Mapping]]
                | None = None) -> list[dict[str, Any]]:
@@ -262,26 +299,10 @@ def claim_rows(study, final: Mapping[tuple[str, str], Mapping[int, Mapping]],
       if (claim.settings and s.name not in claim.settings
           or not study.runs_claim(s, claim)):
         continue
-      a, b = ({seed: r[claim.metric] for seed, r in
-               final.get((s.name, name), {}).items()
-               if r.get(claim.metric) is not None}
-              for name in (claim.method, claim.baseline))
-      paired = paired_difference(a, b)
-      interval = None
-      which = PREDICTIONS_OF.get(claim.metric)
-      seeds = sorted(set(a) & set(b))
-      if which is not None and paired.n >= 1:
-        ex_a, ex_b = (_examples(examples.get((s.name, name), {}), seeds,
-                                which)
-                      for name in (claim.method, claim.baseline))
-        if ex_a is not None and ex_b is not None:
-          interval = intervals.seeds_and_examples(ex_a, ex_b)
-      read = interval or paired
-      rows.append(dict(claim=claim, setting=s, paired=paired,
-                       interval=interval,
-                       verdict=verdict(paired.n, read.low, read.high,
-                                       claim.direction),
-                       p=read.p, holm=None))
+      pairs = [(s.name, name) for name in (claim.method, claim.baseline)]
+      rows.append(dict(claim=claim, setting=s, **compare(
+          claim, *(final.get(pair, {}) for pair in pairs),
+          *(examples.get(pair, {}) for pair in pairs)), holm=None))
   for primary in (True, False):
     family = [row for row in rows if row["claim"].primary == primary]
     for row, rejected in zip(family, intervals.holm(

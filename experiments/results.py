@@ -49,11 +49,11 @@ def current(run: plan.Run, result: dict[str, Any] | None,
   the training set). A final run trained as a replica of a group (sharing
   its first seed's validation split) is not current where the study now
   trains at most ``replicas = 1`` seed a program: its final seeds must each
-  draw their own split.
+  draw their own split (a sensitivity run likewise: it pairs with them).
   """
   if result is None:
     return False
-  if (run.phase == "final" and replicas == 1
+  if (run.phase in plan.PAIRED_PHASES and replicas == 1
       and (result.get("trained_as") or {}).get("replicas", 1) > 1):
     return False
   if result.get("status") == "diverged":
@@ -63,7 +63,8 @@ def current(run: plan.Run, result: dict[str, Any] | None,
     return False
   if edition(result) >= EDITION:
     return True
-  return not (run.phase == "final" or run.transition_source is not None
+  return not (run.phase in plan.PAIRED_PHASES
+              or run.transition_source is not None
               or run.workdir in sources)
 
 
@@ -142,6 +143,17 @@ class Collected:
   # whose predictions estimated another method's T
   # (``transition_estimate.write_estimates``).
   transition_errors: dict = dataclasses.field(default_factory=dict)
+  # (setting, method, point name) -> {seed: scores} of the finished
+  # sensitivity runs (``plan.sensitivity_runs``) of the current selections,
+  # their per-example test predictions and the seeds that diverged, as
+  # ``final``, ``examples`` and ``diverged``.
+  sensitivity: dict = dataclasses.field(default_factory=dict)
+  sensitivity_examples: dict = dataclasses.field(default_factory=dict)
+  sensitivity_diverged: dict = dataclasses.field(default_factory=dict)
+  # The sensitivity runs of the study, and those without a result yet
+  # (named or still waiting for a selection: ``plan.waiting_runs``).
+  sensitivity_total: int = 0
+  sensitivity_pending: int = 0
   _claims: tuple | None = None  # (what they were made of, the rows)
 
   def claim_rows(self, study: study_lib.Study) -> list[dict[str, Any]]:
@@ -214,8 +226,8 @@ def collect(study: study_lib.Study, root: str) -> Collected:
   # the others' (a setting added later, still tuning) stay pending and
   # leave their claims without runs, never another setting's without
   # theirs.
-  for run in plan.final_runs(study, root, known,
-                             plan.ready_settings(study, known)):
+  ready = plan.ready_settings(study, known)
+  for run in plan.final_runs(study, root, known, ready):
     result = read_result(run)
     pair = (run.setting, run.method)
     c.final.setdefault(pair, {})
@@ -241,4 +253,29 @@ def collect(study: study_lib.Study, root: str) -> Collected:
       error = result.get("transition_estimate") or {}
       if "mae" in error:
         c.transition_errors.setdefault(pair, {})[run.seed] = error
+  _collect_sensitivity(study, root, known, ready, c)
   return c
+
+
+def _collect_sensitivity(study, root, known, ready, c: Collected) -> None:
+  """Reads the sensitivity runs of the ``ready`` settings into ``c``; a
+  result the runner would run again (``current``) counts as none."""
+  runs = plan.sensitivity_runs(study, root, known, ready)
+  waiting = [r for r in plan.waiting_runs(study, known)
+             if r.phase == plan.SENSITIVITY]
+  c.sensitivity_total = len(runs) + len(waiting)
+  c.sensitivity_pending = c.sensitivity_total
+  for run in runs:
+    result = read_result(run)
+    if not current(run, result, replicas=study.replicas):
+      continue
+    c.sensitivity_pending -= 1
+    c.wall_seconds += result["wall_seconds"]
+    key = (run.setting, run.method, plan.point_name(run.point))
+    if result["scores"] is None:
+      c.sensitivity_diverged.setdefault(key, set()).add(run.seed)
+      continue
+    c.sensitivity.setdefault(key, {})[run.seed] = result["scores"]
+    found = examples.read(run.workdir)
+    if found:
+      c.sensitivity_examples.setdefault(key, {})[run.seed] = found

@@ -9,7 +9,11 @@ dataset, model and noise model) under one protocol:
    validation score over the tuning seeds (validation only, never test);
 3. **final**: the selected point on fresh seeds, the same seeds for every
    method, so that differences are paired (same split, noise draw and
-   initialisation).
+   initialisation);
+4. **sensitivity**: each primary claim's two methods again with the
+   learning rate one step down and one step up their grid, on the first
+   few final seeds, so that a page shows whether a verdict rests on a
+   near-tie of the selection (``plan.sensitivity_runs``).
 
 Study files live in ``configs/studies/`` and define ``get_study()`` with
 this module alone: it imports no JAX and nothing of ``configs``, so a
@@ -190,6 +194,9 @@ class Study:
       program (``config.replicas``; 1: each seed alone). Replicas share the
       first seed's validation split, so a study keeps one value from start
       to end: ``--replicas`` overrides it with a warning.
+    sensitivity_seeds: on how many of each setting's final seeds (its
+      first) the sensitivity panel reads its primary claims at the
+      neighbouring learning rates (``plan.sensitivity_runs``); 0: no panel.
   """
   name: str
   title: str
@@ -206,6 +213,7 @@ class Study:
   notes: str = ""
   class_names: tuple[str, ...] = ()
   replicas: int = 1
+  sensitivity_seeds: int = 5
 
   def __post_init__(self):
     names = [m.name for m in self.methods]
@@ -344,6 +352,13 @@ class Study:
           f"train each seed alone (each reads its own seed's run of another "
           f"method), and seeds that share a split only pair with seeds "
           f"that share it too: every method must train each seed alone")
+    if (isinstance(self.sensitivity_seeds, bool)
+        or not isinstance(self.sensitivity_seeds, int)
+        or self.sensitivity_seeds == 1 or self.sensitivity_seeds < 0):
+      raise ValueError(
+          f"study {self.name!r}: sensitivity_seeds must be 0 (no panel) or "
+          f"2 or more (an interval needs two seeds), got "
+          f"{self.sensitivity_seeds!r}")
     if self.metric not in ("accuracy", "map"):
       raise ValueError(f"study {self.name!r}: metric must be 'accuracy' or "
                        f"'map', got {self.metric!r}")

@@ -18,6 +18,7 @@ from experiments import across_studies
 from experiments import figures
 from experiments import protocol
 from experiments import results
+from experiments import sensitivity
 from experiments import study as study_lib
 
 
@@ -342,6 +343,7 @@ def markdown(study: study_lib.Study, c: results.Collected,
                    f"| {seeds} | {verdict} "
                    f"| {holm_text(study, row, family, so_far)} |")
     lines.append("")
+  lines += sensitivity.lines(study, c)
   for s in study.settings:
     n_test = c.test_size.get(s.name)
     lines += [f"## {s.label or s.name}", ""]
@@ -467,7 +469,8 @@ def write(study: study_lib.Study, root: str, out_dir: str, *,
 
   Returns:
     The verdicts, ``{(claim text, setting): (verdict, interval text)}``,
-    and the counts, for the caller to print.
+    and the counts (the sensitivity panel's apart), for the caller to
+    print.
   """
   os.makedirs(out_dir, exist_ok=True)
   c = results.collect(study, root)
@@ -486,4 +489,6 @@ def write(study: study_lib.Study, root: str, out_dir: str, *,
                   interval_line(row) or "no interval over test examples"))
               for row in c.claim_rows(study)}
   return {"verdicts": verdicts, "pending": c.pending, "total": c.total,
+          "sensitivity_pending": c.sensitivity_pending,
+          "sensitivity_total": c.sensitivity_total,
           "wall_seconds": c.wall_seconds}

@@ -148,11 +148,12 @@ class ToyStudyTest(TestCase):
     # finished to estimate it from yet).
     # Forward correction's tuning and the final runs are counted before
     # they can be named (they wait for ce's selection).
-    self.assertIn("toy: 10 run(s) to run: tune 3 of 3 and 1 named once a "
+    self.assertIn("toy: 14 run(s) to run: tune 3 of 3 and 1 named once a "
                   "selection they wait for is made; final 0 of 0 and 6 named "
-                  "once a selection they wait for is made; estimated 0m00s of "
-                  "process time (0m00s with 2 worker(s)), 10 run(s) not "
-                  "counted", done)
+                  "once a selection they wait for is made; sensitivity 0 of 0 "
+                  "and up to 4 named once a selection they wait for is made; "
+                  "estimated 0m00s of process time (0m00s with 2 worker(s)), "
+                  "14 run(s) not counted", done)
     self.assertRegex(done, r"toy final: 4 runs, 0 finished before, 4 to run "
                      r"as 4 program\(s\) with 2 worker\(s\); estimated "
                      r"\d+m\d\ds of process time")
@@ -223,9 +224,12 @@ class ToyStudyTest(TestCase):
     self.assertEqual(inherited["optimizer.learning_rate"],
                      max(tune, key=lambda lr: (tune[lr], -lr)))
     entries = ledger_lib.Ledger(ledger, root).entries()
-    self.assertLen(entries, 10)  # 3 + 1 tune runs, 6 finals
+    # 3 + 1 tune runs, 6 finals, 4 of the sensitivity panel (2 diverged).
+    self.assertLen(entries, 14)
     self.assertEqual(sorted(e["result"]["phase"] for e in entries
-                            if "test_predictions" in e), ["final"] * 6)
+                            if "test_predictions" in e),
+                     ["final"] * 6 + ["sensitivity"] * 2)
+    self._panel(root, page, inherited["optimizer.learning_rate"], done)
     # The prose check on the toy's ledger and page: a number its runs hold
     # passes, one they do not fails.
     held = holdings.holdings(study_files.load(TOY),
@@ -266,7 +270,7 @@ class ToyStudyTest(TestCase):
       self.assertIn("resuming after epoch 2", f.read())
 
     again = self._finish(restored)
-    self.assertIn("toy: 10 finished run(s) restored", again)
+    self.assertIn("toy: 14 finished run(s) restored", again)
     self.assertIn("toy final (dependent methods): 2 runs, 2 finished before, "
                   "0 to run", again)
     with open(os.path.join(fresh_out, "toy.csv")) as f:
@@ -287,6 +291,43 @@ class ToyStudyTest(TestCase):
         np.load(os.path.join(_toy_final(other, "fc_est"),
                              plan.TRANSITION_FILE)),
         np.asarray(ce_entry["transition_estimate"]))
+
+  def _panel(self, root, page, rate, stderr):
+    """The sensitivity panel of the toy study's primary claim: ce, the
+    baseline, at its neighbouring rates (fc_est tunes one); a diverged
+    neighbour says so."""
+    grid = (0.05, 0.1, 1e30)
+    at = grid.index(rate)
+    cells = ["off the grid", "off the grid"]
+    for moved in (grid[at - 1] if at else None, grid[at + 1] if at < 2
+                  else None):
+      if moved is None:
+        cells.append("off the grid")
+        continue
+      if moved == 1e30:
+        cells.append("1e+30: diverged")
+        continue
+      folder = os.path.join(root, "m1d_sym40", "ce", "sensitivity",
+                            plan.point_name({"optimizer.learning_rate":
+                                             moved}))
+      ce, fc = ({"correct": np.stack([
+          examples.read(workdir)["best"]["correct"] for workdir in seeds])}
+                for seeds in ([os.path.join(folder, "seed1"),
+                               os.path.join(folder, "seed2")],
+                              [_toy_final(root, "fc_est", 1),
+                               _toy_final(root, "fc_est", 2)]))
+      interval = intervals.seeds_and_examples(fc, ce)
+      cells.append(f"{moved}: {100 * interval.mean:+.2f} "
+                   f"[{100 * interval.low:+.2f}, {100 * interval.high:+.2f}]")
+    self.assertIn(f"toy sensitivity: {2 * (4 - cells.count('off the grid'))} "
+                  f"runs, 0 finished before", stderr)
+    self.assertIn(f"| FC beats CE | MNIST-1D, 40 % symmetric | 0.1, {rate} | ",
+                  page[page.index("## Sensitivity"):])
+    (row,) = [line for line in page.splitlines()
+              if line.startswith("| FC beats CE | MNIST-1D")]
+    self.assertIn(f" | {' | '.join(cells)} | ", row)
+    if "1e+30: diverged" in cells:
+      self.assertIn("baseline lr+ diverges", row)
 
   def test_replicas_flag_and_unmatched_ledger_runs(self):
     root, out = self._tempdir(), self._tempdir()
@@ -1216,7 +1257,8 @@ class CommandLineTest(TestCase):
                                              "'wokers'. Did you mean: "
                                              "workers ?"),
         (("--study=el_clean", "--phases=tune,bogus"),
-         "--phases: unknown ['bogus']; use tune, final, summarize"),
+         "--phases: unknown ['bogus']; use tune, final, sensitivity, "
+         "summarize"),
     ):
       with self.subTest(flags=flags_):
         status, out, err = _cli(*flags_, f"--root={root}")
@@ -1445,7 +1487,8 @@ class RealStudiesTest(TestCase):
         tune = plan.tune_runs(study, "/r", firsts)
         for run in tune:
           firsts.setdefault((run.setting, run.method), run.point)
-      runs = tune + plan.final_runs(study, "/r", firsts)
+      runs = (tune + plan.final_runs(study, "/r", firsts)
+              + plan.sensitivity_runs(study, "/r", firsts))
       # Runs that differ by their seed alone build alike: one check each.
       unique = {}
       for run in runs:

@@ -1,4 +1,4 @@
-"""A toy study for the runner's tests: ten runs of seconds each.
+"""A toy study for the runner's tests: 14 runs of seconds each.
 
     python -m experiments --study=tests/toy_study.py --root=/tmp/toy --out=/tmp/toy_out
 """
@@ -33,9 +33,13 @@ def get_study():
                    transition_from="ce"),
       ),
       baseline="ce",
-      claims=(s.Claim("EL beats CE", "toy", "el_at_ce", "ce"),),
+      claims=(s.Claim("EL beats CE", "toy", "el_at_ce", "ce"),
+              # Primary: the sensitivity panel reads it at ce's neighbouring
+              # rates (fc_est tunes one), 4 runs of ce.
+              s.Claim("FC beats CE", "toy", "fc_est", "ce", primary=True)),
       tune_seeds=(0,),
       # Two: the claim's interval over seeds and test examples needs both.
       final_seeds=(1, 2),
+      sensitivity_seeds=2,
       figures=("scores", "grad_by_confidence"),
   )
