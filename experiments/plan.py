@@ -274,13 +274,18 @@ def final_runs(study: Study, root: str,
       continue
     for m in study.methods_in(s):
       point = _final_point(study, s, m, selected)
-      source = None
-      if m.source is not None:
-        source = (m.source, _final_point(study, s, study.method(m.source),
-                                         selected))
+      source = _final_source(study, s, m, selected)
       runs += [_run(study, root, "final", s, m, point, seed, source)
                for seed in study.seeds(s, "final")]
   return runs
+
+
+def _final_source(study, setting, method, selected):
+  """The method ``method`` reads and its final point, or None."""
+  if method.source is None:
+    return None
+  return (method.source, _final_point(study, setting,
+                                      study.method(method.source), selected))
 
 
 def _final_point(study, setting, method, selected):
@@ -390,10 +395,7 @@ def sensitivity_runs(study: Study, root: str,
     if settings is not None and s.name not in settings:
       continue
     for m in sensitivity_methods(study, s):
-      source = None
-      if m.source is not None:
-        source = (m.source, _final_point(study, s, study.method(m.source),
-                                         selected))
+      source = _final_source(study, s, m, selected)
       for point in neighbours(study, s, m, selected):
         if point is not None:
           runs += [_run(study, root, SENSITIVITY, s, m, point, seed, source)
