@@ -129,9 +129,7 @@ def _outlook(study, root, workers, replicas
   panel = plan.sensitivity_runs(study, root, selected, ready)
   waiting = plan.waiting_runs(study, selected)
   named = tune + final + panel
-  sources = frozenset(r.source for r in named if r.source)
-  label_sources = frozenset(r.labels_source for r in named
-                            if r.labels_source)
+  sources, label_sources = plan.sources_of(named)
   found = {r.workdir: results.read_result(r) for r in named}
   parts, total = [], []
   for phase, runs in (("tune", tune), ("final", final),

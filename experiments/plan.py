@@ -142,6 +142,14 @@ def _run(study: Study, root: str, phase: str, s: Setting, m: Method,
                         else (source_dir, None)))
 
 
+def sources_of(runs: Sequence[Run]) -> tuple[frozenset[str], frozenset[str]]:
+  """The workdirs whose predictions ``runs`` read (``Run.source``), and
+  those of them that give labels (``Run.labels_source``): what
+  ``results.current`` asks of a source's result."""
+  return (frozenset(r.source for r in runs if r.source),
+          frozenset(r.labels_source for r in runs if r.labels_source))
+
+
 def replicas_for(study: Study, flag: int | None) -> tuple[int, str]:
   """Seeds a program trains (``--replicas``, else the study's), and a
   warning for the user ('' when none is due)."""

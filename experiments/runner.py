@@ -177,9 +177,8 @@ def run_all(runs: Sequence[plan.Run], *, workers: int, configs_dir: str,
       stream.write(f"{label}{recorded} finished run(s) added to the ledger "
                    f"{ledger.path}\n")
   found = {r.workdir: results.read_result(r) for r in runs}
-  sources = sources | {r.source for r in runs if r.source}
-  label_sources = label_sources | {r.labels_source for r in runs
-                                   if r.labels_source}
+  read, give_labels = plan.sources_of(runs)
+  sources, label_sources = sources | read, label_sources | give_labels
   todo = [r for r in runs if not results.current(
       r, found[r.workdir], sources, label_sources, replicas_at_most)]
   again = sum(found[r.workdir] is not None for r in todo)
