@@ -129,8 +129,8 @@ def _outlook(study, root, workers, replicas
   panel = plan.sensitivity_runs(study, root, selected, ready)
   waiting = plan.waiting_runs(study, selected)
   named = tune + final + panel
-  sources, label_sources = plan.sources_of(named)
   found = {r.workdir: results.read_result(r) for r in named}
+  sources, label_sources = results.sources_needed(named, found, replicas)
   parts, total = [], []
   for phase, runs in (("tune", tune), ("final", final),
                       (plan.SENSITIVITY, panel)):

@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import shutil
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from experiments import examples
@@ -66,6 +67,20 @@ def current(run: plan.Run, result: dict[str, Any] | None,
   return not (run.phase in plan.PAIRED_PHASES
               or run.transition_source is not None
               or run.workdir in sources)
+
+
+def sources_needed(runs: Sequence[plan.Run],
+                   found: Mapping[str, dict[str, Any] | None],
+                   replicas: int = 1) -> tuple[frozenset[str], frozenset[str]]:
+  """``plan.sources_of(runs)``, the label sources narrowed to those a run
+  still to run reads: once every run started from a source's predictions
+  has finished, the source need not run again to give them (its result
+  restored from the ledger stands)."""
+  sources, _ = plan.sources_of(runs)
+  waiting = [r for r in runs if r.labels_source
+             and not current(r, found[r.workdir], sources, frozenset(),
+                             replicas)]
+  return sources, plan.sources_of(waiting)[1]
 
 
 def read_result(run: plan.Run | str) -> dict[str, Any] | None:

@@ -177,7 +177,7 @@ def run_all(runs: Sequence[plan.Run], *, workers: int, configs_dir: str,
       stream.write(f"{label}{recorded} finished run(s) added to the ledger "
                    f"{ledger.path}\n")
   found = {r.workdir: results.read_result(r) for r in runs}
-  read, give_labels = plan.sources_of(runs)
+  read, give_labels = results.sources_needed(runs, found, replicas_at_most)
   sources, label_sources = sources | read, label_sources | give_labels
   todo = [r for r in runs if not results.current(
       r, found[r.workdir], sources, label_sources, replicas_at_most)]

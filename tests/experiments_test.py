@@ -673,6 +673,14 @@ class StudyTest(TestCase):
             probabilities)
     self.assertTrue(results.current(source, done, {source.workdir},
                                     {source.workdir}))
+    # Once the run reading them has finished, a restored source is wanted
+    # no more: it does not run again.
+    pair = [r for r in final if r.seed == 100 and r.method in ("ce", "st")]
+    for finished, wanted in (({}, {st.labels_source}),
+                             ({st.workdir: done}, set())):
+      found = {r.workdir: None for r in pair} | finished
+      self.assertEqual(results.sources_needed(pair, found),
+                       ({st.labels_source}, wanted))
     reader = dataclasses.replace(st, workdir=os.path.join(root, "st"),
                                  labels_source=source.workdir)
     os.makedirs(reader.workdir)

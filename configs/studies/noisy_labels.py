@@ -91,9 +91,10 @@ noisy_labels 4.5 h, multilabel 1.5 h, imbalanced about 4.1 h (the same
 model for its CNN settings), 12.0 h in all.
 
 What the runs say (the second edition: 252 tuning and 425 final runs, 5.1 h
-of process time on a shared 2-core CPU, against 4.5 h estimated). JO's four
+of process time on a shared 2-core CPU, against 4.5 h estimated; the third
+edition's self-training runs are the last paragraph's). JO's four
 headline claims are confirmed in all nine settings and all survive Holm's
-correction within the study (28 of the 36 also across the four studies'
+correction within the study (all but nine also across the four studies'
 primary claims; see the last paragraph): JO beats CE by 4.6 to 15.4 points
 under class-conditional noise on MNIST-1D, by 6.0 and 15.0 under
 instance-dependent noise, and by 0.93 on Fashion-MNIST; its labels end 15
@@ -166,14 +167,43 @@ the seeds, and its percentiles are no t quantiles), so the seed interval
 decided; the test set adds little to the seeds' spread here, and the new
 interval, never narrower than the seed interval, is the seed interval in
 nearly every row. No verdict moved. Holm's correction of a primary claim
-now also runs across the primary claims of every study together (61
-rows), and 8 of this study's 36 survive it within the study only: JO
-beats CE at 60 % (p = 0.0019) and 80 % symmetric noise (0.0058), under
-pair flip (0.0019) and on Fashion-MNIST (0.0097); JO beats CE trained as
-long under pair flip (0.0024) and on Fashion-MNIST (0.0043); JO memorises
-less than CE at 80 % symmetric noise (0.0019) and on Fashion-MNIST
-(0.0022). Holm's step-down stops at the 33rd smallest p-value of the 61,
-0.0019 against its threshold 0.05 / 29 = 0.0017.
+now also runs across the primary claims of every study together (79
+rows with the self-training controls below), and 18 of this study's 54
+survive it within the study only: JO beats CE at 60 % (p = 0.0019) and
+80 % symmetric noise (0.0058), under pair flip (0.0019) and on
+Fashion-MNIST (0.0097); JO beats CE trained as long under pair flip
+(0.0024), at 20 % instance-dependent noise (0.0013) and on Fashion-MNIST
+(0.0043); JO memorises less than CE at 80 % symmetric noise (0.0019) and
+on Fashion-MNIST (0.0022); and nine of the self-training rows. Holm's
+step-down stops at the 41st smallest p-value of the 79, 0.0013 against
+its threshold 0.05 / 39 = 0.00128.
+
+Third edition: self-training. Relabelling is JO's mechanism, and the
+control a reviewer asks for first is the plain two-stage baseline: CE
+with early stopping on the noisy validation labels (``ce_first``: CE at
+its selected rate, its network at its best validation epoch) relabels the
+training set with its predictions, hard (``st_hard``) or soft
+(``st_soft``), and a fresh network trains with CE on them for the rest of
+JO's epoch budget (30 epochs on MNIST-1D, 20 on Fashion-MNIST), at CE's
+selected rate: 135 runs on all nine settings and the five final seeds,
+2.0 h of process time. The first stage is CE's final run again, on this
+machine, not the second edition's CE: that ran on another processor,
+whose XLA kernels round differently (CE at 20 % symmetric noise, seed
+100, reads 90.80 here against the ledger's 90.40, the same code
+bit-identical from run to run here), and a ledger keeps no training-set
+predictions to relabel from. Self-training's label recovery is that of
+CE's predictions at its best validation epoch, the labels its second
+stage trains on. JO beats self-training in every setting: by 4.4 to 15.6
+points with hard labels on MNIST-1D (4.0 to 13.8 with soft ones) and by
+1.00 on Fashion-MNIST (1.8 with soft ones); JO's labels end 3.0 to 18.6
+points more often right than CE's predictions on MNIST-1D (1.16 on
+Fashion-MNIST). All 18 primary rows survive Holm within the study, and 9
+across the studies: the hard-label gain at 40 and 80 % symmetric, 40 %
+asymmetric and 40 % instance-dependent noise, the recovery at 20, 40 and
+60 % symmetric, 40 % asymmetric and 40 % instance-dependent noise. The
+secondary family grew by the nine soft-label rows, and "relabelling is
+what helps" at 40 % symmetric noise (+6.14 [+3.86, +8.42])
+no longer survives Holm over it; no verdict moved.
 """
 
 import dataclasses
