@@ -117,11 +117,17 @@ def _unmatched(study, root, ledger) -> int:
              for workdir, phase in recorded.items())
 
 
-def _outlook(study, root, workers, replicas
+def _outlook(study, root, workers, replicas, *, restored_sources=True
              ) -> tuple[str, tuple[frozenset[str], frozenset[str]]]:
   """What is left to run, by phase, with its estimated process time; and
   the workdirs whose predictions another run reads (all, and those that
-  give labels)."""
+  give labels).
+
+  ``restored_sources=False`` leaves out the label sources that run again
+  only because the root was restored from the ledger (which keeps no
+  training-set predictions): what the study itself has left, the same
+  from every root, for its page.
+  """
   selected, _ = _selected(study, root)
   ready = plan.ready_settings(study, selected)
   tune = plan.tune_runs(study, root, selected)
@@ -131,6 +137,8 @@ def _outlook(study, root, workers, replicas
   named = tune + final + panel
   found = {r.workdir: results.read_result(r) for r in named}
   sources, label_sources = results.sources_needed(named, found, replicas)
+  if not restored_sources:
+    label_sources = frozenset()
   parts, total = [], []
   for phase, runs in (("tune", tune), ("final", final),
                       (plan.SENSITIVITY, panel)):
@@ -146,9 +154,9 @@ def _outlook(study, root, workers, replicas
                  + (f" and {'up to ' * (phase == plan.SENSITIVITY)}"
                     f"{len(later)} named once a selection they wait for is "
                     f"made" if later else ""))
-  text = (f"{study.name}: {len(total)} run(s) to run: {'; '.join(parts)}; "
+  text = (f"{len(total)} run(s) to run: {'; '.join(parts)}; "
           + progress.estimate_text(progress.estimate(named, found, total),
-                                   workers))
+                                   workers)) if total else ""
   return text, (sources, label_sources)
 
 
@@ -209,13 +217,13 @@ def _run_study(log) -> list[str]:
     done = sum(results.read_result(r) is not None for r in tune)
     print(f"{study.name}: {plan.count_runs(study)} runs, of which "
           f"{len(tune)} tune runs are ready ({done} finished); root {root}")
-    print(outlook)
+    print(f"{study.name}: {outlook or 'nothing to run'}")
     for r in tune[:5]:
       print("  python " + " ".join(r.command(study_files.CONFIGS_DIR)))
     return []
   phases = set(_PHASES.value)
   if phases & {"tune", "final", plan.SENSITIVITY}:
-    log(outlook)
+    log(f"{study.name}: {outlook or 'nothing to run'}")
   if phases == {"summarize"}:
     collected = results.collect(study, root)
     if collected.total == collected.pending:
@@ -256,7 +264,10 @@ def _run_study(log) -> list[str]:
       failures += runner.run_all(runs, label=f"{study.name} sensitivity: ",
                                  **common)
   if "summarize" in phases:
-    out = summary.write(study, root, _OUT.value, save_figures=_FIGURES.value)
+    # What is left after this command's runs, for the page to keep.
+    to_run, _ = _outlook(study, root, 1, replicas, restored_sources=False)
+    out = summary.write(study, root, _OUT.value, save_figures=_FIGURES.value,
+                        to_run=to_run)
     panel = out["sensitivity_total"]
     print(f"{study.name}: {out['total'] - out['pending']}/{out['total']} runs "
           f"finished"

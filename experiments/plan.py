@@ -313,8 +313,9 @@ def final_point(study: Study, setting: Setting, method: Method,
 
 def sensitivity_claims(study: Study, setting: Setting) -> list[Claim]:
   """The primary claims the sensitivity panel reads in ``setting`` (none
-  where the study has no panel, ``Study.sensitivity_seeds = 0``)."""
-  if not study.sensitivity_seeds:
+  where it has no panel: ``sensitivity_seeds`` 0, the study's or its
+  own)."""
+  if not panel_seed_count(study, setting):
     return []
   return [c for c in study.claims if c.primary
           and (not c.settings or setting.name in c.settings)
@@ -329,9 +330,16 @@ def sensitivity_methods(study: Study, setting: Setting) -> list[Method]:
 
 
 def sensitivity_seeds(study: Study, setting: Setting) -> tuple[int, ...]:
-  """The first ``Study.sensitivity_seeds`` final seeds of ``setting`` (all
-  where it has fewer)."""
-  return study.seeds(setting, "final")[:study.sensitivity_seeds]
+  """The first ``Study.sensitivity_seeds`` final seeds of ``setting`` (its
+  own ``Setting.sensitivity_seeds`` where it declares them; all where it
+  has fewer)."""
+  return study.seeds(setting, "final")[:panel_seed_count(study, setting)]
+
+
+def panel_seed_count(study: Study, setting: Setting) -> int:
+  """``Setting.sensitivity_seeds``, else ``Study.sensitivity_seeds``."""
+  return (study.sensitivity_seeds if setting.sensitivity_seeds is None
+          else setting.sensitivity_seeds)
 
 
 def learning_rates(study: Study, setting: Setting, method: Method

@@ -221,6 +221,19 @@ def _rates_text(rates) -> str:
                    for rate in rates)
 
 
+def _settings_apart(study: study_lib.Study) -> str:
+  """The settings whose own seed count differs from the study's, said."""
+  apart = [(s.label or s.name, plan.panel_seed_count(study, s))
+           for s in study.settings if s.sensitivity_seeds is not None
+           and s.sensitivity_seeds != study.sensitivity_seeds]
+  if not apart:
+    return ""
+  return " " + " ".join(
+      f"*{label}*: no panel (the budget does not reach it)." if not count
+      else f"*{label}*: on its first {count} final seeds."
+      for label, count in apart)
+
+
 def lines(study: study_lib.Study, c: results.Collected) -> list[str]:
   """The page's section (none where the study reads no panel)."""
   panel = rows(study, c)
@@ -243,8 +256,8 @@ def lines(study: study_lib.Study, c: results.Collected) -> list[str]:
       f"verdict at the selected rates on these seeds holds at every "
       f"neighbour, or which neighbour flips the sign of the difference, "
       f"loses its significance or turns it confirmed or refuted: a verdict "
-      f"that changes one step away rests on a near-tie of the selection.",
-      ""]
+      f"that changes one step away rests on a near-tie of the selection."
+      + _settings_apart(study), ""]
   done = c.sensitivity_total - c.sensitivity_pending
   if not done:
     return out + [f"**The panel waits for its runs:** none of its "

@@ -54,6 +54,9 @@ class Setting:
       them, so its differences stay paired: more final seeds where the
       effects tested are small, fewer where a run is dear or the effects
       large.
+    sensitivity_seeds: this setting's ``Study.sensitivity_seeds`` where it
+      differs (None: the study's; 0: no panel in this setting, where the
+      budget does not reach).
     methods: the names of the study's methods this setting runs (empty:
       all of them), for a setting whose runs are too dear for every method;
       a claim is tested where its method and baseline both run.
@@ -70,6 +73,7 @@ class Setting:
   tune_seeds: tuple[int, ...] | None = None
   final_seeds: tuple[int, ...] | None = None
   methods: tuple[str, ...] = ()
+  sensitivity_seeds: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -352,13 +356,15 @@ class Study:
           f"train each seed alone (each reads its own seed's run of another "
           f"method), and seeds that share a split only pair with seeds "
           f"that share it too: every method must train each seed alone")
-    if (isinstance(self.sensitivity_seeds, bool)
-        or not isinstance(self.sensitivity_seeds, int)
-        or self.sensitivity_seeds == 1 or self.sensitivity_seeds < 0):
-      raise ValueError(
-          f"study {self.name!r}: sensitivity_seeds must be 0 (no panel) or "
-          f"2 or more (an interval needs two seeds), got "
-          f"{self.sensitivity_seeds!r}")
+    for where, count in ((f"study {self.name!r}", self.sensitivity_seeds),
+                         *((f"setting {s.name!r}", s.sensitivity_seeds)
+                           for s in self.settings
+                           if s.sensitivity_seeds is not None)):
+      if (isinstance(count, bool) or not isinstance(count, int)
+          or count == 1 or count < 0):
+        raise ValueError(
+            f"{where}: sensitivity_seeds must be 0 (no panel) or 2 or more "
+            f"(an interval needs two seeds), got {count!r}")
     if self.metric not in ("accuracy", "map"):
       raise ValueError(f"study {self.name!r}: metric must be 'accuracy' or "
                        f"'map', got {self.metric!r}")

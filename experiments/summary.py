@@ -222,12 +222,14 @@ def _transition_lines(study, c, s) -> list[str]:
 
 def markdown(study: study_lib.Study, c: results.Collected,
              figure_files: Mapping[str, str],
-             family: across_studies.Family | None = None) -> str:
+             family: across_studies.Family | None = None,
+             to_run: str = "") -> str:
   """The summary page.
 
   Args:
     family: the primary claims ``study``'s are corrected with
       (``across_studies.of``; default: its own alone).
+    to_run: as ``write``'s.
   """
   family = family or across_studies.family([(study, c)])
   metric = "accuracy" if study.metric == "accuracy" else "mAP"
@@ -240,6 +242,9 @@ def markdown(study: study_lib.Study, c: results.Collected,
   if c.pending:
     lines += [f"**Incomplete:** {c.total - c.pending} of {c.total} runs "
               f"have finished; empty cells are still to run.", ""]
+  if to_run:
+    lines += [f"**Left:** {to_run}, from the finished runs' own times "
+              f"(setting by setting, method by method).", ""]
   lines += [
       "## Protocol", "",
       f"Each method's grid is trained on tuning seeds "
@@ -460,12 +465,14 @@ def write_csv(study: study_lib.Study, c: results.Collected, path: str) -> None:
 
 
 def write(study: study_lib.Study, root: str, out_dir: str, *,
-          save_figures: bool = True) -> dict[str, Any]:
+          save_figures: bool = True, to_run: str = "") -> dict[str, Any]:
   """Writes ``NAME.md``, ``NAME.csv`` and the figures into ``out_dir``.
 
   Args:
     save_figures: False draws each figure but saves none (the page links
       them all the same): the page and CSV in a fraction of the time.
+    to_run: what is still to run and its estimated process time (the
+      budget the page keeps while runs are missing; '' for none).
 
   Returns:
     The verdicts, ``{(claim text, setting): (verdict, interval text)}``,
@@ -482,7 +489,8 @@ def write(study: study_lib.Study, root: str, out_dir: str, *,
     if figures.FIGURES[name](study, c, path if save_figures else None):
       figure_files[name] = path
   with open(os.path.join(out_dir, f"{study.name}.md"), "w") as f:
-    f.write(markdown(study, c, figure_files, across_studies.of(study, c)))
+    f.write(markdown(study, c, figure_files, across_studies.of(study, c),
+                     to_run))
   write_csv(study, c, os.path.join(out_dir, f"{study.name}.csv"))
   verdicts = {(row["claim"].text, row["setting"].name):
               (row["verdict"], claim_line(row) + "; " + (

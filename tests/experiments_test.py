@@ -178,6 +178,7 @@ class ToyStudyTest(TestCase):
       page = f.read()
     self.assertIn("| EL beats CE | toy |", page)
     self.assertNotIn("Incomplete", page)
+    self.assertNotIn("**Left:**", page)
     # Every final run kept its test predictions at its best validation
     # epoch: the claim's interval counts the seeds and the test examples.
     ce, el = ({"correct": np.stack([
@@ -262,6 +263,11 @@ class ToyStudyTest(TestCase):
     retrained = self._experiments(other, self._tempdir(),
                                   f"--ledger={partial}",
                                   "--phases=tune,final")
+    # The page of a study with runs left keeps their estimated time.
+    partial_out = self._tempdir()
+    self._finish(self._experiments(self._tempdir(), partial_out,
+                                   f"--ledger={partial}",
+                                   "--phases=summarize", "--nofigures"))
 
     again = self._finish(resumed)
     self.assertIn("toy tune: 3 runs, 3 finished before, 0 to run", again)
@@ -281,6 +287,10 @@ class ToyStudyTest(TestCase):
       self.assertEqual(f.read(), page)
     self.assertTrue(os.path.exists(os.path.join(fresh_out, "toy_scores.png")))
 
+    with open(os.path.join(partial_out, "toy.md")) as f:
+      self.assertRegex(f.read(), r"\*\*Left:\*\* 2 run\(s\) to run: tune 0 "
+                       r"of 4; final 2 of 6; sensitivity 0 of \d+; estimated "
+                       r"\d+m\d\ds of process time")
     again = self._finish(retrained)
     self.assertIn("toy final (dependent methods): 2 runs, 0 finished before, "
                   "2 to run", again)

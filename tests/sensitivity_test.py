@@ -143,6 +143,14 @@ class PlanTest(absltest.TestCase):
         _study(sensitivity_seeds=0), "/r", SELECTED), [])
     self.assertLen(plan.sensitivity_runs(_study(sensitivity_seeds=2), "/r",
                                          SELECTED), 5 * 2 + 2 * 2)
+    # A setting's own count: fewer seeds, or no panel there.
+    for count, runs_b in ((2, 2 * 2), (0, 0)):
+      own = _study(settings=(study.settings[0], dataclasses.replace(
+          study.settings[1], sensitivity_seeds=count)))
+      self.assertLen(plan.sensitivity_runs(own, "/r", SELECTED),
+                     5 * 5 + runs_b)
+      self.assertEqual(plan.sensitivity_claims(own, own.settings[1]) == [],
+                       count == 0)
 
   def test_a_method_reading_another_run_reads_its_final_run(self):
     study = _study(claims=(study_lib.Claim("FC beats CE", "p", "fc", "ce",
@@ -207,6 +215,11 @@ class PlanTest(absltest.TestCase):
       with self.subTest(bad=bad), self.assertRaisesRegex(
           ValueError, "sensitivity_seeds must be 0 .no panel. or 2 or more"):
         _study(sensitivity_seeds=bad)
+      with self.subTest(bad=bad, where="setting"), self.assertRaisesRegex(
+          ValueError, "setting 'b': sensitivity_seeds must be 0"):
+        base = _study()
+        _study(settings=(base.settings[0], dataclasses.replace(
+            base.settings[1], sensitivity_seeds=bad)))
 
 
 def _right(gain: int, seed: int, size: int = 400) -> np.ndarray:
@@ -413,6 +426,12 @@ class TableTest(absltest.TestCase):
     # No panel declared: no section.
     self.assertEqual(sensitivity.lines(dataclasses.replace(
         study, sensitivity_seeds=0), c), [])
+    # A setting without a panel of its own says so.
+    other = study_lib.Setting("b", "f.py", label="B", sensitivity_seeds=0)
+    section = sensitivity.lines(dataclasses.replace(
+        study, settings=(*study.settings, other)), c)
+    self.assertEndsWith(section[2], " *B*: no panel (the budget does not "
+                        "reach it).")
 
   def test_collect_reads_the_panel_of_the_current_selection(self):
     study = _study(settings=(study_lib.Setting("a", "f.py", label="A"),),
