@@ -1488,6 +1488,29 @@ class RealStudiesTest(TestCase):
   """Every run of every study in configs/studies/ passes the config checks
   and builds its loss."""
 
+  def test_no_two_final_seeds_share_a_split_noise_draw_or_initialisation(
+      self):
+    # Seeds trained as replicas of one program share its validation split:
+    # a study's final seeds must each draw their own (their intervals treat
+    # them as independent).
+    for name in study_files.names():
+      study = study_files.load(name)
+      firsts = {}
+      for _ in range(2):
+        for run in plan.tune_runs(study, "/r", firsts):
+          firsts.setdefault((run.setting, run.method), run.point)
+      final = plan.final_runs(study, "/r", firsts)
+      used = {}
+      for group in replicas.replica_groups(final, study.replicas):
+        for run, seeds in zip(group, replicas.seeds_used(group)):
+          used.setdefault((run.setting, run.method), []).append(seeds)
+      for (setting, method), seeds in used.items():
+        for kind in ("split", "noise", "init"):
+          drawn = [s[kind] for s in seeds]
+          with self.subTest(study=name, setting=setting, method=method,
+                            kind=kind):
+            self.assertLen(set(drawn), len(drawn))
+
   def test_every_run_config_is_valid(self):
     # pylint: disable=g-import-not-at-top
     from train.data import noise
