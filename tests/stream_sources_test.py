@@ -55,6 +55,7 @@ class ConvertedTest(absltest.TestCase):
     self.assertEqual((got.num_train, len(got.val_x), len(got.test_x)),
                      (data.num_train, len(data.val_x), len(data.test_x)))
     self.assertEqual(got.crop_padding, 3)  # the config's override
+    self.assertEqual(got.imbalance_ratio, data.imbalance_ratio)
     # Shape-only inputs: no memory behind them.
     self.assertEqual(got.train_x.strides, (0, 0, 0))
     self.assertEqual(sorted(streamed.sources), ["test", "train", "val"])
@@ -81,6 +82,19 @@ class TfdsTest(absltest.TestCase):
         for i in (0, 7):
           np.testing.assert_array_equal(
               transform(streamed.sources[split][i]["image"]), x[i])
+
+  def test_a_long_tail_cuts_the_streamed_split_as_the_loaded_one(self):
+    # A streamed run trains on the same long-tailed rows as a device run.
+    tail = {"dataset.imbalance_ratio": 4.0, "dataset.imbalance_order": "seed"}
+    with _mock_prepared(num_examples=400):
+      data = stream_sources.open_stream(_tfds_config(**tail)).dataset
+      loaded = datasets.load("tfds:cifar10", val_size=10, seed=0,
+                             imbalance_ratio=4.0, imbalance_order="seed")
+      balanced = stream_sources.open_stream(_tfds_config()).dataset
+    np.testing.assert_array_equal(data.train_source_index,
+                                  loaded.train_source_index)
+    self.assertLess(data.num_train, balanced.num_train)
+    self.assertEqual(data.imbalance_ratio, 4.0)
 
   def test_variable_sized_images_are_cropped_to_image_size(self):
     with _mock_prepared(num_examples=12):

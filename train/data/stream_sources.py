@@ -127,7 +127,8 @@ def _open_converted(config) -> StreamDataset:
       train_noisy_labels={k: labels[f"train_noisy/{k}"] for k in noisy_keys},
       val_noisy_labels={k: labels[f"val_noisy/{k}"] for k in noisy_keys},
       **{k: labels.get(k) for k in convert.PER_EXAMPLE},
-      train_source_index=labels.get(convert.SOURCE_INDEX_KEY))
+      train_source_index=labels.get(convert.SOURCE_INDEX_KEY),
+      imbalance_ratio=float(d.imbalance_ratio))
   sources = {split: records.RecordSource(convert.split_path(directory, split))
              for split in convert.SPLITS}
   return StreamDataset(dataset, sources)
@@ -201,6 +202,13 @@ def _tfds_labels(source: sources.TfdsSource, name: str, split: str,
   return labels
 
 
+def _long_tail(d, num_classes: int) -> dict:
+  """``split_rows``' long-tail options from the config's dataset section,
+  as the device pipeline's ``datasets.load`` takes them."""
+  return dict(imbalance_ratio=d.imbalance_ratio,
+              imbalance_order=d.imbalance_order, num_classes=num_classes)
+
+
 def _open_tfds(config, name: str) -> StreamDataset:
   d = config.dataset
   builder = _tfds_builder(name, d.data_dir)
@@ -218,7 +226,8 @@ def _open_tfds(config, name: str) -> StreamDataset:
   rest, val = datasets.split_rows(
       train["label"], val_size=val_size,
       seed=config.seed if d.split_seed is None else d.split_seed,
-      train_size=d.train_size, multi_label=multi_label)
+      train_size=d.train_size, multi_label=multi_label,
+      **_long_tail(d, train_source.label_feature.num_classes))
   family = name.split("/")[0]
   crop_padding, flip = tfds_data.AUGMENTATION.get(family, (0, False))
   # Images of varying size, or an image_size other than their own (CIFAR
@@ -245,7 +254,8 @@ def _open_tfds(config, name: str) -> StreamDataset:
       flip=bool(flip if d.flip is None else d.flip),
       train_source_index=rest, val_source_index=val,
       train_noisy_labels={k: train[k][rest] for k in keys[1:]},
-      val_noisy_labels={k: train[k][val] for k in keys[1:]})
+      val_noisy_labels={k: train[k][val] for k in keys[1:]},
+      imbalance_ratio=float(d.imbalance_ratio))
   return StreamDataset(dataset, {
       "train": SplitSource(train_source, rest),
       "val": SplitSource(train_source, val),
@@ -265,7 +275,8 @@ def _open_clothing1m(config) -> StreamDataset:
   rest, _ = datasets.split_rows(
       train.labels[:count], val_size=0, own_val=True,
       seed=config.seed if d.split_seed is None else d.split_seed,
-      train_size=d.train_size)
+      train_size=d.train_size,
+      **_long_tail(d, len(train.class_names)))
   size = d.image_size or DEFAULT_IMAGE_SIZE
   shape = (size, size, 3)
   crop_padding, flip = clothing1m.AUGMENTATION
@@ -278,7 +289,8 @@ def _open_clothing1m(config) -> StreamDataset:
       crop_padding=int(crop_padding if d.crop_padding is None
                        else d.crop_padding),
       flip=bool(flip if d.flip is None else d.flip),
-      train_source_index=rest, val_source_index=np.arange(0))
+      train_source_index=rest, val_source_index=np.arange(0),
+      imbalance_ratio=float(d.imbalance_ratio))
   return StreamDataset(dataset, {"train": SplitSource(train, rest),
                                  "val": SplitSource(val),
                                  "test": SplitSource(test)}, resize=True)
