@@ -202,11 +202,13 @@ def _tfds_labels(source: sources.TfdsSource, name: str, split: str,
   return labels
 
 
-def _long_tail(d, num_classes: int) -> dict:
-  """``split_rows``' long-tail options from the config's dataset section,
-  as the device pipeline's ``datasets.load`` takes them."""
-  return dict(imbalance_ratio=d.imbalance_ratio,
-              imbalance_order=d.imbalance_order, num_classes=num_classes)
+def _split_options(config) -> dict:
+  """``datasets.split_rows``' options (validation size, split seed,
+  training size, long tail), read as the device pipeline's
+  ``datasets.load`` reads them."""
+  options = datasets.load_options(config)
+  return {k: options[k] for k in ("val_size", "seed", "train_size",
+                                  "imbalance_ratio", "imbalance_order")}
 
 
 def _open_tfds(config, name: str) -> StreamDataset:
@@ -220,14 +222,10 @@ def _open_tfds(config, name: str) -> StreamDataset:
   multi_label = train_source.multi_label
   train = _tfds_labels(train_source, name, "train", keys, d.data_dir)
   test = _tfds_labels(test_source, name, test_split, ["label"], d.data_dir)
-  val_size = d.val_size
-  if val_size >= 1 and float(val_size).is_integer():
-    val_size = int(val_size)
   rest, val = datasets.split_rows(
-      train["label"], val_size=val_size,
-      seed=config.seed if d.split_seed is None else d.split_seed,
-      train_size=d.train_size, multi_label=multi_label,
-      **_long_tail(d, train_source.label_feature.num_classes))
+      train["label"], multi_label=multi_label,
+      num_classes=train_source.label_feature.num_classes,
+      **_split_options(config))
   family = name.split("/")[0]
   crop_padding, flip = tfds_data.AUGMENTATION.get(family, (0, False))
   # Images of varying size, or an image_size other than their own (CIFAR
@@ -273,10 +271,9 @@ def _open_clothing1m(config) -> StreamDataset:
   # num_train: the first images only, as the device pipeline reads them.
   count = len(train) if d.num_train is None else min(d.num_train, len(train))
   rest, _ = datasets.split_rows(
-      train.labels[:count], val_size=0, own_val=True,
-      seed=config.seed if d.split_seed is None else d.split_seed,
-      train_size=d.train_size,
-      **_long_tail(d, len(train.class_names)))
+      train.labels[:count], own_val=True,
+      num_classes=len(train.class_names),
+      **{**_split_options(config), "val_size": 0})
   size = d.image_size or DEFAULT_IMAGE_SIZE
   shape = (size, size, 3)
   crop_padding, flip = clothing1m.AUGMENTATION

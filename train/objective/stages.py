@@ -93,7 +93,8 @@ def check(config) -> None:
   if ls.mode not in label_state.UPDATES:
     raise ConfigError.of("label_state.mode", ls.mode,
                          f"must be one of {list(label_state.UPDATES)}")
-  if not (isinstance(ls.begin, int) and ls.begin >= 0):
+  if not (isinstance(ls.begin, int) and not isinstance(ls.begin, bool)
+          and ls.begin >= 0):
     raise ConfigError.of("label_state.begin", ls.begin,
                          "must be a non-negative integer epoch")
   if not (isinstance(ls.history, int)
