@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from train import contract
+from train.data import own_data
 from train.report import label_ranking
 
 # Where the suggestions come from (run.json's label_issues.origin).
@@ -410,10 +411,9 @@ def _given_file(workdir: str) -> tuple[str, list[dict[str, str]], str] | None:
   path = config.dataset.get("labels_csv")
   if not path:
     return None
-  with open(path, newline="", encoding="utf-8-sig") as f:
-    reader = csv.DictReader(f)
-    rows = list(reader)
-    header = reader.fieldnames or []
+  # Read as training read it (spaces around a cell, blank lines).
+  header, rows = own_data.read_rows(path)
+  rows = [dict(zip(header, cells)) for _, cells in rows]
   key = "file" if "file" in header else "index"
   labels = [c for c in header if c not in ("file", "index")]
   column = config.dataset.get("label_set") or (
