@@ -115,6 +115,20 @@ class RunTest(absltest.TestCase):
       self.assertIn(f"precision {100 * hits / sum(changed):.1f} %, recall "
                     f"{100 * hits / k:.1f} %", line)
 
+  def test_no_flipped_label_no_precision(self):
+    # A clean run (noise rate 0) knows its clean labels, and none was
+    # flipped: no precision or recall of finding them, only what a change
+    # would do.
+    issues = {"origin": "label_state", "changed": [3, 5], "flipped": [0, 0],
+              "precision": [0.0, 0.0], "recall": [None, None],
+              "precision_at_k": [None, None], "restored": [0, 0]}
+    self.assertEqual(
+        label_issues.summary_line(issues, 100),
+        "label issues: the run would change 4.0±1.4 of its 100 training "
+        f"labels (4.0 %, from {label_issues.ORIGINS['label_state']}; "
+        "label_issues.csv); the noise flipped none of them, so every change "
+        "would replace a clean label")
+
   def test_the_figure_is_written_and_drawn_again(self):
     path = os.path.join(self.jo, contract.LABEL_ISSUES_FIGURE)
     self.assertGreater(os.path.getsize(path), 5000)

@@ -245,6 +245,10 @@ def summary_line(issues: Mapping[str, Any], num_train: int) -> str:
           f"{ORIGINS[issues['origin']]}; {contract.LABEL_ISSUES_FILE})")
   if not values("flipped"):
     return line
+  if not any(values("flipped")):
+    # No precision or recall to give: nothing was flipped to find.
+    return (f"{line}; the noise flipped none of them, so every change "
+            f"would replace a clean label")
   flips = count("flipped")
   return (f"{line}; against the {flips} labels the noise flipped: "
           f"precision {percent('precision')}, recall {percent('recall')}, "
