@@ -216,14 +216,19 @@ def tune_runs(study: Study, root: str,
   return runs
 
 
-def count_runs(study: Study) -> int:
-  """Tune and final runs of the whole study."""
+def phase_counts(study: Study) -> dict[str, int]:
+  """How many tune and final runs the whole study declares."""
   tune = sum(len(m.points(s)) * len(study.seeds(s, "tune"))
              for s in study.settings for m in study.methods_in(s)
              if m.inherit_from is None)
   final = sum(len(study.methods_in(s)) * len(study.seeds(s, "final"))
               for s in study.settings)
-  return tune + final
+  return {"tune": tune, "final": final}
+
+
+def count_runs(study: Study) -> int:
+  """Tune and final runs of the whole study."""
+  return sum(phase_counts(study).values())
 
 
 def ready_settings(study: Study,

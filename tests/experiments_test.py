@@ -645,6 +645,8 @@ class StudyTest(TestCase):
     self.assertFalse({r.workdir for r in final if r.method == "fc"}
                      & {r.workdir for r in moved if r.method == "fc"})
     self.assertEqual(plan.count_runs(study), 3 * 2 + 2 * 10)
+    self.assertEqual(plan.phase_counts(study),
+                     {"tune": 3 * 2, "final": 2 * 10})
     with self.assertRaisesRegex(ValueError, "estimates its transition"):
       self._study(methods=(study_lib.Method("ce"),
                            study_lib.Method("fc", transition_from="fc")))

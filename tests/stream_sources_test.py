@@ -3,6 +3,7 @@ ArrayRecord data sources (tfds' mock: random examples, no network, no
 TensorFlow), and the one-line errors."""
 
 import contextlib
+import os
 import tempfile
 from unittest import mock
 
@@ -95,6 +96,27 @@ class TfdsTest(absltest.TestCase):
                                   loaded.train_source_index)
     self.assertLess(data.num_train, balanced.num_train)
     self.assertEqual(data.imbalance_ratio, 4.0)
+
+  def test_the_label_cache_is_kept_per_prepared_version(self):
+    # The labels of a split are read once and cached; a dataset prepared
+    # again at another version is read again, not served the old labels.
+    with _mock_prepared(num_examples=40):
+      first = stream_sources.open_stream(_tfds_config()).dataset
+      folder = os.path.join(local_data.default_cache_dir(), "labels")
+      cached = sorted(os.listdir(folder))
+      with mock.patch.object(stream_sources, "_tfds_labels",
+                             wraps=stream_sources._tfds_labels) as read:
+        stream_sources.open_stream(_tfds_config())
+        self.assertEqual(sorted(os.listdir(folder)), cached)  # served
+        other = "9.9.9"
+        with mock.patch.object(tfds.core.DatasetInfo, "version",
+                               new_callable=mock.PropertyMock,
+                               return_value=tfds.core.Version(other)):
+          again = stream_sources.open_stream(_tfds_config()).dataset
+      self.assertEqual({c.args[-1] for c in read.call_args_list},
+                       {str(tfds.builder("cifar10").info.version), other})
+      self.assertEqual(len(os.listdir(folder)), 2 * len(cached))
+    np.testing.assert_array_equal(again.train_y, first.train_y)
 
   def test_variable_sized_images_are_cropped_to_image_size(self):
     with _mock_prepared(num_examples=12):

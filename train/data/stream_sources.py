@@ -180,11 +180,12 @@ def _tfds_source(builder, split: str, name: str, data_dir: str | None
 
 
 def _tfds_labels(source: sources.TfdsSource, name: str, split: str,
-                 keys: list[str], data_dir: str | None
+                 keys: list[str], data_dir: str | None, version: str
                  ) -> dict[str, np.ndarray]:
-  """Every label set of a split, read in one pass and cached as ``.npz``."""
-  tag = hashlib.sha256(repr((name, split, data_dir, len(source), keys))
-                       .encode()).hexdigest()[:16]
+  """Every label set of a split, read in one pass and cached as ``.npz``
+  (keyed by the prepared version too: a new version is read again)."""
+  tag = hashlib.sha256(repr((name, split, data_dir, len(source), keys,
+                             version)).encode()).hexdigest()[:16]
   path = os.path.join(local_data.default_cache_dir(), "labels",
                       f"{name.replace('/', '_')}-{split}-{tag}.npz")
   if os.path.isfile(path):
@@ -220,8 +221,10 @@ def _open_tfds(config, name: str) -> StreamDataset:
   test_source = _tfds_source(builder, test_split, name, d.data_dir)
   keys = ["label", *train_source.extra_labels]
   multi_label = train_source.multi_label
-  train = _tfds_labels(train_source, name, "train", keys, d.data_dir)
-  test = _tfds_labels(test_source, name, test_split, ["label"], d.data_dir)
+  version = str(builder.info.version)
+  train = _tfds_labels(train_source, name, "train", keys, d.data_dir, version)
+  test = _tfds_labels(test_source, name, test_split, ["label"], d.data_dir,
+                      version)
   rest, val = datasets.split_rows(
       train["label"], multi_label=multi_label,
       num_classes=train_source.label_feature.num_classes,
