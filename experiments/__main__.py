@@ -136,9 +136,10 @@ def _outlook(study, root, workers, replicas, *, restored_sources=True
   waiting = plan.waiting_runs(study, selected)
   named = tune + final + panel
   found = {r.workdir: results.read_result(r) for r in named}
-  sources, label_sources = results.sources_needed(named, found, replicas)
-  if not restored_sources:
-    label_sources = frozenset()
+  if restored_sources:
+    sources, label_sources = results.sources_needed(named, found, replicas)
+  else:
+    sources, label_sources = plan.sources_of(named)[0], frozenset()
   parts, total = [], []
   for phase, runs in (("tune", tune), ("final", final),
                       (plan.SENSITIVITY, panel)):

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 from scipy import stats
 
+from experiments import plan
 from experiments import protocol
 from experiments import quotes as quotes_lib
 from experiments import study as study_lib
@@ -188,7 +189,8 @@ def holdings(study: study_lib.Study, entries: Sequence[Mapping[str, Any]],
       abs(g[1]) for g in quotes_lib.numbers(_config_text(study))]
   held["count"] += [(x,) for x in declared] + [
       (len(study.seeds(s, p)),) for s in study.settings
-      for p in ("tune", "final")]
+      for p in ("tune", "final")] + [
+          (n,) for n in plan.phase_counts(study).values()]
   # Declared values as the prose says them: 0.4 noise is "40 %".
   held["number"] += [(x,) for x in declared] + [
       (100 * x,) for x in declared if 0 < x < 1]

@@ -216,14 +216,19 @@ def tune_runs(study: Study, root: str,
   return runs
 
 
-def count_runs(study: Study) -> int:
-  """Tune and final runs of the whole study."""
+def phase_counts(study: Study) -> dict[str, int]:
+  """How many tune and final runs the whole study declares."""
   tune = sum(len(m.points(s)) * len(study.seeds(s, "tune"))
              for s in study.settings for m in study.methods_in(s)
              if m.inherit_from is None)
   final = sum(len(study.methods_in(s)) * len(study.seeds(s, "final"))
               for s in study.settings)
-  return tune + final
+  return {"tune": tune, "final": final}
+
+
+def count_runs(study: Study) -> int:
+  """Tune and final runs of the whole study."""
+  return sum(phase_counts(study).values())
 
 
 def ready_settings(study: Study,
@@ -277,15 +282,19 @@ def final_runs(study: Study, root: str,
       each needs its every tuned method in ``selected``).
   """
   runs = []
-  for s in study.settings:
-    if settings is not None and s.name not in settings:
-      continue
+  for s in _named_settings(study, settings):
     for m in study.methods_in(s):
       point = _final_point(study, s, m, selected)
       source = _final_source(study, s, m, selected)
       runs += [_run(study, root, "final", s, m, point, seed, source)
                for seed in study.seeds(s, "final")]
   return runs
+
+
+def _named_settings(study: Study, settings: Sequence[str] | None
+                    ) -> list[Setting]:
+  """The study's settings, or those of them that ``settings`` names."""
+  return [s for s in study.settings if settings is None or s.name in settings]
 
 
 def _final_source(study, setting, method, selected):
@@ -407,9 +416,7 @@ def sensitivity_runs(study: Study, root: str,
       each needs its every tuned method in ``selected``).
   """
   runs = []
-  for s in study.settings:
-    if settings is not None and s.name not in settings:
-      continue
+  for s in _named_settings(study, settings):
     for m in sensitivity_methods(study, s):
       source = _final_source(study, s, m, selected)
       for point in neighbours(study, s, m, selected):

@@ -43,6 +43,15 @@ class CheckTest(parameterized.TestCase):
       ("history_dtype", {"label_state.history_dtype": "float16"},
        r"config.label_state.history_dtype = 'float16': must be one of"),
       ("epochs", {"num_epochs": 0}, r"config.num_epochs = 0"),
+      # A bool is an int to Python, never a count here.
+      ("log_every_steps_bool", {"log_every_steps": True},
+       r"config.log_every_steps = True"),
+      ("stream_workers_bool", {"dataset.stream_workers": True},
+       r"config.dataset.stream_workers = True"),
+      ("begin_bool", {"label_state.begin": True},
+       r"config.label_state.begin = True"),
+      ("history_bool", {"label_state.history": True},
+       r"config.label_state.history = True"),
   )
   def test_rejected(self, overrides, message):
     with self.assertRaisesRegex(ConfigError, message):

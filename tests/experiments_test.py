@@ -4,6 +4,7 @@ import contextlib
 import csv
 import dataclasses
 import glob
+import importlib.metadata
 import io
 import json
 import math
@@ -645,6 +646,8 @@ class StudyTest(TestCase):
     self.assertFalse({r.workdir for r in final if r.method == "fc"}
                      & {r.workdir for r in moved if r.method == "fc"})
     self.assertEqual(plan.count_runs(study), 3 * 2 + 2 * 10)
+    self.assertEqual(plan.phase_counts(study),
+                     {"tune": 3 * 2, "final": 2 * 10})
     with self.assertRaisesRegex(ValueError, "estimates its transition"):
       self._study(methods=(study_lib.Method("ce"),
                            study_lib.Method("fc", transition_from="fc")))
@@ -866,6 +869,26 @@ class RunnerTest(TestCase):
     with open(path, "w") as f:
       f.write(body)
     return path
+
+  def test_processor_from_cpuinfo(self):
+    # Two processors' texts (as /proc/cpuinfo writes them, one entry a
+    # core): the model of the first, the vector extensions XLA may use.
+    core = ("processor\t: {n}\nvendor_id\t: X\nmodel name\t: {model}\n"
+            "flags\t\t: fpu sse2 {flags} lahf_lm\n\n")
+    epyc = "".join(core.format(n=n, model="AMD EPYC", flags="avx fma avx2")
+                   for n in range(2))
+    self.assertEqual(runner.processor(epyc),
+                     {"processor": "AMD EPYC", "isa": ["avx", "avx2", "fma"]})
+    xeon = core.format(n=0, model="Intel(R) Xeon(R) Platinum 8481C",
+                       flags="avx2 avx512f avx512_bf16 amx_tile avx fma")
+    self.assertEqual(runner.processor(xeon)["isa"],
+                     ["avx", "avx2", "fma", "avx512f", "avx512_bf16",
+                      "amx_tile"])
+    self.assertEqual(runner.processor(""), {"processor": "", "isa": []})
+    here = runner.machine()
+    self.assertNotEmpty(here["processor"])
+    here["isa"].append("changed")  # a copy: the next result is unchanged
+    self.assertNotIn("changed", runner.machine()["isa"])
 
   def test_diverged_run_is_a_result(self):
     workdir = self._tempdir()
@@ -1133,6 +1156,10 @@ class RunnerTest(TestCase):
         examples.read(group[1].workdir)["last"]["correct"], [False, True,
                                                              True])
     self.assertEqual(outcomes[0]["edition"], results.EDITION)
+    # Each result names the machine whose arithmetic it is.
+    self.assertEqual(outcomes[1]["machine"], runner.machine())
+    self.assertEqual(results.read_result(group[0])["machine"]["jaxlib"],
+                     importlib.metadata.version("jaxlib"))
     # The ledger keeps them; a fresh root gets them back.
     ledger = ledger_lib.Ledger(os.path.join(self._tempdir(), "l.jsonl"),
                                root)
@@ -1487,6 +1514,29 @@ class ImportsTest(TestCase):
 class RealStudiesTest(TestCase):
   """Every run of every study in configs/studies/ passes the config checks
   and builds its loss."""
+
+  def test_no_two_final_seeds_share_a_split_noise_draw_or_initialisation(
+      self):
+    # Seeds trained as replicas of one program share its validation split:
+    # a study's final seeds must each draw their own (their intervals treat
+    # them as independent).
+    for name in study_files.names():
+      study = study_files.load(name)
+      firsts = {}
+      for _ in range(2):
+        for run in plan.tune_runs(study, "/r", firsts):
+          firsts.setdefault((run.setting, run.method), run.point)
+      final = plan.final_runs(study, "/r", firsts)
+      used = {}
+      for group in replicas.replica_groups(final, study.replicas):
+        for run, seeds in zip(group, replicas.seeds_used(group)):
+          used.setdefault((run.setting, run.method), []).append(seeds)
+      for (setting, method), seeds in used.items():
+        for kind in ("split", "noise", "init"):
+          drawn = [s[kind] for s in seeds]
+          with self.subTest(study=name, setting=setting, method=method,
+                            kind=kind):
+            self.assertLen(set(drawn), len(drawn))
 
   def test_every_run_config_is_valid(self):
     # pylint: disable=g-import-not-at-top

@@ -115,6 +115,20 @@ class RunTest(absltest.TestCase):
       self.assertIn(f"precision {100 * hits / sum(changed):.1f} %, recall "
                     f"{100 * hits / k:.1f} %", line)
 
+  def test_no_flipped_label_no_precision(self):
+    # A clean run (noise rate 0) knows its clean labels, and none was
+    # flipped: no precision or recall of finding them, only what a change
+    # would do.
+    issues = {"origin": "label_state", "changed": [3, 5], "flipped": [0, 0],
+              "precision": [0.0, 0.0], "recall": [None, None],
+              "precision_at_k": [None, None], "restored": [0, 0]}
+    self.assertEqual(
+        label_issues.summary_line(issues, 100),
+        "label issues: the run would change 4.0±1.4 of its 100 training "
+        f"labels (4.0 %, from {label_issues.ORIGINS['label_state']}; "
+        "label_issues.csv); the noise flipped none of them, so every change "
+        "would replace a clean label")
+
   def test_the_figure_is_written_and_drawn_again(self):
     path = os.path.join(self.jo, contract.LABEL_ISSUES_FIGURE)
     self.assertGreater(os.path.getsize(path), 5000)
@@ -260,6 +274,28 @@ class WriteTest(absltest.TestCase):
         out, sources=np.array([f"x_train[{i}]" for i in range(5)]))
     self.assertEqual(table.columns["label"].tolist(),
                      ["cat", "dog", "bird", "cat", "dog"])
+
+  def test_the_runs_csv_is_read_as_training_read_it(self):
+    # A spreadsheet's CSV: a byte-order mark, spaces after the commas and a
+    # blank line, which training accepts: the corrected file keys and
+    # labels the same rows.
+    workdir = tempfile.mkdtemp()
+    given = os.path.join(workdir, "given.csv")
+    with open(given, "w", encoding="utf-8-sig") as f:
+      f.write("index, noisy\n0, cat\n\n1, cat\n 2 , bird\n")
+    with open(os.path.join(workdir, contract.CONFIG_FILE), "w") as f:
+      json.dump({"dataset": {"labels_csv": given}}, f)
+    s = label_ranking.suggest(np.array([0, 0, 2]), np.array(
+        [[.9, .05, .05], [.2, .7, .1], [.1, .1, .8]]))
+    label_issues.write(
+        workdir, [s], origin="best_validation", clean=None,
+        dataset=self._dataset(train_sources=np.array(
+            ["x_train[0]", "x_train[1]", "x_train[2]"]), num_train=3),
+        inputs=None, drawn=0)
+    out = os.path.join(workdir, "labels.csv")
+    self.assertEqual(label_issues.apply(workdir, out), 1)
+    self.assertEqual(_read_labels(out), (["index", "label"], {
+        "0": "cat", "1": "dog", "2": "bird"}))
 
   def test_multi_label_rows_and_replicas(self):
     workdir = tempfile.mkdtemp()

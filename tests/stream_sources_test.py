@@ -3,6 +3,7 @@ ArrayRecord data sources (tfds' mock: random examples, no network, no
 TensorFlow), and the one-line errors."""
 
 import contextlib
+import os
 import tempfile
 from unittest import mock
 
@@ -55,6 +56,7 @@ class ConvertedTest(absltest.TestCase):
     self.assertEqual((got.num_train, len(got.val_x), len(got.test_x)),
                      (data.num_train, len(data.val_x), len(data.test_x)))
     self.assertEqual(got.crop_padding, 3)  # the config's override
+    self.assertEqual(got.imbalance_ratio, data.imbalance_ratio)
     # Shape-only inputs: no memory behind them.
     self.assertEqual(got.train_x.strides, (0, 0, 0))
     self.assertEqual(sorted(streamed.sources), ["test", "train", "val"])
@@ -81,6 +83,40 @@ class TfdsTest(absltest.TestCase):
         for i in (0, 7):
           np.testing.assert_array_equal(
               transform(streamed.sources[split][i]["image"]), x[i])
+
+  def test_a_long_tail_cuts_the_streamed_split_as_the_loaded_one(self):
+    # A streamed run trains on the same long-tailed rows as a device run.
+    tail = {"dataset.imbalance_ratio": 4.0, "dataset.imbalance_order": "seed"}
+    with _mock_prepared(num_examples=400):
+      data = stream_sources.open_stream(_tfds_config(**tail)).dataset
+      loaded = datasets.load("tfds:cifar10", val_size=10, seed=0,
+                             imbalance_ratio=4.0, imbalance_order="seed")
+      balanced = stream_sources.open_stream(_tfds_config()).dataset
+    np.testing.assert_array_equal(data.train_source_index,
+                                  loaded.train_source_index)
+    self.assertLess(data.num_train, balanced.num_train)
+    self.assertEqual(data.imbalance_ratio, 4.0)
+
+  def test_the_label_cache_is_kept_per_prepared_version(self):
+    # The labels of a split are read once and cached; a dataset prepared
+    # again at another version is read again, not served the old labels.
+    with _mock_prepared(num_examples=40):
+      first = stream_sources.open_stream(_tfds_config()).dataset
+      folder = os.path.join(local_data.default_cache_dir(), "labels")
+      cached = sorted(os.listdir(folder))
+      with mock.patch.object(stream_sources, "_tfds_labels",
+                             wraps=stream_sources._tfds_labels) as read:
+        stream_sources.open_stream(_tfds_config())
+        self.assertEqual(sorted(os.listdir(folder)), cached)  # served
+        other = "9.9.9"
+        with mock.patch.object(tfds.core.DatasetInfo, "version",
+                               new_callable=mock.PropertyMock,
+                               return_value=tfds.core.Version(other)):
+          again = stream_sources.open_stream(_tfds_config()).dataset
+      self.assertEqual({c.args[-1] for c in read.call_args_list},
+                       {str(tfds.builder("cifar10").info.version), other})
+      self.assertEqual(len(os.listdir(folder)), 2 * len(cached))
+    np.testing.assert_array_equal(again.train_y, first.train_y)
 
   def test_variable_sized_images_are_cropped_to_image_size(self):
     with _mock_prepared(num_examples=12):

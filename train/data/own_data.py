@@ -68,8 +68,9 @@ class LabelsCsv:
   lines: np.ndarray
 
 
-def _read_rows(path: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
-  """The header and the non-blank rows with their line numbers."""
+def read_rows(path: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
+  """A labels CSV's header and its non-blank rows with their line numbers,
+  every cell stripped of surrounding spaces."""
   try:
     # utf-8-sig: a spreadsheet's byte-order mark is not part of the header.
     with open(path, newline="", encoding="utf-8-sig") as f:
@@ -105,7 +106,7 @@ def read_labels_csv(path: str, *, sources: np.ndarray,
       column, no label column, a row of the wrong length, a key that is no
       example, a key given twice, an example without a row, an empty cell.
   """
-  header, rows = _read_rows(path)
+  header, rows = read_rows(path)
   keys = [c for c in header if c in KEY_COLUMNS]
   if files is None and "file" in keys:
     raise ValueError(f"labels_csv {path}: an .npz has no files; key its "

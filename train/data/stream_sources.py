@@ -127,7 +127,8 @@ def _open_converted(config) -> StreamDataset:
       train_noisy_labels={k: labels[f"train_noisy/{k}"] for k in noisy_keys},
       val_noisy_labels={k: labels[f"val_noisy/{k}"] for k in noisy_keys},
       **{k: labels.get(k) for k in convert.PER_EXAMPLE},
-      train_source_index=labels.get(convert.SOURCE_INDEX_KEY))
+      train_source_index=labels.get(convert.SOURCE_INDEX_KEY),
+      imbalance_ratio=float(d.imbalance_ratio))
   sources = {split: records.RecordSource(convert.split_path(directory, split))
              for split in convert.SPLITS}
   return StreamDataset(dataset, sources)
@@ -179,11 +180,12 @@ def _tfds_source(builder, split: str, name: str, data_dir: str | None
 
 
 def _tfds_labels(source: sources.TfdsSource, name: str, split: str,
-                 keys: list[str], data_dir: str | None
+                 keys: list[str], data_dir: str | None, version: str
                  ) -> dict[str, np.ndarray]:
-  """Every label set of a split, read in one pass and cached as ``.npz``."""
-  tag = hashlib.sha256(repr((name, split, data_dir, len(source), keys))
-                       .encode()).hexdigest()[:16]
+  """Every label set of a split, read in one pass and cached as ``.npz``
+  (keyed by the prepared version too: a new version is read again)."""
+  tag = hashlib.sha256(repr((name, split, data_dir, len(source), keys,
+                             version)).encode()).hexdigest()[:16]
   path = os.path.join(local_data.default_cache_dir(), "labels",
                       f"{name.replace('/', '_')}-{split}-{tag}.npz")
   if os.path.isfile(path):
@@ -201,6 +203,15 @@ def _tfds_labels(source: sources.TfdsSource, name: str, split: str,
   return labels
 
 
+def _split_options(config) -> dict:
+  """``datasets.split_rows``' options (validation size, split seed,
+  training size, long tail), read as the device pipeline's
+  ``datasets.load`` reads them."""
+  options = datasets.load_options(config)
+  return {k: options[k] for k in ("val_size", "seed", "train_size",
+                                  "imbalance_ratio", "imbalance_order")}
+
+
 def _open_tfds(config, name: str) -> StreamDataset:
   d = config.dataset
   builder = _tfds_builder(name, d.data_dir)
@@ -210,15 +221,14 @@ def _open_tfds(config, name: str) -> StreamDataset:
   test_source = _tfds_source(builder, test_split, name, d.data_dir)
   keys = ["label", *train_source.extra_labels]
   multi_label = train_source.multi_label
-  train = _tfds_labels(train_source, name, "train", keys, d.data_dir)
-  test = _tfds_labels(test_source, name, test_split, ["label"], d.data_dir)
-  val_size = d.val_size
-  if val_size >= 1 and float(val_size).is_integer():
-    val_size = int(val_size)
+  version = str(builder.info.version)
+  train = _tfds_labels(train_source, name, "train", keys, d.data_dir, version)
+  test = _tfds_labels(test_source, name, test_split, ["label"], d.data_dir,
+                      version)
   rest, val = datasets.split_rows(
-      train["label"], val_size=val_size,
-      seed=config.seed if d.split_seed is None else d.split_seed,
-      train_size=d.train_size, multi_label=multi_label)
+      train["label"], multi_label=multi_label,
+      num_classes=train_source.label_feature.num_classes,
+      **_split_options(config))
   family = name.split("/")[0]
   crop_padding, flip = tfds_data.AUGMENTATION.get(family, (0, False))
   # Images of varying size, or an image_size other than their own (CIFAR
@@ -245,7 +255,8 @@ def _open_tfds(config, name: str) -> StreamDataset:
       flip=bool(flip if d.flip is None else d.flip),
       train_source_index=rest, val_source_index=val,
       train_noisy_labels={k: train[k][rest] for k in keys[1:]},
-      val_noisy_labels={k: train[k][val] for k in keys[1:]})
+      val_noisy_labels={k: train[k][val] for k in keys[1:]},
+      imbalance_ratio=float(d.imbalance_ratio))
   return StreamDataset(dataset, {
       "train": SplitSource(train_source, rest),
       "val": SplitSource(train_source, val),
@@ -263,9 +274,9 @@ def _open_clothing1m(config) -> StreamDataset:
   # num_train: the first images only, as the device pipeline reads them.
   count = len(train) if d.num_train is None else min(d.num_train, len(train))
   rest, _ = datasets.split_rows(
-      train.labels[:count], val_size=0, own_val=True,
-      seed=config.seed if d.split_seed is None else d.split_seed,
-      train_size=d.train_size)
+      train.labels[:count], own_val=True,
+      num_classes=len(train.class_names),
+      **{**_split_options(config), "val_size": 0})
   size = d.image_size or DEFAULT_IMAGE_SIZE
   shape = (size, size, 3)
   crop_padding, flip = clothing1m.AUGMENTATION
@@ -278,7 +289,8 @@ def _open_clothing1m(config) -> StreamDataset:
       crop_padding=int(crop_padding if d.crop_padding is None
                        else d.crop_padding),
       flip=bool(flip if d.flip is None else d.flip),
-      train_source_index=rest, val_source_index=np.arange(0))
+      train_source_index=rest, val_source_index=np.arange(0),
+      imbalance_ratio=float(d.imbalance_ratio))
   return StreamDataset(dataset, {"train": SplitSource(train, rest),
                                  "val": SplitSource(val),
                                  "test": SplitSource(test)}, resize=True)

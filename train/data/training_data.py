@@ -70,7 +70,8 @@ def check(config) -> None:
   if d.pipeline not in PIPELINES:
     raise ConfigError.of("dataset.pipeline", d.pipeline,
                          f"must be one of {list(PIPELINES)}")
-  if not (isinstance(d.stream_workers, int) and d.stream_workers >= 0):
+  if not (isinstance(d.stream_workers, int)
+          and not isinstance(d.stream_workers, bool) and d.stream_workers >= 0):
     raise ConfigError.of("dataset.stream_workers", d.stream_workers,
                          "must be a non-negative integer (0: no worker "
                          "processes)")

@@ -74,8 +74,9 @@ def check(config, *, num_devices: int) -> None:
     if not (isinstance(value, int) and not isinstance(value, bool)
             and value > 0):
       raise ConfigError.of(key, value, "must be a positive integer")
-  if not (isinstance(config.log_every_steps, int)
-          and config.log_every_steps >= 0):
+  steps = config.log_every_steps
+  if not (isinstance(steps, int) and not isinstance(steps, bool)
+          and steps >= 0):
     raise ConfigError.of("log_every_steps", config.log_every_steps,
                          "must be a non-negative integer (0: once per epoch)")
   drawn = config.label_issues_drawn

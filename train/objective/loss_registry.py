@@ -135,7 +135,7 @@ ALIASES = {
     "elr": "early_learning_regularization",
     "bs": "balanced_softmax_cross_entropy",
     "balanced_softmax": "balanced_softmax_cross_entropy",
-    "cb": "class_balanced_cross_entropy", "nce": "normalized_cross_entropy",
+    "nce": "normalized_cross_entropy",
     "nfl": "normalized_focal", "rce": "reverse_cross_entropy",
     "apl": "active_passive", "anl": "active_negative",
     "taylor_ce": "taylor_cross_entropy",

@@ -93,10 +93,11 @@ def check(config) -> None:
   if ls.mode not in label_state.UPDATES:
     raise ConfigError.of("label_state.mode", ls.mode,
                          f"must be one of {list(label_state.UPDATES)}")
-  if not (isinstance(ls.begin, int) and ls.begin >= 0):
+  if not (isinstance(ls.begin, int) and not isinstance(ls.begin, bool)
+          and ls.begin >= 0):
     raise ConfigError.of("label_state.begin", ls.begin,
                          "must be a non-negative integer epoch")
-  if not (isinstance(ls.history, int)
+  if not (isinstance(ls.history, int) and not isinstance(ls.history, bool)
           and (ls.history >= 1 or ls.mode == "none")):
     raise ConfigError.of("label_state.history", ls.history,
                          "must be a positive integer when labels are updated")

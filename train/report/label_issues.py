@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from train import contract
+from train.data import own_data
 from train.report import label_ranking
 
 # Where the suggestions come from (run.json's label_issues.origin).
@@ -244,6 +245,10 @@ def summary_line(issues: Mapping[str, Any], num_train: int) -> str:
           f"{ORIGINS[issues['origin']]}; {contract.LABEL_ISSUES_FILE})")
   if not values("flipped"):
     return line
+  if not any(values("flipped")):
+    # No precision or recall to give: nothing was flipped to find.
+    return (f"{line}; the noise flipped none of them, so every change "
+            f"would replace a clean label")
   flips = count("flipped")
   return (f"{line}; against the {flips} labels the noise flipped: "
           f"precision {percent('precision')}, recall {percent('recall')}, "
@@ -410,12 +415,11 @@ def _given_file(workdir: str) -> tuple[str, list[dict[str, str]], str] | None:
   path = config.dataset.get("labels_csv")
   if not path:
     return None
-  with open(path, newline="", encoding="utf-8-sig") as f:
-    reader = csv.DictReader(f)
-    rows = list(reader)
-    header = reader.fieldnames or []
+  # Read as training read it (spaces around a cell, blank lines).
+  header, rows = own_data.read_rows(path)
+  rows = [dict(zip(header, cells)) for _, cells in rows]
   key = "file" if "file" in header else "index"
-  labels = [c for c in header if c not in ("file", "index")]
+  labels = [c for c in header if c not in own_data.KEY_COLUMNS]
   column = config.dataset.get("label_set") or (
       labels[0] if len(labels) == 1 else "label")
   return key, rows, column
