@@ -14,8 +14,11 @@ by the same command. N workers run N processes at once.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
+import importlib.metadata
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -34,6 +37,49 @@ from experiments import transition_estimate
 from train import contract
 
 LOG_FILE = "train.log"
+# The vector extensions of an x86 processor that XLA's CPU kernels may use
+# (their width and summation order), as /proc/cpuinfo names them.
+_ISA_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16",
+              "avx512_vnni", "amx_tile")
+
+
+def processor(cpuinfo: str) -> dict[str, Any]:
+  """The processor's model and vector extensions (``_ISA_FLAGS``) from the
+  text of ``/proc/cpuinfo`` ('' and [] where it names none)."""
+  fields = {}
+  for line in cpuinfo.splitlines():
+    key, sep, value = line.partition(":")
+    if sep:
+      fields.setdefault(key.strip(), value.strip())
+  flags = set(fields.get("flags", "").split())
+  return {"processor": fields.get("model name", ""),
+          "isa": [f for f in _ISA_FLAGS if f in flags]}
+
+
+def machine() -> dict[str, Any]:
+  """What a run's arithmetic depends on beyond the code and its seed,
+  kept in each result: XLA compiles its CPU kernels for the processor at
+  hand, so one seed trains another run on another processor or jaxlib.
+  ``{'processor': model, 'isa': [extension, ...], 'jaxlib': version}``, a
+  fresh copy each call."""
+  found = _machine()
+  return {**found, "isa": list(found["isa"])}
+
+
+@functools.cache
+def _machine() -> dict[str, Any]:
+  try:
+    with open("/proc/cpuinfo") as f:
+      found = processor(f.read())
+  except OSError:
+    found = {"processor": "", "isa": []}
+  found["processor"] = found["processor"] or platform.processor() or \
+      platform.machine()
+  try:
+    found["jaxlib"] = importlib.metadata.version("jaxlib")
+  except importlib.metadata.PackageNotFoundError:
+    found["jaxlib"] = ""
+  return found
 
 
 class RunFailed(RuntimeError):
@@ -105,7 +151,8 @@ def execute(group: Sequence[plan.Run] | plan.Run, *, configs_dir: str,
     result = {"phase": member.phase, "setting": member.setting,
               "method": member.method, "point": dict(member.point),
               "seed": member.seed, "overrides": dict(member.overrides),
-              "wall_seconds": seconds, "edition": results.EDITION}
+              "wall_seconds": seconds, "edition": results.EDITION,
+              "machine": machine()}
     if estimates[replica] is not None:
       result["transition_estimate"] = estimates[replica]
     if len(group) > 1:

@@ -50,6 +50,8 @@ class CheckTest(parameterized.TestCase):
        r"config.dataset.stream_workers = True"),
       ("begin_bool", {"label_state.begin": True},
        r"config.label_state.begin = True"),
+      ("history_bool", {"label_state.history": True},
+       r"config.label_state.history = True"),
   )
   def test_rejected(self, overrides, message):
     with self.assertRaisesRegex(ConfigError, message):

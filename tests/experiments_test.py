@@ -4,6 +4,7 @@ import contextlib
 import csv
 import dataclasses
 import glob
+import importlib.metadata
 import io
 import json
 import math
@@ -869,6 +870,26 @@ class RunnerTest(TestCase):
       f.write(body)
     return path
 
+  def test_processor_from_cpuinfo(self):
+    # Two processors' texts (as /proc/cpuinfo writes them, one entry a
+    # core): the model of the first, the vector extensions XLA may use.
+    core = ("processor\t: {n}\nvendor_id\t: X\nmodel name\t: {model}\n"
+            "flags\t\t: fpu sse2 {flags} lahf_lm\n\n")
+    epyc = "".join(core.format(n=n, model="AMD EPYC", flags="avx fma avx2")
+                   for n in range(2))
+    self.assertEqual(runner.processor(epyc),
+                     {"processor": "AMD EPYC", "isa": ["avx", "avx2", "fma"]})
+    xeon = core.format(n=0, model="Intel(R) Xeon(R) Platinum 8481C",
+                       flags="avx2 avx512f avx512_bf16 amx_tile avx fma")
+    self.assertEqual(runner.processor(xeon)["isa"],
+                     ["avx", "avx2", "fma", "avx512f", "avx512_bf16",
+                      "amx_tile"])
+    self.assertEqual(runner.processor(""), {"processor": "", "isa": []})
+    here = runner.machine()
+    self.assertNotEmpty(here["processor"])
+    here["isa"].append("changed")  # a copy: the next result is unchanged
+    self.assertNotIn("changed", runner.machine()["isa"])
+
   def test_diverged_run_is_a_result(self):
     workdir = self._tempdir()
     fake = self._fake_train(
@@ -1135,6 +1156,10 @@ class RunnerTest(TestCase):
         examples.read(group[1].workdir)["last"]["correct"], [False, True,
                                                              True])
     self.assertEqual(outcomes[0]["edition"], results.EDITION)
+    # Each result names the machine whose arithmetic it is.
+    self.assertEqual(outcomes[1]["machine"], runner.machine())
+    self.assertEqual(results.read_result(group[0])["machine"]["jaxlib"],
+                     importlib.metadata.version("jaxlib"))
     # The ledger keeps them; a fresh root gets them back.
     ledger = ledger_lib.Ledger(os.path.join(self._tempdir(), "l.jsonl"),
                                root)

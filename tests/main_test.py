@@ -169,6 +169,37 @@ class DistributedLaunchTest(absltest.TestCase):
                               r"^error: --jax_distributed found no cluster")
 
 
+class CollectiveErrorTest(absltest.TestCase):
+
+  def test_a_failed_collective_is_found_where_it_was_wrapped(self):
+    # A lost peer fails a collective; the code that ran it may wrap the
+    # error (orbax's save): the run still waits for the watch to name the
+    # peer, and does not for any other crash.
+    import jax  # pylint: disable=g-import-not-at-top
+    found = entry_point_module._from_a_collective
+    failed = jax.errors.JaxRuntimeError("Gloo: connection closed by peer")
+    self.assertTrue(found(jax, failed))
+    try:
+      try:
+        raise failed
+      except RuntimeError as inner:
+        raise ValueError("the checkpoint could not be saved") from inner
+    except ValueError as wrapped:
+      self.assertTrue(found(jax, wrapped))
+    try:
+      try:
+        raise failed
+      except RuntimeError:
+        raise OSError("while handling it")  # implicit context
+    except OSError as chained:
+      self.assertTrue(found(jax, chained))
+    self.assertFalse(found(jax, ValueError("a bug")))
+    loop = RuntimeError("a cycle")
+    loop.__context__ = ValueError("back")
+    loop.__context__.__context__ = loop
+    self.assertFalse(found(jax, loop))
+
+
 class HelpTest(absltest.TestCase):
 
   def test_help_lists_configs_and_losses_and_exits_0(self):

@@ -174,9 +174,9 @@ class CommittedProseTest(absltest.TestCase):
     self.assertEqual(prose.page_errors(study, page, held, path, marks)[0],
                      [])
     for right, wrong, named in (
-        ("+0.40 [+0.24, +0.55]", "+0.40 [+0.24, +0.65]",
-         "'+0.40 [+0.24, +0.65]'"),
-        ("(100-114)", "(100-124)", "'124'"),
+        ("+0.36 [+0.13, +0.59]", "+0.36 [+0.13, +0.69]",
+         "'+0.36 [+0.13, +0.69]'"),
+        ("15 seeds), confirmed", "17 seeds), confirmed", "'17'"),
         ("(CE 92.67 vs", "(CE 92.76 vs", "'92.76'")):
       self.assertIn(right, study.notes + study.description)
       changed = dataclasses.replace(

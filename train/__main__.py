@@ -316,14 +316,26 @@ def _run(jax, config, workdir, stop, cluster, *, quiet: bool) -> None:
   except FloatingPointError as e:
     watch.finish()
     _fail(str(e), status=DIVERGED)
-  except jax.errors.JaxRuntimeError:
-    # A collective with a process that died fails at once (gloo: the
-    # connection closed): the watch says which one, in one line.
-    watch.await_loss()
-    _crash(jax)
-  except Exception:  # pylint: disable=broad-except
+  except Exception as e:  # pylint: disable=broad-except
+    if _from_a_collective(jax, e):
+      # A collective with a process that died fails at once (gloo: the
+      # connection closed), raised as it is or wrapped by the code that ran
+      # it (orbax's save): the watch says which one, in one line.
+      watch.await_loss()
     _crash(jax)
   watch.finish()
+
+
+def _from_a_collective(jax, e: BaseException) -> bool:
+  """Whether ``e`` or an exception that caused it is JAX's runtime error
+  (a failed collective)."""
+  seen = set()
+  while e is not None and id(e) not in seen:
+    if isinstance(e, jax.errors.JaxRuntimeError):
+      return True
+    seen.add(id(e))
+    e = e.__cause__ or e.__context__
+  return False
 
 
 def _crash(jax) -> NoReturn:

@@ -97,7 +97,7 @@ def check(config) -> None:
           and ls.begin >= 0):
     raise ConfigError.of("label_state.begin", ls.begin,
                          "must be a non-negative integer epoch")
-  if not (isinstance(ls.history, int)
+  if not (isinstance(ls.history, int) and not isinstance(ls.history, bool)
           and (ls.history >= 1 or ls.mode == "none")):
     raise ConfigError.of("label_state.history", ls.history,
                          "must be a positive integer when labels are updated")

@@ -419,7 +419,7 @@ def _given_file(workdir: str) -> tuple[str, list[dict[str, str]], str] | None:
   header, rows = own_data.read_rows(path)
   rows = [dict(zip(header, cells)) for _, cells in rows]
   key = "file" if "file" in header else "index"
-  labels = [c for c in header if c not in ("file", "index")]
+  labels = [c for c in header if c not in own_data.KEY_COLUMNS]
   column = config.dataset.get("label_set") or (
       labels[0] if len(labels) == 1 else "label")
   return key, rows, column
