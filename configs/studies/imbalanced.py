@@ -160,15 +160,16 @@ third's; the few-shot claims read the seed interval):
 * "EL's gain over CE is largest in the few-shot classes" at rho 100
   (primary): +14.7 [+3.0, +26.4] then +10.5 [+7.5, +13.5], now
   surviving across the studies;
-* "logit adjustment beats CE" at rho 100 (primary): +10.5 [+1.6,
-  +19.4] then +3.6 [+2.1, +5.2], now surviving across the studies;
+* "logit adjustment beats CE" at rho 100 (primary):
+  +10.5 [+1.6, +19.4] then +3.6 [+2.1, +5.2], now surviving across the
+  studies;
 * EL 0.5 and EL 1.0 beat CE at rho 100 (+11.4 [+2.1, +20.8] and
   +10.8 [+1.4, +20.2], then +4.5 [+3.0, +6.1] and +3.9 [+2.7,
   +5.1]), and EL 0.75 in the few-shot classes (+16.0 [+2.9, +29.1],
   then +11.2 [+8.0, +14.4]): confirmed both times, now surviving Holm
   within the study;
-* "class-balanced weights beat CE" at rho 100: inconclusive (+2.6
-  [-7.2, +12.3]) is now refuted (-4.3 [-6.3, -2.4], surviving
+* "class-balanced weights beat CE" at rho 100: inconclusive
+  (+2.6 [-7.2, +12.3]) is now refuted (-4.3 [-6.3, -2.4], surviving
   Holm): against a stable CE, class-balanced weights at 0.3 (68.20 ±
   1.66) trail it;
 * "EL (log_end 0.75) beats logit adjustment" at rho 10: inconclusive
