@@ -174,8 +174,8 @@ class CommittedProseTest(absltest.TestCase):
     self.assertEqual(prose.page_errors(study, page, held, path, marks)[0],
                      [])
     for right, wrong, named in (
-        ("+0.36 [+0.13, +0.59]", "+0.36 [+0.13, +0.69]",
-         "'+0.36 [+0.13, +0.69]'"),
+        ("+0.36 [+0.13, +0.60]", "+0.36 [+0.13, +0.70]",
+         "'+0.36 [+0.13, +0.70]'"),
         ("15 seeds), confirmed", "17 seeds), confirmed", "'17'"),
         ("(CE 92.67 vs", "(CE 92.76 vs", "'92.76'")):
       self.assertIn(right, study.notes + study.description)
