@@ -224,7 +224,11 @@ ledger's; 135 of them, 2.0 h, the self-training runs above). The four
 studies' third edition was allowed 10 h on this 2-core machine and took
 TOTALH h, a run taking about twice the time estimated from the ledgers
 while two studies shared the machine; nothing was cut after a final run
-had been made.
+had been made. The second edition's final runs stand where a selection
+did not move, so those settings pair runs made on two machines (another
+processor's XLA kernels train another run from one seed); the el_clean
+study made such runs again on one machine and found every interval as it
+was within a few hundredths.
 
 * Every method tunes its learning rate alone at its paper's defaults
   (see Models), where the second edition let JO choose among 15 grid
