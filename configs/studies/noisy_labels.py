@@ -282,9 +282,10 @@ schedule's confound) and is inconclusive under symmetric noise (-1.80
 first five final seeds) finds JO's gain over CE resting on JO's own
 selection at 40 % symmetric noise and holding under pair flip: at 40 %
 symmetric noise CE at its 0.3 beats JO moved a step down (0.03: -3.38
-[-6.29, -0.47]) or up (0.3: -12.39 [-17.27, -7.51]), and so do CE
-trained as long and self-training, while JO's recovery and its lower
-memorisation hold at all four neighbours; under pair flip every claim
+[-6.29, -0.47]) or up (0.3: -12.39 [-17.27, -7.51]), self-training
+(hard labels) beats it at both, CE trained as long at the upper one (at
+the lower the sign flips: -2.05 [-5.80, +1.70]), while JO's recovery and
+its lower memorisation hold at all four neighbours; under pair flip every claim
 holds at JO's lower neighbour and at both of CE's (JO at 0.03 beats CE
 by +12.12 [+6.53, +17.71]), and at JO's upper neighbour its gains lose
 significance (+8.97 [-2.38, +20.32]).
