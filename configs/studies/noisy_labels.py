@@ -249,8 +249,8 @@ was within a few hundredths.
   defaults); elsewhere they keep JO's point.
 * The sensitivity panel on 40 % symmetric and pair-flip noise (80 runs).
 
-Not done, for the budget: the issue's small grid of JO's relabelling
-start and K. The "averaging K epochs" verdicts keep the shortened
+Not done, for the budget: a small grid of JO's relabelling start and K,
+and the active-negative losses (ANL) beside NCE+RCE. The "averaging K epochs" verdicts keep the shortened
 schedule's confound (relabelling from epoch 15 with K = 10 reaches back
 to epoch 5), which the page says wherever it quotes one.
 
