@@ -35,7 +35,7 @@ MNIST-1D only: MAE's failure and the log_end comparison do not need a
 second model.
 
 Budget (the third edition). The second edition's runs stand wherever the
-third changes nothing about them, but on MNIST-1D they ran again (see
+third changes nothing about them, but MNIST-1D's final runs ran again (see
 Two machines below). The third adds 231 runs, 2.5 h of process time
 (the ledger's), of the 10 h that the four studies' third edition shares
 on this 2-core machine:
@@ -55,7 +55,7 @@ on this 2-core machine:
   (90 runs; see Two machines).
 
 Two machines. XLA compiles its CPU kernels for the processor at hand, so
-one seed trains another run on another machine (the same split, noise
+one seed gives another run on another machine (the same split, noise
 draw and initialisation; another trajectory), and the second edition ran
 on another machine than the third: seed 100 of EL 0.75 at learning rate
 0.1 and bonus weight 1 scored 97.675 in the second edition's run (as "EL
