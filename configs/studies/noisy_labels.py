@@ -390,7 +390,22 @@ def _mnist1d(name, label, noise, rate, group, methods, **extra):
            "label_state.history": 10}, epochs=40))
 
 
-_JO_ABLATIONS = ("jo_no_relabel", "jo_hard", "jo_k1", "jo_alpha0", "jo_beta0")
+# JO's ablations, each one thing changed: its name, the change, its label,
+# the claim it tests against JO, and the hyperparameters besides the
+# learning rate that it keeps from JO's selection.
+_JO_ABLATION_TABLE = (
+    ("jo_no_relabel", {"label_state.mode": "none"}, "JO without relabelling",
+     "relabelling is what helps (JO > JO without it)",
+     ("loss.alpha", "loss.beta")),
+    ("jo_hard", {"label_state.mode": "hard"}, "JO, hard labels",
+     "soft labels beat hard labels", ("loss.alpha", "loss.beta")),
+    ("jo_k1", {"label_state.history": 1}, "JO, K = 1",
+     "averaging K epochs beats K = 1", ("loss.alpha", "loss.beta")),
+    ("jo_alpha0", {"loss.alpha": 0.0}, "JO, alpha = 0",
+     "the prior term helps (alpha > 0)", ("loss.beta",)),
+    ("jo_beta0", {"loss.beta": 0.0}, "JO, beta = 0",
+     "the entropy term helps (beta > 0)", ("loss.alpha",)))
+_JO_ABLATIONS = tuple(name for name, *_ in _JO_ABLATION_TABLE)
 # Where each ablation tunes its own learning rate (the third edition; the
 # two settings whose ablations the second edition's reviewers questioned),
 # as ``NAME_lr``; elsewhere it takes JO's selected point.
@@ -420,34 +435,20 @@ def _jo_schedule(overrides, epochs):
   return out
 
 
-_ABLATION_CLAIMS = (
-    ("jo_no_relabel", "relabelling is what helps (JO > JO without it)"),
-    ("jo_hard", "soft labels beat hard labels"),
-    ("jo_k1", "averaging K epochs beats K = 1"),
-    ("jo_alpha0", "the prior term helps (alpha > 0)"),
-    ("jo_beta0", "the entropy term helps (beta > 0)"))
-
-
-def _ablation_methods(jo, jo_keys):
-  """JO's ablations, each one thing changed: at JO's selected point, and
-  (``NAME_lr``) at its own selected learning rate, JO's other
-  hyperparameters at their defaults (the settings of ``_OWN_RATE``)."""
-  alpha, beta = _JO_PAIR
-  lr = "optimizer.learning_rate"
-  ablations = (
-      ("jo_no_relabel", {"label_state.mode": "none"},
-       "JO without relabelling", jo_keys),
-      ("jo_hard", {"label_state.mode": "hard"}, "JO, hard labels", jo_keys),
-      ("jo_k1", {"label_state.history": 1}, "JO, K = 1", jo_keys),
-      ("jo_alpha0", {"loss.alpha": 0.0}, "JO, alpha = 0", (lr, "loss.beta")),
-      ("jo_beta0", {"loss.beta": 0.0}, "JO, beta = 0", (lr, "loss.alpha")))
+def _ablation_methods(jo):
+  """JO's ablations: each at JO's selected point, and (``NAME_lr``) at its
+  own selected learning rate, the hyperparameters it keeps at JO's
+  defaults (the settings of ``_OWN_RATE``)."""
+  defaults = dict(zip(("loss.alpha", "loss.beta"), _JO_PAIR))
   methods = []
-  for name, change, label, keys in ablations:
+  for name, change, label, _, kept in _JO_ABLATION_TABLE:
     methods.append(s.Method(name, {**jo, **change}, inherit_from="jo",
-                            inherit_keys=keys, label=label))
-    fixed = ({"loss.alpha,loss.beta": (_JO_PAIR,)} if len(keys) == 3 else
-             {"loss.beta": (beta,)} if "loss.beta" in keys else
-             {"loss.alpha": (alpha,)})
+                            inherit_keys=("optimizer.learning_rate", *kept),
+                            label=label))
+    if len(kept) > 1:  # a joint grid axis: "loss.alpha,loss.beta"
+      fixed = {",".join(kept): (tuple(defaults[k] for k in kept),)}
+    else:
+      fixed = {kept[0]: (defaults[kept[0]],)}
     methods.append(s.Method(f"{name}_lr", {**jo, **change},
                             {**_LR, **fixed},
                             label=f"{label}, own learning rate"))
@@ -457,7 +458,7 @@ def _ablation_methods(jo, jo_keys):
 def _ablation_claims():
   """Each ablation's claim, against JO's point and against its own rate."""
   claims = []
-  for name, text in _ABLATION_CLAIMS:
+  for name, _, _, text, _ in _JO_ABLATION_TABLE:
     claims.append(s.Claim(text, "Tanaka et al. 2018", "jo", name))
     claims.append(s.Claim(f"{text}, the ablation at its own learning rate",
                           "Tanaka et al. 2018", "jo", f"{name}_lr"))
@@ -509,7 +510,6 @@ def get_study():
   jo = {"loss.name": "joint_optimization", "label_state.mode": "soft",
         "optimizer.schedule": "constant", "stage2.loss": "cross_entropy",
         "stage2.schedule": "piecewise"}
-  jo_keys = ("optimizer.learning_rate", "loss.alpha", "loss.beta")
   methods = (
       s.Method("ce", {"loss.name": "cross_entropy"}, _LR, label="CE"),
       s.Method("gce", {"loss.name": "generalized_cross_entropy"},
@@ -536,7 +536,7 @@ def get_study():
                {**_LR, "loss.gamma": (2.0,)}, label="focal"),
       s.Method("jo", jo, {**_LR, "loss.alpha,loss.beta": (_JO_PAIR,)},
                label="JO (stage 1 + 2)"),
-      *_ablation_methods(jo, jo_keys),
+      *_ablation_methods(jo),
       # JO trains stage 1 and then a fresh network for stage 2: 70 epochs
       # on MNIST-1D (60 on Fashion-MNIST) against CE's 40. This is CE for
       # as many epochs (each setting's overrides), its cosine decay
