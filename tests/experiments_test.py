@@ -1453,25 +1453,29 @@ class CommittedReadmeTest(TestCase):
 
   def test_readme(self):
     out = self._tempdir()
-    committed = os.path.join(study_files.RESULTS_DIR, "README.md")
-    shutil.copy(committed, out)
+    for name in ("README.md", "family.md"):
+      shutil.copy(os.path.join(study_files.RESULTS_DIR, name), out)
     status, printed, err = _cli("--readme", f"--out={out}")
     self.assertEqual(status, 0, err)
     self.assertIn("claims el_clean", printed)
-    with open(committed, "rb") as f, open(os.path.join(out, "README.md"),
-                                          "rb") as g:
-      self.assertEqual(g.read(), f.read(), "docs/results/README.md differs "
-                       "from its rebuild from the ledgers")
-    # A README without the generated parts is refused, and left alone.
-    bare = os.path.join(out, "README.md")
-    with open(bare, "w") as f:
-      f.write("prose\n")
-    status, _, err = _cli("--readme", f"--out={out}")
-    self.assertEqual(status, 2)
-    self.assertIn("the README's generated parts do not match the studies",
-                  err)
-    with open(bare) as f:
-      self.assertEqual(f.read(), "prose\n")
+    for name, source in (("README.md", "the ledgers"),
+                         ("family.md", "the study files")):
+      with open(os.path.join(study_files.RESULTS_DIR, name), "rb") as f, \
+          open(os.path.join(out, name), "rb") as g:
+        self.assertEqual(g.read(), f.read(), f"docs/results/{name} differs "
+                         f"from its rebuild from {source}")
+    # A file without the generated parts is refused, and left alone.
+    for name in ("README.md", "family.md"):
+      bare = os.path.join(out, name)
+      with open(bare, "w") as f:
+        f.write("prose\n")
+      status, _, err = _cli("--readme", f"--out={out}")
+      self.assertEqual(status, 2)
+      self.assertIn(f"{name}: the file's generated parts do not match the "
+                    f"studies", err)
+      with open(bare) as f:
+        self.assertEqual(f.read(), "prose\n")
+      shutil.copy(os.path.join(study_files.RESULTS_DIR, name), out)
 
 
 class ImportsTest(TestCase):

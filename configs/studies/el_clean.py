@@ -212,9 +212,14 @@ def get_study():
               f"el_le{le}", "ce", primary=le == 0.75)
       for le in (0.5, 0.75, 0.9, 1.0)]
   claims += [
+      # On Fashion-MNIST alone: on MNIST-1D EL 0.75 selects CE's rate, so
+      # there "EL at CE's learning rate" is EL 0.75's own configuration,
+      # its runs score as the headline's seed by seed, and a second row
+      # would count one test twice in the primary family (docs/results/
+      # family.md).
       s.Claim("EL with CE's hyperparameters trails CE",
               "failed reproduction (CIFAR-10)", "el_at_ce", "ce",
-              direction=-1, primary=True),
+              settings=("fashion_mnist_cnn",), direction=-1, primary=True),
       s.Claim("the conservative bonus (0.75) beats the plain bonus",
               "Zhao et al. 2022", "el_le0.75", "el_le1.0"),
       s.Claim("EL with the deferred bonus (0.75) beats CE",

@@ -368,8 +368,19 @@ _ABLATIONS = ("jo_hard", "jo_k1", "jo_alpha0", "jo_beta0")
 _CONTEXT = ("boot_soft", "boot_hard", "el", "focal")
 # Today's baselines (third edition): early-learning regularisation and the
 # active-passive NCE+RCE, on the three 40 % settings of MNIST-1D that span
-# the noise models (symmetric, pair flip, instance-dependent).
-_TODAY = ("elr", "nce_rce")
+# the noise models (symmetric, pair flip, instance-dependent); and ELR
+# trained as long as JO's two stages (issue 48).
+_TODAY = ("elr", "nce_rce", "elr_jo_epochs")
+# NCE+RCE's grid (issue 48): its learning rate two steps below where it
+# selected the grid's lowest (0.01 under pair flip, 0.03 of the
+# instance-dependent settings' grid) and up to 0.3 (above it, validation
+# at chance at alpha = beta = 1), on every setting it runs (``own_grid``),
+# with (alpha, beta) over the pairs of its paper's official configurations
+# (MNIST (1, 10), CIFAR-10 (1, 1), CIFAR-100 (10, 0.1)).
+_NCE_RCE_GRID = {"optimizer.learning_rate": (0.001, 0.003, 0.01, 0.03, 0.1,
+                                             0.3),
+                 "loss.alpha,loss.beta": ((1.0, 1.0), (1.0, 10.0),
+                                          (10.0, 0.1))}
 
 
 def _mnist1d(name, label, noise, rate, group, methods, **extra):
@@ -422,12 +433,13 @@ def _own_rates(name, methods):
 
 def _jo_schedule(overrides, epochs):
   """A setting's JO schedule for every JO method (K = 1 keeps its own K),
-  and CE's epoch count for the control trained as long as JO's two
-  stages."""
+  and CE's and ELR's epoch count for the controls trained as long as JO's
+  two stages."""
   out = {m: {k: v for k, v in overrides.items()
              if not (m.startswith("jo_k1") and k == "label_state.history")}
          for m in _JO_METHODS}
-  out["ce_jo_epochs"] = {"num_epochs": epochs + overrides["stage2.epochs"]}
+  out["ce_jo_epochs"] = out["elr_jo_epochs"] = {
+      "num_epochs": epochs + overrides["stage2.epochs"]}
   # Self-training's fresh network trains for what is left of JO's budget
   # once CE's run (its first stage) has trained for `epochs`.
   out["st_hard"] = out["st_soft"] = {
@@ -563,24 +575,35 @@ def get_study():
                            "label_state.initial_mode": "soft"},
                inherit_from="ce", inherit_keys=("optimizer.learning_rate",),
                labels_from="ce_first", label="self-training, soft"),
-      # Today's baselines, each tuning its learning rate on CE's grid (as
-      # many points as CE) at its paper's CIFAR-10 setting, the 10-class
-      # dataset its authors tuned for: early-learning regularisation
-      # (Liu et al., NeurIPS 2020; lambda 3, targets' momentum 0.7), which
-      # keeps every example's running target as per-example state, and
-      # NCE+RCE (Ma et al., ICML 2020; alpha 1, beta 1).
+      # Today's baselines. Early-learning regularisation (Liu et al.,
+      # NeurIPS 2020; lambda 3, targets' momentum 0.7, its paper's CIFAR-10
+      # setting), which keeps every example's running target as
+      # per-example state, tunes its learning rate on CE's grid (as many
+      # points as CE). NCE+RCE (Ma et al., ICML 2020) tunes its rate and
+      # its (alpha, beta) (``_NCE_RCE_GRID``), on the tuning seeds and
+      # epochs of the methods it is compared with: at alpha = beta = 1 it
+      # had selected the lowest rate of its grid under pair flip and
+      # instance-dependent noise.
       s.Method("elr", {"loss.name": "early_learning_regularization",
                        "loss.lam": 3.0, "loss.beta": 0.7}, _LR,
                label="ELR"),
       s.Method("nce_rce", {"loss.name": "active_passive",
                            "loss.active": "normalized_cross_entropy",
-                           "loss.passive": "reverse_cross_entropy",
-                           "loss.alpha": 1.0, "loss.beta": 1.0}, _LR,
-               label="NCE+RCE"),
+                           "loss.passive": "reverse_cross_entropy"},
+               _NCE_RCE_GRID, own_grid=True, label="NCE+RCE"),
+      # ELR for as many epochs as JO's two stages, its cosine decay
+      # stretched over them, at ELR's selected learning rate (as CE's
+      # control): ELR trains one network for 40 epochs where JO trains two
+      # for 70.
+      s.Method("elr_jo_epochs", {"loss.name": "early_learning_regularization",
+                                 "loss.lam": 3.0, "loss.beta": 0.7},
+               inherit_from="elr", inherit_keys=("optimizer.learning_rate",),
+               label="ELR, JO's epoch count"),
   )
-  # Primary: the questions the study exists for, JO's three headline
-  # claims and the control a reviewer asks for first (equal epochs). The
-  # robust losses' "beats CE" and JO's ablations are secondary.
+  # Primary (the family of docs/results/family.md): the questions the
+  # study exists for, JO's headline claims and the controls a reviewer asks
+  # for first (equal epochs, self-training). The robust losses' "beats CE",
+  # today's baselines and JO's ablations are secondary.
   claims = (
       s.Claim("JO beats CE under label noise", "Tanaka et al. 2018", "jo",
               "ce", primary=True),
@@ -589,10 +612,14 @@ def get_study():
       # Recovery against the labels as given: CE's label state stays the
       # noisy labels, so its recovery is their accuracy (the same, seed by
       # seed, as JO's without relabelling; CE runs on every setting, that
-      # ablation at JO's point on some).
+      # ablation at JO's point on some). Secondary since issue 48: its
+      # baseline is a constant of the noise draw (one minus the realised
+      # noise rate), so the claim is all but true by construction; the
+      # primary question, whether JO's labels know more than CE's own
+      # network, is the claim against self-training's labels below.
       s.Claim("JO recovers true labels beyond the given ones",
               "Tanaka et al. 2018", "jo", "ce",
-              metric="recovery_accuracy_last", primary=True),
+              metric="recovery_accuracy_last"),
       # Of the examples whose given label is wrong, the share the final
       # network (JO's stage 2) predicts as that wrong label.
       s.Claim("JO memorises less of the noise than CE", "Tanaka et al. 2018",
@@ -613,6 +640,8 @@ def get_study():
               primary=True),
       # Today's baselines (secondary, as GCE's and SCE's claims).
       s.Claim("JO beats ELR", "control", "jo", "elr"),
+      s.Claim("JO beats ELR at equal epochs (ELR trained as long as JO's two "
+              "stages)", "control", "jo", "elr_jo_epochs"),
       s.Claim("JO beats NCE+RCE", "control", "jo", "nce_rce"),
       s.Claim("ELR beats CE under label noise", "Liu et al. 2020", "elr",
               "ce"),
