@@ -78,7 +78,7 @@ learning rate alone, EL's bonus gains on clean MNIST-1D at every log_end
 tried: at the paper's 0.75 it beats CE by +0.36 [+0.13, +0.60] (97.90 ±
 0.23 against 97.53 ± 0.23, 15 seeds), confirmed and surviving Holm
 within the study but not across the studies (p = 0.0043, Holm-adjusted
-ADJ_EL over the 72 primary claim rows of the four studies); the plain
+0.12 over the 72 primary claim rows of the four studies); the plain
 bonus (log_end 1) by +0.21 [+0.02, +0.41] (confirmed, not surviving
 Holm) and the deferred bonus by +0.28 [+0.11, +0.44] (confirmed,
 surviving Holm within the study's secondary claims). The conservative
