@@ -12,6 +12,7 @@ from unittest import mock
 
 import numpy as np
 import tensorflow_datasets as tfds
+import pytest
 from absl.testing import absltest
 from absl.testing import parameterized
 
@@ -367,6 +368,7 @@ class RealFashionMnistTest(absltest.TestCase):
                                   self.data.val_source_index)
     np.testing.assert_array_equal(again.val_x, self.data.val_x)
 
+  @pytest.mark.slow
   def test_mosaic_on_real_images(self):
     data = datasets.load("fashion_mnist_mosaic", num_train=500,
                          num_test=100, val_size=50)

@@ -6,9 +6,12 @@ import os
 import subprocess
 import sys
 
+import pytest
 from absl.testing import absltest
 
 from train.data import host_memory
+
+pytestmark = pytest.mark.integration
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -13,6 +13,7 @@ import tempfile
 import types
 
 import numpy as np
+import pytest
 from absl.testing import absltest
 
 from tests.tiny import ROOT
@@ -47,6 +48,7 @@ def _read_labels(path):
   return header, {key: label for key, label in rows}
 
 
+@pytest.mark.integration
 class RunTest(absltest.TestCase):
 
   @classmethod

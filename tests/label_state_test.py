@@ -7,6 +7,7 @@ import sys
 
 import jax
 import numpy as np
+import pytest
 from absl.testing import absltest
 from absl.testing import parameterized
 from jax.sharding import NamedSharding
@@ -273,6 +274,7 @@ class LabelStateTest(parameterized.TestCase):
         slot=jax.numpy.asarray(np.arange(replicas, dtype=np.int32) % history))
 
   @parameterized.parameters("soft", "hard")
+  @pytest.mark.slow
   def test_replica_axis_updates_each_replica_alone(self, mode):
     state = self._filled(3, 40, 5, 4)
     both = label_state.update(state, 2, begin=1, mode=mode)
@@ -312,6 +314,7 @@ class LabelStateTest(parameterized.TestCase):
       label_state.update(state, 0, begin=0, mode="mean")
 
 
+@pytest.mark.integration
 class ShardedLabelStateTest(absltest.TestCase):
   """On 8 fake CPU devices, in a subprocess: XLA reads the flag at start."""
 

@@ -3,6 +3,7 @@
 import os
 
 import numpy as np
+import pytest
 from absl.testing import absltest
 from absl.testing import parameterized
 
@@ -312,6 +313,7 @@ class InstanceNoiseTest(absltest.TestCase):
                         features=self.X)
 
 
+@pytest.mark.slow
 @absltest.skipUnless(
     os.path.isdir(local_data.DEBIAN_FASHION_MNIST_DIR),
     "Debian's dataset-fashion-mnist is not installed "

@@ -10,6 +10,7 @@ import tempfile
 from unittest import mock
 
 import numpy as np
+import pytest
 from absl.testing import absltest
 
 from configs import common
@@ -23,6 +24,8 @@ from train.data import local_data
 from train.data import records
 from train.data import stream_sources
 from train.loop import trainer
+
+pytestmark = pytest.mark.integration
 
 TIMINGS = ("epoch_seconds", "label_update_seconds")
 

@@ -9,6 +9,7 @@ import sys
 import tempfile
 
 import numpy as np
+import pytest
 from absl.testing import absltest
 
 from tests.tiny import ROOT
@@ -111,6 +112,7 @@ class ConvertTest(absltest.TestCase):
     self.assertNotEqual(other, first)
     self.assertEqual(convert.read_info(other)[0]["sizes"]["val"], 100)
 
+  @pytest.mark.integration
   def test_command(self):
     out = os.path.join(self.tmp, "digits")
     result = subprocess.run(

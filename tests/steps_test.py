@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 from absl.testing import absltest
 from flax import nnx
 
@@ -94,6 +95,7 @@ def run_steps(mesh, loss_name="joint_optimization", num_steps=3,
   return state, labels, sums, step_losses, step
 
 
+@pytest.mark.slow
 class TrainStepTest(absltest.TestCase):
 
   def test_loss_is_the_library_loss_on_the_label_state(self):
@@ -173,6 +175,7 @@ class DispatchTest(absltest.TestCase):
                                  device_input.batches(data, mesh))
     return (step, *start(step, state, labels, mesh))
 
+  @pytest.mark.slow
   def test_steps_in_one_call_match_one_per_call(self):
     mesh = sharding.make_mesh()
     step, one, order = self._setup(mesh, "cross_entropy", False)
@@ -198,6 +201,7 @@ class DispatchTest(absltest.TestCase):
     for a, b in zip(jax.tree.leaves(tree), flat[0]):
       np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
+  @pytest.mark.slow
   def test_integer_labels_bypass_the_label_state(self):
     mesh = sharding.make_mesh()
     for loss_name in ("cross_entropy", "joint_optimization",
@@ -214,6 +218,7 @@ class DispatchTest(absltest.TestCase):
                                  np.asarray(results[1][2]["grad_count"]))
 
 
+@pytest.mark.slow
 class GradientBinsTest(absltest.TestCase):
 
   def test_cross_entropy_magnitude_in_its_bin(self):
@@ -257,6 +262,7 @@ print("ok")
 """
 
 
+@pytest.mark.integration
 class EightDevicesTest(absltest.TestCase):
 
   def test_batch_norm_and_label_state_match_one_device(self):

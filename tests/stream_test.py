@@ -7,6 +7,7 @@ import tempfile
 
 import jax
 import numpy as np
+import pytest
 from absl.testing import absltest
 from absl.testing import parameterized
 
@@ -74,6 +75,7 @@ class TrainStreamTest(parameterized.TestCase):
         np.testing.assert_array_equal(a[key], b[key])
     self.assertFalse(np.array_equal(first[0]["index"], other[0]["index"]))
 
+  @pytest.mark.integration
   def test_worker_processes_give_the_same_batches(self):
     plain = self.make()
     workers = self.make(workers=1)
@@ -280,6 +282,7 @@ print("OUT" + json.dumps({k: [str(v.sharding.spec), list(v.shape),
 """
 
 
+@pytest.mark.integration
 class EightDevicesTest(absltest.TestCase):
 
   def test_global_batch_is_split_along_data(self):

@@ -19,6 +19,7 @@ import weakref
 from unittest import mock
 
 import numpy as np
+import pytest
 from absl.testing import absltest
 
 from tests.tiny import ROOT
@@ -147,6 +148,7 @@ class StreamTrainingTest(absltest.TestCase):
                           "dataset.stream_workers": 0,
                           "dataset.cache_dir": self.cache, **overrides})
 
+  @pytest.mark.integration
   def test_same_split_noise_and_label_state_as_on_the_devices(self):
     mesh = sharding.make_mesh()
     config = self.config("device", replicas=2)
@@ -193,6 +195,7 @@ class StreamTrainingTest(absltest.TestCase):
     finally:
       placed.close()
 
+  @pytest.mark.integration
   def test_the_labels_before_compact_are_not_kept(self):
     # The dataset as opened (its int32 labels) must die with the build:
     # held by a closure, it would keep 4 bytes a row for the whole run.
@@ -257,6 +260,7 @@ class StreamTrainingTest(absltest.TestCase):
     self.assertIs(small.train[1].labels, soft)
     np.testing.assert_array_equal(small.train[0].labels, hot)
 
+  @pytest.mark.integration
   def test_without_augmentation_a_streamed_run_is_the_device_run(self):
     # Two replicas (replica 0's order is streamed to both), relabelling,
     # then a stage of ELR (its running targets, per replica), the training
@@ -299,6 +303,7 @@ class StreamTrainingTest(absltest.TestCase):
         [float(r["score"]) for r in rows],
         [float(r["score"]) for r in device_rows], atol=1e-5)
 
+  @pytest.mark.smoke
   def test_with_augmentation_it_learns(self):
     overrides = {"noise.name": "none", "noise.rate": 0.0, "num_epochs": 3,
                  "dataset.train_size": 768, "model.width": 128,
@@ -313,6 +318,7 @@ class StreamTrainingTest(absltest.TestCase):
     self.assertAlmostEqual(streamed[-1]["test_accuracy"],
                            device[-1]["test_accuracy"], delta=0.15)
 
+  @pytest.mark.integration
   def test_resuming_continues_the_stream(self):
     # Stopped inside epoch 2 (after its step 2 of 4, the only checkpoint
     # before the end): the stream resumes at the checkpoint's position.
@@ -330,6 +336,7 @@ class StreamTrainingTest(absltest.TestCase):
                for r in contract.read_records(workdir)]
     self.assertEqual(resumed, whole)
 
+  @pytest.mark.integration
   def test_two_processes_stream_their_shares(self):
     workdir, cache = tempfile.mkdtemp(), tempfile.mkdtemp()
     with socket.socket() as s:
@@ -355,6 +362,7 @@ class StreamTrainingTest(absltest.TestCase):
                                    np.asarray(b[key], float), rtol=1e-4,
                                    atol=1e-5, err_msg=key)
 
+  @pytest.mark.integration
   def test_two_processes_of_two_devices_relabel_as_one_of_four(self):
     cache = tempfile.mkdtemp()
     two, two_issues = _jo_records(self, 2, cache)  # converts the cache
