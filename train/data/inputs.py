@@ -97,10 +97,10 @@ def eval_labels(run_data) -> dict[str, tuple[int, dict]]:
   # Validation is measured against the labels a practitioner has (noisy
   # with noise.validation) and against the clean ones; test is clean.
   return {
-      "val": (len(data.val_x), {
+      "val": (len(data.val), {
           "": stack([v.labels for v in val_noisy]),
           "clean_": stack([v.clean_labels for v in val_noisy])}),
-      "test": (len(data.test_x),
+      "test": (len(data.test),
                {"": stack([data.test_y] * len(run_data.train))})}
 
 

@@ -530,7 +530,7 @@ def train(settings: settings_lib.Settings, workdir: str, *,
     data = run.data
     contract.write_run(workdir, {
         "dataset": data.name, "num_train": data.num_train,
-        "num_validation": len(data.val_x), "num_test": len(data.test_x),
+        "num_validation": len(data.val_y), "num_test": len(data.test_y),
         "num_classes": data.num_classes, "multi_label": data.multi_label,
         "epochs": run.total_epochs, "replicas": run.replicas,
         "devices": jax.device_count(),
