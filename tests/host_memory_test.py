@@ -1,4 +1,4 @@
-"""release_large_frees: once a large block is freed, blocks of 1 MiB or
+"""stream_input.release_large_frees: once a large block is freed, blocks of 1 MiB or
 more are still mapped on their own (and so go back when freed), where
 glibc's own rule would serve them from its heap and keep them."""
 
@@ -9,7 +9,7 @@ import sys
 import pytest
 from absl.testing import absltest
 
-from train.data import host_memory
+from train.data import stream_input as host_memory
 
 pytestmark = pytest.mark.integration
 
@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PROBE = """
 import sys
 import numpy as np
-from train.data import host_memory
+from train.data import stream_input as host_memory
 
 if sys.argv[1] == "fixed":
   assert host_memory.release_large_frees()

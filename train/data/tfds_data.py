@@ -178,13 +178,15 @@ def _unreachable_host(builder) -> str | None:
   return None
 
 
-def _check_preparable(builder, name: str, download: bool) -> None:
+def _check_preparable(builder, name: str, download: bool,
+                      data_dir: str | None) -> None:
   """Raises, in one sentence, what stops ``builder`` from being prepared."""
   if builder.is_prepared():
     return
   where = builder.data_dir
-  elsewhere = (f"or prepare it on a machine that can ({prepare_command(name)}"
-               ") and pass that folder as data_dir")
+  elsewhere = (f"or prepare it on a machine that can "
+               f"(`{prepare_command(name, data_dir)}`) and pass that folder "
+               f"as data_dir")
   if not download:
     raise FileNotFoundError(
         f"tfds dataset {name!r} is not prepared in {where} and download is "
@@ -215,12 +217,13 @@ def check_available(name: str, *, data_dir: str | None = None,
     RuntimeError: not prepared, and the modules or the network that
       preparing needs are missing.
   """
-  _check_preparable(image_builder(name, data_dir), name, download)
+  _check_preparable(image_builder(name, data_dir), name, download, data_dir)
 
 
-def _prepare(builder, name: str, download: bool) -> None:
+def _prepare(builder, name: str, download: bool,
+             data_dir: str | None) -> None:
   """Downloads and prepares the dataset, or says clearly why it cannot."""
-  _check_preparable(builder, name, download)
+  _check_preparable(builder, name, download, data_dir)
   if builder.is_prepared():
     return
   try:
@@ -324,23 +327,26 @@ def _split_source(builder, split: str, *, name: str, data_dir: str | None,
   """One split as a source: random access where the files allow it, else
   (TFRecord) read whole with TensorFlow."""
   image = builder.info.features["image"]
-  metadata = dict(class_names=tuple(label.names), multi_label=multi_label)
+  class_names = tuple(label.names)
   try:
     examples = TfdsExamples(builder, split)
   except NotImplementedError:  # TFRecord: not random access
     return _read_whole(builder, split, name=name, keys=keys,
-                       multi_label=multi_label, **metadata)
+                       multi_label=multi_label, class_names=class_names)
   labels = _labels(examples, name=name, split=split, keys=keys,
                    multi_label=multi_label, num_classes=label.num_classes,
                    data_dir=data_dir, version=str(builder.info.version))
-  return sources.Source(images=TfdsImages(examples),
-                        labels=labels["label"], shape=tuple(image.shape),
-                        label_sets={k: labels[k] for k in keys[1:]},
-                        **metadata)
+  return sources.Source(images=TfdsImages(examples), labels=labels["label"],
+                        class_names=class_names, shape=tuple(image.shape),
+                        multi_label=multi_label,
+                        label_sets={k: labels[k] for k in keys[1:]})
 
 
 def _read_whole(builder, split: str, *, name: str, keys: list[str],
-                multi_label: bool, **metadata) -> sources.Source:
+                multi_label: bool, class_names: tuple[str, ...]
+                ) -> sources.Source:
+  """A split prepared as TFRecord, read whole into memory with TensorFlow
+  (single-label data only)."""
   try:
     data = _tfds().as_numpy(builder.as_dataset(split=split, batch_size=-1))
   except ModuleNotFoundError:
@@ -354,7 +360,7 @@ def _read_whole(builder, split: str, *, name: str, keys: list[str],
                      f"prepare it with `{prepare_command(name)}`")
   labels = {k: np.asarray(data[k], np.int32) for k in keys}
   return sources.array_source(
-      np.asarray(data["image"]), labels["label"], metadata["class_names"],
+      np.asarray(data["image"]), labels["label"], class_names,
       label_sets={k: labels[k] for k in keys[1:]})
 
 
@@ -379,7 +385,7 @@ def open_tfds(name: str, *, data_dir: str | None = None,
       no TensorFlow), with the reason.
   """
   builder = image_builder(name, data_dir)
-  _prepare(builder, name, download)
+  _prepare(builder, name, download, data_dir)
   family = name.split("/")[0]
   splits = ("train", TEST_SPLIT.get(family, "test"))
   # A prepared dataset lists its splits (tfds' mock lists none, serves all).
