@@ -13,6 +13,13 @@ fit a later change):
   labels, clean labels, ids), the first validation and test batch, and
   three training inputs read by row (``Input.read_train``).
 
+One change moved some of them, on purpose, and says so in the file's
+``moved``: uint8 pixels scaled in one place, by ``x / 255`` (tfds' reader
+and the streamed Clothing1M multiplied by ``1 / 255``, one unit in the
+last place off for half the values). ``moved.before`` keeps those
+entries' first values, and a test checks that with the multiplication put
+back they are what they were.
+
     python -m tests.data_pins_test --observe=/tmp/pins.json
 
 writes the current values to that file (never to ``data_pins.json``), so
@@ -41,6 +48,7 @@ from tests.tiny import ROOT
 from tests.tiny import tiny_config
 from train import sharding
 from train.data import convert
+from train.data import images
 from train.data import local_data
 from train.data import training_data
 
@@ -263,8 +271,24 @@ class FirstBatchesTest(absltest.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     with open(PINS_FILE) as f:
-      cls.expected = json.load(f)["datasets"]
+      pins = json.load(f)
+    cls.expected, cls.moved = pins["datasets"], pins["moved"]["before"]
     cls.cache = cls.enterClassContext(tempfile.TemporaryDirectory())
+
+  def test_moved_entries_were_the_scaling_alone(self):
+    def multiplied(image):  # the scaling the moved entries had
+      image = np.asarray(image)
+      if np.issubdtype(image.dtype, np.integer):
+        return image.astype(np.float32) * np.float32(
+            1.0 / np.iinfo(image.dtype).max)
+      return image.astype(np.float32, copy=False)
+
+    with mock.patch.object(images, "to_float", multiplied):
+      for name, pipelines in self.moved.items():
+        for pipeline, before in pipelines.items():
+          got = observe(name, pipeline, self.cache)
+          self.assertEqual({k: got[k] for k in before}, before,
+                           (name, pipeline))
 
   def test_every_case_is_pinned(self):
     self.assertEqual(sorted(self.expected), sorted(CASES))
