@@ -21,6 +21,11 @@ re-distributions unpack them). Splits (``SPLITS``): ``noisy_train`` with
 the noisy labels, ``clean_train``, ``clean_val`` and ``clean_test`` with the
 clean ones. The Joint Optimization protocol trains on ``noisy_train`` and
 reports ``clean_test`` accuracy, selecting on ``clean_val``.
+
+Each split is a ``sources.Source`` (``split_source``): its labels read from
+the text files, its JPEGs decoded on use, as stored (sizes vary); both
+pipelines read it, brought to ``image_size`` squared by a resize and
+centre crop (``datasets.split``).
 """
 
 from __future__ import annotations
