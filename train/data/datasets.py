@@ -20,15 +20,11 @@ Names (``DATASETS``), each opened by its reader as ``sources.Splits``:
 
 ``check_available`` says in seconds, loading nothing, whether the data is
 there, and if not, how to get it; ``open_splits`` checks, then opens.
-``split`` makes the one ``Dataset`` of every dataset and pipeline: the
-validation set is a stratified split of the source's training set (a plain
-random split for multi-label data), deterministic by ``seed``, unless the
-source has its own (Clothing1M's clean validation set); the training set
-may be subsampled and cut to a long tail; images of varying size are
-brought to one square. Nothing is read but the labels: the on-device
-pipeline gathers the inputs (``Dataset.inputs``), the streamed one reads
-them through grain. The row of an example in the training source is its
-index in the label state: both pipelines' batches carry it as ``index``.
+``split`` makes the one ``Dataset`` of every dataset and pipeline, reading
+nothing but labels: the on-device pipeline gathers the inputs
+(``Dataset.inputs``), the streamed one reads them through grain. The row
+of an example in the training source is its index in the label state:
+both pipelines' batches carry it as ``index``.
 """
 
 from __future__ import annotations
@@ -77,16 +73,13 @@ class Dataset:
       the source's full training set (before the validation split).
     val_source_index: the same for the validation examples.
 
-  The training inputs are float32: images ``[N, H, W, C]`` in [0, 1] or
-  1-D signals ``[N, L, 1]`` (standardised), read by ``inputs``. The labels
-  and what else a source knows per example are its fields; ``train_y``,
-  ``train_clean_y`` (a clean label set for measuring: the label metrics
-  compare against it instead of ``train_y``, which training uses),
-  ``train_noisy_labels`` (other label sets, as CIFAR-10N's human ones) and
-  ``train_sources`` (where each example comes from, its file or its row of
-  an ``.npz``: ``None`` for the shipped datasets, whose examples
-  ``label_issues.csv`` names by ``train_source_index``) name them, and
-  likewise for ``val`` and ``test``.
+  The inputs are float32 (images ``[N, H, W, C]`` in [0, 1], 1-D signals
+  ``[N, L, 1]``), read by ``inputs``. ``train_y``, ``train_clean_y`` (for
+  measuring only: the label metrics compare against it instead of
+  ``train_y``), ``train_noisy_labels`` (CIFAR-10N's human labels) and
+  ``train_sources`` (each example's file or ``.npz`` row; ``None`` for the
+  shipped datasets, named by ``train_source_index``) are the training
+  source's fields, and likewise for ``val`` and ``test``.
   """
 
   name: str
@@ -196,10 +189,11 @@ def _fashion_mnist_paths(data_dir: str | None, download: bool
 
 def _fashion_mnist(*, data_dir: str | None = None,
                    download: bool = True) -> sources.Splits:
-  """IDX files where found; else tfds (with a network); else a clear error."""
-  paths = _fashion_mnist_paths(data_dir, download)
+  """IDX files where found; else tfds (``check_available`` has found that
+  it can give it)."""
+  paths = local_data.find_fashion_mnist(data_dir)
   if paths is None:
-    return tfds_data.open_tfds("fashion_mnist")
+    return tfds_data.open_tfds("fashion_mnist", download=download)
   return local_data.open_fashion_mnist_idx(paths)
 
 
@@ -219,6 +213,8 @@ DATASETS = (*_OPENERS, TFDS_PREFIX + "NAME")
 # that only it takes (config.dataset keys of the same names).
 OWN_DATA = {"folder": image_folder, "arrays": array_file}
 OWN_DATA_KEYS = ("path", "labels_csv", "label_set", "clean_label_set")
+# The options that say where the data is, or whether it may be downloaded.
+_WHERE_KEYS = ("download", "path", "labels_csv")
 
 
 def _opener(name: str) -> Callable[..., sources.Splits]:
@@ -265,7 +261,7 @@ def check_available(name: str, *, data_dir: str | None = None,
                               download=download)
   elif name == "fashion_mnist":
     _fashion_mnist_paths(data_dir, download)
-  elif name == "fashion_mnist_mosaic":
+  elif name.startswith("fashion_mnist_mosaic"):
     local_data.fashion_mnist_paths(data_dir)
   elif name == "clothing1m":
     clothing1m.check_available(data_dir,
@@ -300,7 +296,9 @@ def open_splits(name: str, *, data_dir: str | None = None,
   verbosity = logging.get_verbosity()
   logging.set_verbosity(min(verbosity, logging.ERROR))
   try:
-    check_available(name, data_dir=data_dir, **options)
+    # Where the data is first (a misspelt name says so), then the options.
+    check_available(name, data_dir=data_dir, **{
+        k: v for k, v in options.items() if k in _WHERE_KEYS})
   finally:
     logging.set_verbosity(verbosity)
   return _opener(name)(**_options(name, data_dir, options))

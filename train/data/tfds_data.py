@@ -220,10 +220,9 @@ def check_available(name: str, *, data_dir: str | None = None,
   _check_preparable(image_builder(name, data_dir), name, download, data_dir)
 
 
-def _prepare(builder, name: str, download: bool,
-             data_dir: str | None) -> None:
-  """Downloads and prepares the dataset, or says clearly why it cannot."""
-  _check_preparable(builder, name, download, data_dir)
+def _prepare(builder, name: str) -> None:
+  """Downloads and prepares the dataset if it is not yet (what it needs,
+  ``check_available`` has found), or says clearly why it could not."""
   if builder.is_prepared():
     return
   try:
@@ -374,7 +373,8 @@ def open_tfds(name: str, *, data_dir: str | None = None,
       ``cifar10_n``, ``imagenet2012``, ``coco/2017``...), optionally with a
       config (``name/config``).
     data_dir: tfds data folder; default tfds' own.
-    download: download and prepare the dataset when it is not there yet.
+    download: download and prepare the dataset when it is not there yet
+      (``check_available`` first says whether it can).
     image_size: the side of the square every image is brought to, where
       their size varies or differs (``datasets.split``).
 
@@ -385,7 +385,8 @@ def open_tfds(name: str, *, data_dir: str | None = None,
       no TensorFlow), with the reason.
   """
   builder = image_builder(name, data_dir)
-  _prepare(builder, name, download, data_dir)
+  if download:
+    _prepare(builder, name)
   family = name.split("/")[0]
   splits = ("train", TEST_SPLIT.get(family, "test"))
   # A prepared dataset lists its splits (tfds' mock lists none, serves all).
