@@ -291,8 +291,7 @@ class LabelStateTest(parameterized.TestCase):
     num_examples, num_classes = 10_000, 10
     state = self._filled(1, num_examples, num_classes, 3)
     update = steps.make_label_update(sharding.make_mesh(), begin=1,
-                                     mode="soft", multi_label=False,
-                                     replicas=True)
+                                     mode="soft", multi_label=False)
     stats = update.lower(state, 0).compile().memory_analysis()
     self.assertLess(stats.temp_size_in_bytes, num_examples * 16)
     self.assertGreaterEqual(stats.alias_size_in_bytes,

@@ -253,5 +253,5 @@ def load_arrays(*, path: str | None = None, labels_csv: str | None = None,
       path, multi_label)
   own_data.check_class_count(class_names, f"arrays file {path}")
   return own_data.make_source(
-      x=x, labels=labels, clean_labels=clean, sources=sources,
+      x=x, labels=labels, clean_labels=clean, own_labels=y, sources=sources,
       class_names=class_names, multi_label=multi_label, val=val, test=test)

@@ -418,7 +418,9 @@ def load(name: str, *, data_dir: str | None = None,
   loader = _loader(name)
   source = loader(**_options(name, loader, data_dir, options))
   own_val = source.val_x is not None
-  rest, val = split_rows(source.train_y, val_size=val_size, seed=seed,
+  rest, val = split_rows(source.train_y if source.train_split_y is None
+                         else source.train_split_y,
+                         val_size=val_size, seed=seed,
                          train_size=train_size,
                          multi_label=source.multi_label, own_val=own_val,
                          imbalance_ratio=imbalance_ratio,

@@ -326,5 +326,6 @@ def load_folder(*, path: str | None = None, image_size: int | None = None,
     return x[split], split_labels, np.asarray(files, str)
 
   return own_data.make_source(
-      x=x["train"], labels=labels, clean_labels=clean, sources=sources,
+      x=x["train"], labels=labels, clean_labels=clean,
+      own_labels=folder_labels, sources=sources,
       class_names=listing.class_names, val=own("val"), test=own("test"))

@@ -47,6 +47,9 @@ class Source:
       clean validation set), used instead of one cut from the training set.
     train_clean_y: a clean label set aligned with ``train_y``, for measuring
       only (a researcher's own data: ``own_data``); ``None`` for most.
+    train_split_y: the labels the validation split is stratified by
+      (``own_data.make_source``: never a labels CSV's); ``None``:
+      ``train_y``.
     train_sources, val_sources, test_sources: where each example comes
       from, str ``[N]`` (its file, or its row of an ``.npz``); ``None`` for
       the shipped datasets.
@@ -65,6 +68,7 @@ class Source:
   val_x: np.ndarray | None = None
   val_y: np.ndarray | None = None
   train_clean_y: np.ndarray | None = None
+  train_split_y: np.ndarray | None = None
   train_sources: np.ndarray | None = None
   val_sources: np.ndarray | None = None
   test_sources: np.ndarray | None = None

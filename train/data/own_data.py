@@ -323,31 +323,40 @@ def cut_test(labels: np.ndarray, multi_label: bool
 
 
 def make_source(*, x: np.ndarray, labels: np.ndarray,
-                clean_labels: np.ndarray | None, sources: np.ndarray,
-                class_names: Sequence[str], multi_label: bool = False,
-                val: tuple | None = None,
+                clean_labels: np.ndarray | None, own_labels: np.ndarray,
+                sources: np.ndarray, class_names: Sequence[str],
+                multi_label: bool = False, val: tuple | None = None,
                 test: tuple | None = None) -> local_data.Source:
   """The ``Source`` of a pool.
+
+  The test cut here and the validation split (``datasets.load``) are
+  stratified by the clean label set where there is one, else by the labels
+  the data itself gives (``own_labels``): never by a labels CSV's training
+  labels, so that a run on corrected labels (``label_apply``) tests and
+  validates on the same rows as the run they came from.
 
   Args:
     x, labels, clean_labels, sources: the pool: inputs, training labels,
       clean label set (or ``None``), sources.
+    own_labels: the labels the data gives (class folders, ``y_train``).
     class_names: the classes.
     multi_label: whether labels are multi-hot.
     val, test: ``(x, labels, sources)`` of the data's own validation and
       test sets, or ``None``: validation is split off by ``datasets.load``,
       test cut here (``cut_test``).
   """
+  basis = own_labels if clean_labels is None else clean_labels
   if test is None:
     truth = labels if clean_labels is None else clean_labels
-    rest, rows = cut_test(truth, multi_label)
+    rest, rows = cut_test(basis, multi_label)
     test = (x[rows], truth[rows], sources[rows])
     x, labels, sources = x[rest], labels[rest], sources[rest]
+    basis = basis[rest]
     clean_labels = None if clean_labels is None else clean_labels[rest]
   val_x, val_y, val_sources = val if val is not None else (None,) * 3
   return local_data.Source(
       train_x=x, train_y=labels, test_x=test[0], test_y=test[1],
       class_names=tuple(str(n) for n in class_names),
       multi_label=multi_label, val_x=val_x, val_y=val_y,
-      train_clean_y=clean_labels, train_sources=sources,
+      train_clean_y=clean_labels, train_split_y=basis, train_sources=sources,
       val_sources=val_sources, test_sources=test[2])

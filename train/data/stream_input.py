@@ -74,11 +74,12 @@ class StreamInput:
         self.eval_sets[split] = inputs.eval_set(
             labels, self.eval[split].order, self.eval[split].mask, mesh)
     self.clean_rows, self.noisy_rows = inputs.label_rows(run_data, mesh)
-    # The source alone: ``streamed`` holds the dataset's labels before
+    # The sources alone: ``streamed`` holds the dataset's labels before
     # ``training_data.compact``.
     self._source = source
-    self.read_train = functools.partial(read_rows, source,
-                                        self._in_order.keywords["transform"])
+    self._sources = {split: streamed.sources[split]
+                     for split in ("train", "val")}
+    self._transform = self._in_order.keywords["transform"]
 
   def _reader(self, split: str) -> stream.EvalStream:
     # The training split in order (training probabilities) is opened on
@@ -103,6 +104,9 @@ class StreamInput:
 
   def mask(self, split: str) -> np.ndarray:
     return self._reader(split).mask
+
+  def read(self, split: str, rows: np.ndarray) -> np.ndarray:
+    return read_rows(self._sources[split], self._transform, rows)
 
   def close(self) -> None:
     """Stops the readers' worker processes."""

@@ -14,7 +14,6 @@ by ``stream_input``.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 
 import jax
@@ -242,17 +241,18 @@ def compact(run_data: RunData) -> RunData:
   return dataclasses.replace(run_data, dataset=data, train=train)
 
 
-def train_inputs_of(config) -> Callable[[np.ndarray], np.ndarray]:
-  """The same for a finished run's saved ``config``: its dataset loaded,
-  or opened to stream, as the run did (the noise is not drawn)."""
+def inputs_of(config) -> Callable[[str, np.ndarray], np.ndarray]:
+  """``read(split, rows)`` (``inputs.Input.read``) for a finished run's
+  saved ``config``: its dataset loaded, or opened to stream, as the run did
+  (the noise is not drawn)."""
   if config.dataset.pipeline == "stream":
     streamed = stream_sources.open_stream(config)
     size = streamed.dataset.input_shape[0] if streamed.resize else None
-    return functools.partial(
-        stream_input.read_rows, streamed.sources["train"],
-        stream.EvalTransform(resize=size, fit=streamed.fit))
+    transform = stream.EvalTransform(resize=size, fit=streamed.fit)
+    return lambda split, rows: stream_input.read_rows(
+        streamed.sources[split], transform, rows)
   data = datasets.load(config.dataset.name, **datasets.load_options(config))
-  return lambda rows: data.train_x[np.asarray(rows)]
+  return lambda split, rows: getattr(data, f"{split}_x")[np.asarray(rows)]
 
 
 def build(config, mesh: jax.sharding.Mesh
