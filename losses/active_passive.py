@@ -36,8 +36,7 @@ def _rce(logits, labels, *, floor):
 
 
 def _check_floor(floor):
-  _inputs.check_range(floor, "floor", 0.0, 1.0, low_open=True)
-  return _inputs.as_float(floor)
+  return _inputs.scalar(floor, "floor", 0.0, 1.0, low_open=True)
 
 
 def reverse_cross_entropy(logits, labels, *, floor=1e-4, axis=-1,
@@ -143,8 +142,6 @@ def _check_apl(active, passive, alpha, beta, **terms):
     if value not in allowed:
       raise ValueError(f"`{name}` must be one of {sorted(allowed)}, got "
                        f"{value!r}.")
-  _inputs.check_range(alpha, "alpha", 0.0)
-  _inputs.check_range(beta, "beta", 0.0)
   for name, value in terms.items():
     default, owner = _TERM_HYPERPARAMETERS[name]
     if (owner not in (active, passive) and _inputs.is_concrete(value)
@@ -157,7 +154,8 @@ def _check_apl(active, passive, alpha, beta, **terms):
   passive_hyper = (dict(floor=_check_floor(terms["floor"]))
                    if passive == "reverse_cross_entropy" else {})
   return _pair(active, passive), dict(
-      alpha=_inputs.as_float(alpha), beta=_inputs.as_float(beta),
+      alpha=_inputs.scalar(alpha, "alpha", 0.0),
+      beta=_inputs.scalar(beta, "beta", 0.0),
       active_hyper=active_hyper, passive_hyper=passive_hyper)
 
 

@@ -80,8 +80,7 @@ def _check(beta, mode):
   if mode not in _DEFAULT_BETA:
     raise ValueError(f"`mode` must be 'soft' or 'hard', got {mode!r}.")
   beta = _DEFAULT_BETA[mode] if beta is None else beta
-  _inputs.check_range(beta, "beta", 0.0, 1.0)
-  return _inputs.as_float(beta)
+  return _inputs.scalar(beta, "beta", 0.0, 1.0)
 
 
 def bootstrapping_loss(logits, labels, *, beta=None, mode="soft",

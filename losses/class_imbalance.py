@@ -51,8 +51,8 @@ def class_balanced_weights(class_counts, *, beta=0.9999) -> jax.Array:
     raise ValueError(f"`class_counts` must be a vector [C], got shape "
                      f"{counts.shape}.")
   _inputs.check_range(counts, "class_counts", 0.0, low_open=True)
-  _inputs.check_range(beta, "beta", 0.0, 1.0)
-  return _numerics.balanced_class_weights(counts, _inputs.as_float(beta))
+  return _numerics.balanced_class_weights(
+      counts, _inputs.scalar(beta, "beta", 0.0, 1.0))
 
 
 # --------------------------------------------------------------------------
@@ -69,12 +69,11 @@ def _logit_adjusted(logits, labels, *, log_prior, tau):
 
 
 def _adjustment(logits, prior, tau, axis):
-  _inputs.check_range(tau, "tau", 0.0)
   if prior is None:
     prior = jnp.ones(jnp.shape(logits)[_inputs.check_axis(
         jnp.asarray(logits), axis)])
   prior = _inputs.class_vector(prior, "prior", logits, axis, positive=True)
-  return dict(log_prior=jnp.log(prior), tau=_inputs.as_float(tau))
+  return dict(log_prior=jnp.log(prior), tau=_inputs.scalar(tau, "tau", 0.0))
 
 
 def logit_adjusted_cross_entropy(logits, labels, *, prior, tau=1.0, axis=-1,
@@ -207,8 +206,7 @@ def class_weighted_cross_entropy_steepness(p, *, weight=1.0
 def _counts_to_weights(logits, class_counts, beta, axis):
   counts = _inputs.class_vector(class_counts, "class_counts", logits, axis,
                                 positive=True)
-  _inputs.check_range(beta, "beta", 0.0, 1.0)
-  return counts, _inputs.as_float(beta)
+  return counts, _inputs.scalar(beta, "beta", 0.0, 1.0)
 
 
 def class_balanced_cross_entropy(logits, labels, *, class_counts,

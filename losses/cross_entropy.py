@@ -41,8 +41,7 @@ def _ce_integer(logits, labels, label_smoothing):
 
 
 def _check_smoothing(label_smoothing):
-  _inputs.check_range(label_smoothing, "label_smoothing", 0.0, 1.0)
-  return _inputs.as_float(label_smoothing)
+  return _inputs.scalar(label_smoothing, "label_smoothing", 0.0, 1.0)
 
 
 def cross_entropy(logits, labels, *, label_smoothing=0.0, axis=-1,
@@ -168,7 +167,7 @@ def poly1_loss(logits, labels, *, epsilon=2.0, axis=-1, where=None
     Classification Loss Functions, ICLR 2022.
   """
   return _apply.softmax_loss(_poly1, logits, labels, axis=axis, where=where,
-                             epsilon=_inputs.as_float(epsilon))
+                             epsilon=_inputs.scalar(epsilon, "epsilon"))
 
 
 def poly1_loss_grad(logits, labels, *, epsilon=2.0, axis=-1, where=None
@@ -176,7 +175,7 @@ def poly1_loss_grad(logits, labels, *, epsilon=2.0, axis=-1, where=None
   """Analytic gradient: ``dL/dlog p_k = -t_k (1 + eps p_k)`` through log-softmax."""
   return _apply.softmax_gradient(_poly1, logits, labels, axis=axis,
                                  where=where,
-                                 epsilon=_inputs.as_float(epsilon))
+                                 epsilon=_inputs.scalar(epsilon, "epsilon"))
 
 
 def poly1_loss_steepness(p, *, epsilon=2.0) -> tuple[jax.Array, jax.Array]:

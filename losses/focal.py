@@ -19,7 +19,7 @@ def _focal(logits, labels, *, gamma, alpha):
   """
   if _inputs.is_integer(labels):
     if alpha is None:
-      alpha = jnp.ones(())
+      alpha = jnp.ones((), logits.dtype)
     elif alpha.ndim == 1:
       alpha = alpha[jnp.clip(labels, 0, alpha.shape[0] - 1)]
     return _numerics.target_probability_parts(
@@ -48,7 +48,6 @@ def _target_terms(log_p, log1m_p, *, gamma, alpha):
 
 
 def _check(logits, gamma, alpha, axis):
-  _inputs.check_range(gamma, "gamma", 0.0)
   if alpha is not None:
     _inputs.check_range(alpha, "alpha", 0.0, 1.0)
     alpha = _inputs.as_float(alpha)
@@ -57,7 +56,7 @@ def _check(logits, gamma, alpha, axis):
       raise ValueError(
           f"`alpha` must be a scalar or a per-class vector of shape "
           f"({jnp.shape(logits)[axis]},), got shape {alpha.shape}.")
-  return dict(gamma=_inputs.as_float(gamma), alpha=alpha)
+  return dict(gamma=_inputs.scalar(gamma, "gamma", 0.0), alpha=alpha)
 
 
 def focal_loss(logits, labels, *, gamma=2.0, alpha=None, axis=-1,

@@ -13,14 +13,15 @@ from losses import _inputs
 
 def _weights(logits, where):
   """Per-example weights and their total ``B`` (masked examples weigh 0)."""
-  w = jnp.ones(logits.shape[:-1]) if where is None else where.astype(
-      logits.dtype)
+  w = (jnp.ones(logits.shape[:-1], logits.dtype) if where is None
+       else where.astype(logits.dtype))
   return w, jnp.maximum(jnp.sum(w), 1.0)
 
 
-def _uniform_or(prior, num_classes):
-  return (jnp.full((num_classes,), 1.0 / num_classes) if prior is None
-          else prior)
+def _uniform_or(prior, logits):
+  num_classes = logits.shape[-1]
+  return (jnp.full((num_classes,), 1.0 / num_classes, logits.dtype)
+          if prior is None else prior)
 
 
 def _batch_axes(x):
@@ -86,7 +87,7 @@ def _stats(logits, targets, prior, where, where_classes):
                    log_sums[..., 0] - s_y, 0.0)
   else:
     kl = _soft_kl(targets, log_p)
-  prior = _uniform_or(prior, logits.shape[-1])
+  prior = _uniform_or(prior, logits)
   prior_term = jnp.sum(jax.scipy.special.xlogy(prior, prior)
                        - prior * log_mean)
   terms = (jnp.sum(w * kl) / total, prior_term, jnp.sum(w * entropy) / total)
@@ -163,12 +164,21 @@ def _prepare(logits, labels, where, prior, axis):
   logits, targets, where, where_classes, axis, dtype = (
       _apply.prepare_softmax(logits, labels, where, axis))
   if prior is not None:
-    prior = _inputs.as_float(prior)
+    prior = _inputs.as_array(prior, "prior")
     if prior.shape != logits.shape[-1:]:
       raise ValueError(f"`prior` must have shape ({logits.shape[-1]},), got "
                        f"{prior.shape}.")
     _inputs.check_range(prior, "prior", 0.0, 1.0)
+    prior = _inputs.in_compute_dtype(_inputs.as_float(prior), logits.dtype)
   return logits, targets, where, where_classes, prior, axis, dtype
+
+
+def _hyper(logits, alpha, beta, prior, where, where_classes):
+  """The traced arguments of :func:`_parts`, in the logits' dtype."""
+  return dict(**_inputs.in_compute_dtype(
+      dict(alpha=_inputs.scalar(alpha, "alpha"),
+           beta=_inputs.scalar(beta, "beta")), logits.dtype),
+              prior=prior, where=where, where_classes=where_classes)
 
 
 def joint_optimization_terms(logits, labels, *, prior=None, axis=-1,
@@ -229,9 +239,8 @@ def joint_optimization_loss(logits, labels, *, alpha=1.0, beta=0.5,
   """
   logits, targets, where, where_classes, prior, _, dtype = _prepare(
       logits, labels, where, prior, axis)
-  hyper = dict(alpha=_inputs.as_float(alpha), beta=_inputs.as_float(beta),
-               prior=prior, where=where, where_classes=where_classes)
-  return _jo(logits, targets, hyper).astype(dtype)
+  return _jo(logits, targets, _hyper(logits, alpha, beta, prior, where,
+                                     where_classes)).astype(dtype)
 
 
 def _classification(logits, labels):
@@ -303,7 +312,6 @@ def joint_optimization_loss_grad(logits, labels, *, alpha=1.0, beta=0.5,
   """
   logits, targets, where, where_classes, prior, axis, dtype = _prepare(
       logits, labels, where, prior, axis)
-  hyper = dict(alpha=_inputs.as_float(alpha), beta=_inputs.as_float(beta),
-               prior=prior, where=where, where_classes=where_classes)
-  g = _jo_grad(logits, targets, hyper).astype(dtype)
+  g = _jo_grad(logits, targets, _hyper(logits, alpha, beta, prior, where,
+                                       where_classes)).astype(dtype)
   return g if axis == g.ndim - 1 else jnp.moveaxis(g, -1, axis)

@@ -81,12 +81,10 @@ def _ldam_terms(log_p, log1m_p, *, margin, weight):
 
 def _ldam_hyperparameters(logits, class_counts, max_margin, scale, beta,
                           axis):
-  _inputs.check_range(max_margin, "max_margin", 0.0)
-  _inputs.check_range(scale, "scale", 0.0, low_open=True)
-  _inputs.check_range(beta, "beta", 0.0, 1.0)
   return dict(class_counts=_counts(class_counts, logits, axis),
-              max_margin=_inputs.as_float(max_margin),
-              scale=_inputs.as_float(scale), beta=_inputs.as_float(beta))
+              max_margin=_inputs.scalar(max_margin, "max_margin", 0.0),
+              scale=_inputs.scalar(scale, "scale", 0.0, low_open=True),
+              beta=_inputs.scalar(beta, "beta", 0.0, 1.0))
 
 
 def ldam_loss(logits, labels, *, class_counts, max_margin=0.5, scale=30.0,
@@ -268,10 +266,9 @@ def _vs(logits, labels, *, class_counts, gamma, tau):
 
 
 def _vs_hyperparameters(logits, class_counts, gamma, tau, axis):
-  _inputs.check_range(gamma, "gamma", 0.0)
-  _inputs.check_range(tau, "tau", 0.0)
   return dict(class_counts=_counts(class_counts, logits, axis),
-              gamma=_inputs.as_float(gamma), tau=_inputs.as_float(tau))
+              gamma=_inputs.scalar(gamma, "gamma", 0.0),
+              tau=_inputs.scalar(tau, "tau", 0.0))
 
 
 def vs_loss(logits, labels, *, class_counts, gamma=0.3, tau=1.0, axis=-1,

@@ -31,8 +31,7 @@ def _gce_terms(log_p, log1m_p, *, q):
 
 
 def _check_q(q):
-  _inputs.check_range(q, "q", 0.0, 1.0, low_open=True)
-  return _inputs.as_float(q)
+  return _inputs.scalar(q, "q", 0.0, 1.0, low_open=True)
 
 
 def generalized_cross_entropy(logits, labels, *, q=0.7, axis=-1, where=None
@@ -109,11 +108,9 @@ def _sce_terms(log_p, log1m_p, *, alpha, beta, floor):
 
 
 def _check_sce(alpha, beta, floor):
-  _inputs.check_range(alpha, "alpha", 0.0)
-  _inputs.check_range(beta, "beta", 0.0)
-  _inputs.check_range(floor, "floor", 0.0, 1.0, low_open=True)
-  return dict(alpha=_inputs.as_float(alpha), beta=_inputs.as_float(beta),
-              floor=_inputs.as_float(floor))
+  return dict(alpha=_inputs.scalar(alpha, "alpha", 0.0),
+              beta=_inputs.scalar(beta, "beta", 0.0),
+              floor=_inputs.scalar(floor, "floor", 0.0, 1.0, low_open=True))
 
 
 def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
@@ -223,6 +220,7 @@ def _taylor_terms(log_p, log1m_p, *, order):
 
 
 def _check_order(order):
+  _inputs.check_scalar(order, "order")
   if _inputs.is_concrete(order):
     value = np.asarray(order)
     if (value.ndim or not np.issubdtype(value.dtype, np.number)

@@ -279,11 +279,10 @@ def _nfl_general(logits, labels, gamma, prediction_as_constant):
 
 def nfl_hyperparameters(gamma, prediction_as_constant):
   """NFL's hyperparameters, checked, as traced arrays."""
-  _inputs.check_range(gamma, "gamma", 0.0)
   # A traced flag, as in the asymmetric loss: switching it never recompiles.
-  return dict(gamma=_inputs.as_float(gamma),
-              prediction_as_constant=jnp.asarray(prediction_as_constant,
-                                                 bool))
+  return dict(gamma=_inputs.scalar(gamma, "gamma", 0.0),
+              prediction_as_constant=_inputs.flag(prediction_as_constant,
+                                                  "prediction_as_constant"))
 
 
 def normalized_focal_loss(logits, labels, *, gamma=0.5,
@@ -409,12 +408,10 @@ def _anl_integer(logits, labels, alpha, beta, min_prob):
 
 
 def _check_anl(alpha, beta, min_prob):
-  _inputs.check_range(alpha, "alpha", 0.0)
-  _inputs.check_range(beta, "beta", 0.0)
-  _inputs.check_range(min_prob, "min_prob", 0.0, 1.0, low_open=True,
-                      high_open=True)
-  return dict(alpha=_inputs.as_float(alpha), beta=_inputs.as_float(beta),
-              min_prob=_inputs.as_float(min_prob))
+  return dict(alpha=_inputs.scalar(alpha, "alpha", 0.0),
+              beta=_inputs.scalar(beta, "beta", 0.0),
+              min_prob=_inputs.scalar(min_prob, "min_prob", 0.0, 1.0,
+                                      low_open=True, high_open=True))
 
 
 def active_negative_loss(logits, labels, *, alpha=5.0, beta=5.0,

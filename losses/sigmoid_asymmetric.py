@@ -80,14 +80,12 @@ def _asymmetric(z, t, *, gamma_pos, gamma_neg, clip, prediction_as_constant):
 
 def _asl_hyper(gamma_pos, gamma_neg, clip, prediction_as_constant):
   clip = 0.0 if clip is None else clip
-  _inputs.check_range(gamma_pos, "gamma_pos", 0.0)
-  _inputs.check_range(gamma_neg, "gamma_neg", 0.0)
-  _inputs.check_range(clip, "clip", 0.0, 1.0)
   # A traced flag, not a static one: switching it reuses the compiled code.
-  return dict(gamma_pos=_inputs.as_float(gamma_pos),
-              gamma_neg=_inputs.as_float(gamma_neg),
-              clip=_inputs.as_float(clip),
-              prediction_as_constant=jnp.asarray(prediction_as_constant, bool))
+  return dict(gamma_pos=_inputs.scalar(gamma_pos, "gamma_pos", 0.0),
+              gamma_neg=_inputs.scalar(gamma_neg, "gamma_neg", 0.0),
+              clip=_inputs.scalar(clip, "clip", 0.0, 1.0),
+              prediction_as_constant=_inputs.flag(prediction_as_constant,
+                                                  "prediction_as_constant"))
 
 
 @_apply.elementwise_docstring

@@ -23,7 +23,7 @@ def _encouraging_term(parts, bonus_weight, log_end, floor):
   bonus, linear, log_region, one_minus_le = _numerics.conservative_bonus(
       log_p, log1m_p, log_end, floor)
   dbonus = -p * jnp.where(linear, one_minus_p / one_minus_le,
-                          jnp.where(log_region, 1.0, 0.0))
+                          log_region.astype(p.dtype))
   return -log_p + bonus_weight * bonus, -one_minus_p + bonus_weight * dbonus
 
 

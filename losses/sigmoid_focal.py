@@ -15,7 +15,7 @@ def _alpha_weights(alpha):
   if alpha is None:
     return dict(pos_weight=_inputs.as_float(1.0),
                 neg_weight=_inputs.as_float(1.0))
-  alpha = _inputs.as_float(alpha)
+  alpha = _inputs.scalar(alpha, "alpha", 0.0, 1.0)
   return dict(pos_weight=alpha, neg_weight=1.0 - alpha)
 
 
@@ -26,9 +26,8 @@ def _focal(z, t, *, gamma, pos_weight, neg_weight):
 
 
 def _focal_hyper(alpha, gamma):
-  _inputs.check_range(alpha, "alpha", 0.0, 1.0)
-  _inputs.check_range(gamma, "gamma", 0.0)
-  return dict(gamma=_inputs.as_float(gamma), **_alpha_weights(alpha))
+  return dict(gamma=_inputs.scalar(gamma, "gamma", 0.0),
+              **_alpha_weights(alpha))
 
 
 @_apply.elementwise_docstring

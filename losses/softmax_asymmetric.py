@@ -98,12 +98,10 @@ def _integer(logits, labels, gamma_pos, gamma_neg, label_smoothing):
 
 
 def _check(gamma_pos, gamma_neg, label_smoothing):
-  _inputs.check_range(gamma_pos, "gamma_pos", 0.0)
-  _inputs.check_range(gamma_neg, "gamma_neg", 0.0)
-  _inputs.check_range(label_smoothing, "label_smoothing", 0.0, 1.0)
-  return dict(gamma_pos=_inputs.as_float(gamma_pos),
-              gamma_neg=_inputs.as_float(gamma_neg),
-              label_smoothing=_inputs.as_float(label_smoothing))
+  return dict(gamma_pos=_inputs.scalar(gamma_pos, "gamma_pos", 0.0),
+              gamma_neg=_inputs.scalar(gamma_neg, "gamma_neg", 0.0),
+              label_smoothing=_inputs.scalar(label_smoothing,
+                                             "label_smoothing", 0.0, 1.0))
 
 
 def asymmetric_single_label_loss(logits, labels, *, gamma_pos=0.0,
