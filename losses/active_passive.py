@@ -13,6 +13,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 import numpy as np
 
 from losses import _apply
@@ -39,8 +40,9 @@ def _check_floor(floor):
   return _inputs.scalar(floor, "floor", 0.0, 1.0, low_open=True)
 
 
-def reverse_cross_entropy(logits, labels, *, floor=1e-4, axis=-1,
-                          where=None) -> jax.Array:
+def reverse_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
+                          floor: ArrayLike = 1e-4, axis: int = -1,
+                          where: ArrayLike | None = None) -> jax.Array:
   r"""Reverse cross entropy (RCE): cross entropy with ``p`` and ``t`` swapped.
 
   .. math::
@@ -79,14 +81,15 @@ def reverse_cross_entropy(logits, labels, *, floor=1e-4, axis=-1,
                              floor=_check_floor(floor))
 
 
-def reverse_cross_entropy_grad(logits, labels, *, floor=1e-4, axis=-1,
-                               where=None) -> jax.Array:
+def reverse_cross_entropy_grad(logits: ArrayLike, labels: ArrayLike, *,
+                               floor: ArrayLike = 1e-4, axis: int = -1,
+                               where: ArrayLike | None = None) -> jax.Array:
   """Analytic gradient: the softmax Jacobian times ``-log max(t, A)``."""
   return _apply.softmax_gradient(_rce, logits, labels, axis=axis,
                                  where=where, floor=_check_floor(floor))
 
 
-def reverse_cross_entropy_steepness(p, *, floor=1e-4
+def reverse_cross_entropy_steepness(p: ArrayLike, *, floor: ArrayLike = 1e-4
                                     ) -> tuple[jax.Array, jax.Array]:
   """Loss ``-log(A) (1-p)`` and ``dL/dp = log A``, whatever the others hold."""
   p = _inputs.check_probability(p)
@@ -159,11 +162,14 @@ def _check_apl(active, passive, alpha, beta, **terms):
       active_hyper=active_hyper, passive_hyper=passive_hyper)
 
 
-def active_passive_loss(logits, labels, *,
-                        active="normalized_cross_entropy",
-                        passive="reverse_cross_entropy", alpha=1.0, beta=1.0,
-                        gamma=0.5, prediction_as_constant=True, floor=1e-4,
-                        axis=-1, where=None) -> jax.Array:
+def active_passive_loss(logits: ArrayLike, labels: ArrayLike, *,
+                        active: str = "normalized_cross_entropy",
+                        passive: str = "reverse_cross_entropy",
+                        alpha: ArrayLike = 1.0, beta: ArrayLike = 1.0,
+                        gamma: ArrayLike = 0.5,
+                        prediction_as_constant: ArrayLike = True,
+                        floor: ArrayLike = 1e-4, axis: int = -1,
+                        where: ArrayLike | None = None) -> jax.Array:
   r"""Active passive loss (APL): a normalized active loss plus a passive one.
 
   .. math::
@@ -230,11 +236,14 @@ def active_passive_loss(logits, labels, *,
                              **hyper)
 
 
-def active_passive_loss_grad(logits, labels, *,
-                             active="normalized_cross_entropy",
-                             passive="reverse_cross_entropy", alpha=1.0,
-                             beta=1.0, gamma=0.5, prediction_as_constant=True,
-                             floor=1e-4, axis=-1, where=None) -> jax.Array:
+def active_passive_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                             active: str = "normalized_cross_entropy",
+                             passive: str = "reverse_cross_entropy",
+                             alpha: ArrayLike = 1.0, beta: ArrayLike = 1.0,
+                             gamma: ArrayLike = 0.5,
+                             prediction_as_constant: ArrayLike = True,
+                             floor: ArrayLike = 1e-4, axis: int = -1,
+                             where: ArrayLike | None = None) -> jax.Array:
   """Analytic gradient: ``alpha`` and ``beta`` times the terms' gradients."""
   parts, hyper = _check_apl(active, passive, alpha, beta, gamma=gamma,
                             prediction_as_constant=prediction_as_constant,
@@ -243,11 +252,13 @@ def active_passive_loss_grad(logits, labels, *,
                                  where=where, **hyper)
 
 
-def active_passive_loss_steepness(p, *, active="normalized_cross_entropy",
-                                  passive="reverse_cross_entropy", alpha=1.0,
-                                  beta=1.0, gamma=0.5,
-                                  prediction_as_constant=True, floor=1e-4,
-                                  num_classes=10
+def active_passive_loss_steepness(p: ArrayLike, *,
+                                  active: str = "normalized_cross_entropy",
+                                  passive: str = "reverse_cross_entropy",
+                                  alpha: ArrayLike = 1.0, beta: ArrayLike = 1.0,
+                                  gamma: ArrayLike = 0.5,
+                                  prediction_as_constant: ArrayLike = True,
+                                  floor: ArrayLike = 1e-4, num_classes: int = 10
                                   ) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against ``p_y``, the rest spread evenly over C-1
   classes: ``alpha`` and ``beta`` times the terms' curves (the passive ones

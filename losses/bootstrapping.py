@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _numerics
@@ -83,9 +84,10 @@ def _check(beta, mode):
   return _inputs.scalar(beta, "beta", 0.0, 1.0)
 
 
-def bootstrapping_loss(logits, labels, *, beta=None, mode="soft",
-                       prediction_as_constant=False, axis=-1, where=None
-                       ) -> jax.Array:
+def bootstrapping_loss(logits: ArrayLike, labels: ArrayLike, *,
+                       beta: ArrayLike | None = None, mode: str = "soft",
+                       prediction_as_constant: bool = False, axis: int = -1,
+                       where: ArrayLike | None = None) -> jax.Array:
   r"""Soft or hard bootstrapping.
 
   .. math::
@@ -130,9 +132,11 @@ def bootstrapping_loss(logits, labels, *, beta=None, mode="soft",
                              beta=beta)
 
 
-def bootstrapping_loss_grad(logits, labels, *, beta=None, mode="soft",
-                            prediction_as_constant=False, axis=-1,
-                            where=None) -> jax.Array:
+def bootstrapping_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                            beta: ArrayLike | None = None, mode: str = "soft",
+                            prediction_as_constant: bool = False,
+                            axis: int = -1, where: ArrayLike | None = None
+                            ) -> jax.Array:
   """Analytic gradient.
 
   Constant ``q``: ``p (beta sum t + 1 - beta) - (beta t + (1-beta) q)``.
@@ -145,7 +149,8 @@ def bootstrapping_loss_grad(logits, labels, *, beta=None, mode="soft",
       axis=axis, where=where, beta=beta)
 
 
-def bootstrapping_loss_steepness(p, *, beta=None, mode="soft", num_classes=10
+def bootstrapping_loss_steepness(p: ArrayLike, *, beta: ArrayLike | None = None,
+                                 mode: str = "soft", num_classes: int = 10
                                  ) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against ``p_y``, the rest spread evenly over C-1 classes.
 

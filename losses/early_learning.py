@@ -7,6 +7,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 import numpy as np
 
 from losses import _apply
@@ -135,8 +136,9 @@ def _loss_hyperparameters(logits, targets, lam, floor, axis, where):
               lam=_inputs.scalar(lam, "lam", 0.0), floor=_check_floor(floor))
 
 
-def elr_loss(logits, labels, *, targets, lam=3.0, floor=1e-4, axis=-1,
-             where=None) -> jax.Array:
+def elr_loss(logits: ArrayLike, labels: ArrayLike, *, targets: ArrayLike,
+             lam: ArrayLike = 3.0, floor: ArrayLike = 1e-4, axis: int = -1,
+             where: ArrayLike | None = None) -> jax.Array:
   r"""Early-learning regularization: cross entropy plus a pull to ``targets``.
 
   .. math::
@@ -198,8 +200,9 @@ def elr_loss(logits, labels, *, targets, lam=3.0, floor=1e-4, axis=-1,
       **_loss_hyperparameters(logits, targets, lam, floor, axis, where))
 
 
-def elr_loss_grad(logits, labels, *, targets, lam=3.0, floor=1e-4, axis=-1,
-                  where=None) -> jax.Array:
+def elr_loss_grad(logits: ArrayLike, labels: ArrayLike, *, targets: ArrayLike,
+                  lam: ArrayLike = 3.0, floor: ArrayLike = 1e-4, axis: int = -1,
+                  where: ArrayLike | None = None) -> jax.Array:
   r"""Analytic ``d sum(elr_loss) / d logits``.
 
   .. math::
@@ -216,8 +219,8 @@ def elr_loss_grad(logits, labels, *, targets, lam=3.0, floor=1e-4, axis=-1,
       **_loss_hyperparameters(logits, targets, lam, floor, axis, where))
 
 
-def elr_loss_steepness(p, *, lam=3.0, floor=1e-4
-                       ) -> tuple[jax.Array, jax.Array]:
+def elr_loss_steepness(p: ArrayLike, *, lam: ArrayLike = 3.0,
+                       floor: ArrayLike = 1e-4) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against ``p_y`` for a running target ``t = e_y``.
 
   ``L = -log p + lam log(1 - clip(p))``: ``dL/dp = -1/p - lam/(1 - p)``
@@ -251,8 +254,10 @@ def _update_core(targets, logits, beta, floor, where, where_classes, dtype):
   return new.astype(dtype)
 
 
-def elr_update_targets(logits, *, targets, beta=0.7, floor=1e-4, axis=-1,
-                       where=None) -> jax.Array:
+def elr_update_targets(logits: ArrayLike, *, targets: ArrayLike,
+                       beta: ArrayLike = 0.7, floor: ArrayLike = 1e-4,
+                       axis: int = -1, where: ArrayLike | None = None
+                       ) -> jax.Array:
   r"""The running targets after one more prediction: ELR's temporal ensemble.
 
   .. math::

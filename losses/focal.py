@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _numerics
@@ -59,8 +60,9 @@ def _check(logits, gamma, alpha, axis):
   return dict(gamma=_inputs.scalar(gamma, "gamma", 0.0), alpha=alpha)
 
 
-def focal_loss(logits, labels, *, gamma=2.0, alpha=None, axis=-1,
-               where=None) -> jax.Array:
+def focal_loss(logits: ArrayLike, labels: ArrayLike, *, gamma: ArrayLike = 2.0,
+               alpha: ArrayLike | None = None, axis: int = -1,
+               where: ArrayLike | None = None) -> jax.Array:
   r"""Softmax focal loss.
 
   .. math::
@@ -101,16 +103,18 @@ def focal_loss(logits, labels, *, gamma=2.0, alpha=None, axis=-1,
                              **_check(logits, gamma, alpha, axis))
 
 
-def focal_loss_grad(logits, labels, *, gamma=2.0, alpha=None, axis=-1,
-                    where=None) -> jax.Array:
+def focal_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                    gamma: ArrayLike = 2.0, alpha: ArrayLike | None = None,
+                    axis: int = -1, where: ArrayLike | None = None
+                    ) -> jax.Array:
   """Analytic ``d sum(focal_loss) / d logits``, ``[..., C]``."""
   return _apply.softmax_gradient(_focal, logits, labels, axis=axis,
                                  where=where,
                                  **_check(logits, gamma, alpha, axis))
 
 
-def focal_loss_steepness(p, *, gamma=2.0, alpha=1.0
-                         ) -> tuple[jax.Array, jax.Array]:
+def focal_loss_steepness(p: ArrayLike, *, gamma: ArrayLike = 2.0,
+                         alpha: ArrayLike = 1.0) -> tuple[jax.Array, jax.Array]:
   """Loss ``-a (1-p)^g log p`` and ``dL/dp = a [g (1-p)^(g-1) log p - (1-p)^g / p]``."""
   p = jnp.asarray(p, jnp.float32)
   gamma = _inputs.as_float(gamma)

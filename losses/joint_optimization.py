@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _custom_gradient
@@ -181,8 +182,9 @@ def _hyper(logits, alpha, beta, prior, where, where_classes):
               prior=prior, where=where, where_classes=where_classes)
 
 
-def joint_optimization_terms(logits, labels, *, prior=None, axis=-1,
-                             where=None
+def joint_optimization_terms(logits: ArrayLike, labels: ArrayLike, *,
+                             prior: ArrayLike | None = None, axis: int = -1,
+                             where: ArrayLike | None = None
                              ) -> tuple[jax.Array, jax.Array, jax.Array]:
   """The batch terms ``(L_c, L_p, L_e)`` of :func:`joint_optimization_loss`."""
   logits, targets, where, where_classes, prior, _, dtype = _prepare(
@@ -191,8 +193,10 @@ def joint_optimization_terms(logits, labels, *, prior=None, axis=-1,
       logits, targets, prior, where, where_classes))
 
 
-def joint_optimization_loss(logits, labels, *, alpha=1.0, beta=0.5,
-                            prior=None, axis=-1, where=None) -> jax.Array:
+def joint_optimization_loss(logits: ArrayLike, labels: ArrayLike, *,
+                            alpha: ArrayLike = 1.0, beta: ArrayLike = 0.5,
+                            prior: ArrayLike | None = None, axis: int = -1,
+                            where: ArrayLike | None = None) -> jax.Array:
   r"""The Joint Optimization batch loss (a scalar: it needs the batch mean).
 
   .. math::
@@ -250,7 +254,8 @@ def _classification(logits, labels):
   return _soft_kl(targets, log_p), grad
 
 
-def jo_classification_loss(logits, labels, *, axis=-1, where=None
+def jo_classification_loss(logits: ArrayLike, labels: ArrayLike, *,
+                           axis: int = -1, where: ArrayLike | None = None
                            ) -> jax.Array:
   """Per-example ``KL(t_i || p_i)`` (cross entropy minus the targets' entropy).
 
@@ -265,7 +270,8 @@ def jo_classification_loss(logits, labels, *, axis=-1, where=None
                              where=where)
 
 
-def jo_prior_loss(logits, *, prior=None, axis=-1, where=None) -> jax.Array:
+def jo_prior_loss(logits: ArrayLike, *, prior: ArrayLike | None = None,
+                  axis: int = -1, where: ArrayLike | None = None) -> jax.Array:
   """The scalar prior term ``L_p = sum_j P_j log(P_j / p_bar_j)``.
 
   Plain form (``[B, C]`` logits)::
@@ -278,7 +284,8 @@ def jo_prior_loss(logits, *, prior=None, axis=-1, where=None) -> jax.Array:
                                   where=where)[1]
 
 
-def jo_entropy_loss(logits, *, axis=-1, where=None) -> jax.Array:
+def jo_entropy_loss(logits: ArrayLike, *, axis: int = -1,
+                    where: ArrayLike | None = None) -> jax.Array:
   """Per-example prediction entropy ``H_i`` (``L_e`` is its batch mean).
 
   ``where`` per example or per class, as :func:`losses.cross_entropy`.
@@ -299,9 +306,10 @@ def jo_entropy_loss(logits, *, axis=-1, where=None) -> jax.Array:
           else jnp.where(where, entropy, 0.0)).astype(dtype)
 
 
-def joint_optimization_loss_grad(logits, labels, *, alpha=1.0, beta=0.5,
-                                 prior=None, axis=-1, where=None
-                                 ) -> jax.Array:
+def joint_optimization_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                 alpha: ArrayLike = 1.0, beta: ArrayLike = 0.5,
+                                 prior: ArrayLike | None = None, axis: int = -1,
+                                 where: ArrayLike | None = None) -> jax.Array:
   """Analytic ``dL/dz`` of the batch loss, ``[..., C]``.
 
   Derivation: docs/losses.md, section ``joint_optimization_loss``.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 import numpy as np
 
 from losses import _apply
@@ -34,8 +35,9 @@ def _check_q(q):
   return _inputs.scalar(q, "q", 0.0, 1.0, low_open=True)
 
 
-def generalized_cross_entropy(logits, labels, *, q=0.7, axis=-1, where=None
-                              ) -> jax.Array:
+def generalized_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
+                              q: ArrayLike = 0.7, axis: int = -1,
+                              where: ArrayLike | None = None) -> jax.Array:
   r"""Generalized cross entropy (the ``L_q`` loss).
 
   .. math::
@@ -69,14 +71,15 @@ def generalized_cross_entropy(logits, labels, *, q=0.7, axis=-1, where=None
                              q=_check_q(q))
 
 
-def generalized_cross_entropy_grad(logits, labels, *, q=0.7, axis=-1,
-                                   where=None) -> jax.Array:
+def generalized_cross_entropy_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                   q: ArrayLike = 0.7, axis: int = -1,
+                                   where: ArrayLike | None = None) -> jax.Array:
   """Analytic gradient: ``dL/dlog p_k = -t_k p_k^q`` through log-softmax."""
   return _apply.softmax_gradient(_gce, logits, labels, axis=axis,
                                  where=where, q=_check_q(q))
 
 
-def generalized_cross_entropy_steepness(p, *, q=0.7
+def generalized_cross_entropy_steepness(p: ArrayLike, *, q: ArrayLike = 0.7
                                         ) -> tuple[jax.Array, jax.Array]:
   """Loss ``(1 - p^q)/q`` and ``dL/dp = -p^(q-1)``."""
   p = jnp.asarray(p, jnp.float32)
@@ -113,9 +116,10 @@ def _check_sce(alpha, beta, floor):
               floor=_inputs.scalar(floor, "floor", 0.0, 1.0, low_open=True))
 
 
-def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
-                            floor=1e-4, axis=-1, where=None
-                            ) -> jax.Array:
+def symmetric_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
+                            alpha: ArrayLike = 0.1, beta: ArrayLike = 1.0,
+                            floor: ArrayLike = 1e-4, axis: int = -1,
+                            where: ArrayLike | None = None) -> jax.Array:
   r"""Symmetric cross entropy: cross entropy plus reverse cross entropy.
 
   .. math::
@@ -159,17 +163,19 @@ def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
                              **_check_sce(alpha, beta, floor))
 
 
-def symmetric_cross_entropy_grad(logits, labels, *, alpha=0.1, beta=1.0,
-                                 floor=1e-4, axis=-1, where=None
-                            ) -> jax.Array:
+def symmetric_cross_entropy_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                 alpha: ArrayLike = 0.1, beta: ArrayLike = 1.0,
+                                 floor: ArrayLike = 1e-4, axis: int = -1,
+                                 where: ArrayLike | None = None) -> jax.Array:
   """Analytic gradient: ``alpha (p sum t - t)`` plus the softmax Jacobian
   times ``-beta log max(t, A)``."""
   return _apply.softmax_gradient(_sce, logits, labels, axis=axis,
                                  where=where, **_check_sce(alpha, beta, floor))
 
 
-def symmetric_cross_entropy_steepness(p, *, alpha=0.1, beta=1.0,
-                                      floor=1e-4
+def symmetric_cross_entropy_steepness(p: ArrayLike, *, alpha: ArrayLike = 0.1,
+                                      beta: ArrayLike = 1.0,
+                                      floor: ArrayLike = 1e-4
                                       ) -> tuple[jax.Array, jax.Array]:
   """Loss ``-a log p - b log(A)(1-p)`` and ``dL/dp = -a/p + b log A``."""
   p = jnp.asarray(p, jnp.float32)
@@ -230,8 +236,9 @@ def _check_order(order):
   return jnp.asarray(order).astype(jnp.int32)
 
 
-def taylor_cross_entropy(logits, labels, *, order=2, axis=-1, where=None
-                         ) -> jax.Array:
+def taylor_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
+                         order: ArrayLike = 2, axis: int = -1,
+                         where: ArrayLike | None = None) -> jax.Array:
   r"""Taylor cross entropy: the first ``t`` terms of cross entropy's series.
 
   .. math::
@@ -274,15 +281,16 @@ def taylor_cross_entropy(logits, labels, *, order=2, axis=-1, where=None
                              order=_check_order(order))
 
 
-def taylor_cross_entropy_grad(logits, labels, *, order=2, axis=-1,
-                              where=None) -> jax.Array:
+def taylor_cross_entropy_grad(logits: ArrayLike, labels: ArrayLike, *,
+                              order: ArrayLike = 2, axis: int = -1,
+                              where: ArrayLike | None = None) -> jax.Array:
   """Analytic gradient: ``dL/dlog p_k = -t_k (1 - (1-p_k)^t)`` through
   log-softmax."""
   return _apply.softmax_gradient(_taylor, logits, labels, axis=axis,
                                  where=where, order=_check_order(order))
 
 
-def taylor_cross_entropy_steepness(p, *, order=2
+def taylor_cross_entropy_steepness(p: ArrayLike, *, order: ArrayLike = 2
                                    ) -> tuple[jax.Array, jax.Array]:
   """Loss ``sum_{i<=t} (1-p)^i / i`` and ``dL/dp = -sum_{i<t} (1-p)^i``.
 

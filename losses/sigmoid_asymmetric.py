@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _numerics
@@ -89,9 +90,11 @@ def _asl_hyper(gamma_pos, gamma_neg, clip, prediction_as_constant):
 
 
 @_apply.elementwise_docstring
-def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
-                            clip=0.05, prediction_as_constant=False,
-                            where=None) -> jax.Array:
+def sigmoid_asymmetric_loss(logits: ArrayLike, labels: ArrayLike, *,
+                            gamma_pos: ArrayLike = 1.0,
+                            gamma_neg: ArrayLike = 4.0, clip: ArrayLike = 0.05,
+                            prediction_as_constant: ArrayLike = False,
+                            where: ArrayLike | None = None) -> jax.Array:
   r"""Asymmetric loss (ASL) for multi-label classification, per element.
 
   .. math::
@@ -156,10 +159,12 @@ def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
       **_asl_hyper(gamma_pos, gamma_neg, clip, prediction_as_constant))
 
 
-def sigmoid_asymmetric_loss_grad(logits, labels, *, gamma_pos=1.0,
-                                 gamma_neg=4.0, clip=0.05,
-                                 prediction_as_constant=False, where=None
-                                 ) -> jax.Array:
+def sigmoid_asymmetric_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                 gamma_pos: ArrayLike = 1.0,
+                                 gamma_neg: ArrayLike = 4.0,
+                                 clip: ArrayLike = 0.05,
+                                 prediction_as_constant: ArrayLike = False,
+                                 where: ArrayLike | None = None) -> jax.Array:
   """Analytic ``d sum(loss) / d logits``, ``logits.shape``.
 
   A positive: ``(1-p)^g+ (g+ p log p - (1-p))``; a negative with ``p > m``:
@@ -171,10 +176,13 @@ def sigmoid_asymmetric_loss_grad(logits, labels, *, gamma_pos=1.0,
       **_asl_hyper(gamma_pos, gamma_neg, clip, prediction_as_constant))
 
 
-def sigmoid_asymmetric_loss_steepness(p, *, gamma_pos=1.0, gamma_neg=4.0,
-                                      clip=0.05,
-                                      prediction_as_constant=False,
-                                      target=1) -> tuple[jax.Array, jax.Array]:
+def sigmoid_asymmetric_loss_steepness(p: ArrayLike, *,
+                                      gamma_pos: ArrayLike = 1.0,
+                                      gamma_neg: ArrayLike = 4.0,
+                                      clip: ArrayLike = 0.05,
+                                      prediction_as_constant: ArrayLike = False,
+                                      target: ArrayLike = 1
+                                      ) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against the sigmoid probability ``p``.
 
   Positive (``target=1``): ``L = -(1-p)^g+ log p``, ``dL/dp = g+ (1-p)^(g+
