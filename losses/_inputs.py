@@ -184,19 +184,29 @@ def softmax_labels(logits: jax.Array, labels: Any,
                   f"targets, got dtype {labels.dtype}.")
 
 
+def no_class_axis(logits: Any) -> str:
+  """A shape error's last sentence when ``logits`` have one axis, else "".
+
+  A softmax loss reads the only axis of ``[B]`` logits as the classes of
+  one example: an argument of another shape then fails its check for
+  what is the logits' fault.
+  """
+  if jnp.ndim(logits) != 1:
+    return ""
+  n = jnp.shape(logits)[0]
+  return (f" `logits` of shape ({n},) are read as one example of {n} "
+          "classes (a softmax loss's class axis is the last): for a batch, "
+          "give logits of shape [B, C], or, for one binary logit per "
+          "example, use a sigmoid loss.")
+
+
 def _check_class_axis(logits: jax.Array, labels: jax.Array,
                       name: str) -> None:
-  """Raises, naming the logits, when logits without a class axis explain
-  why ``labels`` do not fit: a softmax loss reads the last axis of
-  ``[B]`` logits as ``B`` classes of one example."""
-  if logits.ndim == 1 and labels.ndim >= 1 and labels.shape[:1] == (
-      logits.shape[0],):
-    raise ValueError(
-        f"`logits` of shape {logits.shape} have no class axis: a softmax "
-        f"loss reads their last axis as the classes (one example of "
-        f"{logits.shape[0]} classes), so `{name}` of shape {labels.shape} "
-        "do not fit. Give logits of shape [B, C]; for one binary logit per "
-        "example, use a sigmoid loss.")
+  """Raises, naming the logits first, when ``[B]`` logits read as one
+  example explain why ``labels`` with a leading axis of ``B`` do not fit."""
+  if logits.ndim == 1 and labels.shape[:1] == logits.shape:
+    raise ValueError(no_class_axis(logits).lstrip() + f" `{name}` of shape "
+                     f"{labels.shape} do not fit them.")
 
 
 def sigmoid_targets(logits: jax.Array, labels: Any, where: Any = None,
@@ -301,7 +311,8 @@ def class_vector(value: Any, name: str, logits: Any, axis: int, *,
   vector = as_array(value, name)
   if vector.shape != (num_classes,):
     raise ValueError(f"`{name}` must be a per-class vector of shape "
-                     f"({num_classes},), got shape {vector.shape}.")
+                     f"({num_classes},), got shape {vector.shape}."
+                     + no_class_axis(logits))
   check_range(vector, name, 0.0, low_open=positive)
   # NumPy on the concrete value: a jax array closed over by a jitted
   # function is concrete, but a jnp operation on it inside the trace is not.
@@ -343,12 +354,14 @@ def encouraging_hyperparameters(bonus_weight: Any, log_end: Any, floor: Any
 
 def check_transition_matrix(transition_matrix: Any,
                             num_classes: int | None = None,
-                            name: str = "transition_matrix") -> jax.Array:
+                            name: str = "transition_matrix", *,
+                            hint: str = "") -> jax.Array:
   """Checks a ``[C, C]`` row-stochastic ``T[i, j] = P(noisy = j | clean = i)``.
 
   The shape is always checked; the values (non-negative, finite, rows
   summing to 1 within 1e-5, float32's precision for ``C`` up to thousands)
   when they are concrete. Returns the matrix as an array, unchanged.
+  ``hint`` ends a shape error (:func:`no_class_axis`).
 
   Raises:
     ValueError: naming ``name`` and what is wrong.
@@ -357,10 +370,11 @@ def check_transition_matrix(transition_matrix: Any,
   c = t.shape[0] if num_classes is None and t.ndim else num_classes
   if t.ndim == 2 and t.shape[0] == t.shape[1] and t.shape != (c, c):
     raise ValueError(f"`{name}` is {t.shape[0]}x{t.shape[1]} but there are "
-                     f"{c} classes: it must have shape ({c}, {c}).")
+                     f"{c} classes: it must have shape ({c}, {c})." + hint)
   if t.shape != (c, c):
     raise ValueError(f"`{name}` must be a square matrix of shape ({c}, {c}) "
-                     f"(one row and one column per class), got {t.shape}.")
+                     f"(one row and one column per class), got {t.shape}."
+                     + hint)
   if is_concrete(t):
     tn = np.asarray(t, np.float64)
     if np.any(tn < 0) or np.any(~np.isfinite(tn)):

@@ -146,6 +146,7 @@ def _check_apl(active, passive, alpha, beta, **terms):
       raise ValueError(f"`{name}` must be one of {sorted(allowed)}, got "
                        f"{value!r}.")
   for name, value in terms.items():
+    _inputs.check_scalar(value, name)
     default, owner = _TERM_HYPERPARAMETERS[name]
     if (owner not in (active, passive) and _inputs.is_concrete(value)
         and np.any(np.asarray(value) != default)):

@@ -77,11 +77,14 @@ _VARIANTS = {(mode, const): _variant(mode, const)
              for mode in ("soft", "hard") for const in (False, True)}
 
 
-def _check(beta, mode):
+def _check(beta, mode, prediction_as_constant):
+  """The variant's ``parts`` (static choices) and the checked ``beta``."""
   if mode not in _DEFAULT_BETA:
     raise ValueError(f"`mode` must be 'soft' or 'hard', got {mode!r}.")
+  _inputs.check_scalar(prediction_as_constant, "prediction_as_constant")
   beta = _DEFAULT_BETA[mode] if beta is None else beta
-  return _inputs.scalar(beta, "beta", 0.0, 1.0)
+  return (_VARIANTS[mode, bool(prediction_as_constant)],
+          _inputs.scalar(beta, "beta", 0.0, 1.0))
 
 
 def bootstrapping_loss(logits: ArrayLike, labels: ArrayLike, *,
@@ -126,9 +129,8 @@ def bootstrapping_loss(logits: ArrayLike, labels: ArrayLike, *,
     Reed et al., Training Deep Neural Networks on Noisy Labels with
     Bootstrapping, ICLR 2015 workshop.
   """
-  beta = _check(beta, mode)
-  return _apply.softmax_loss(_VARIANTS[mode, bool(prediction_as_constant)],
-                             logits, labels, axis=axis, where=where,
+  parts, beta = _check(beta, mode, prediction_as_constant)
+  return _apply.softmax_loss(parts, logits, labels, axis=axis, where=where,
                              beta=beta)
 
 
@@ -143,10 +145,9 @@ def bootstrapping_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
   Soft with gradient through ``q``: ``beta (p sum t - t)`` plus
   ``(1-beta)`` times the entropy gradient ``-p (log p + H)``.
   """
-  beta = _check(beta, mode)
-  return _apply.softmax_gradient(
-      _VARIANTS[mode, bool(prediction_as_constant)], logits, labels,
-      axis=axis, where=where, beta=beta)
+  parts, beta = _check(beta, mode, prediction_as_constant)
+  return _apply.softmax_gradient(parts, logits, labels, axis=axis,
+                                 where=where, beta=beta)
 
 
 def bootstrapping_loss_steepness(p: ArrayLike, *, beta: ArrayLike | None = None,
@@ -158,7 +159,7 @@ def bootstrapping_loss_steepness(p: ArrayLike, *, beta: ArrayLike | None = None,
   entropy while ``y`` is the arg max, else the mix with one of the others.
   """
   p = jnp.asarray(p, jnp.float32)
-  beta = _check(beta, mode)
+  _, beta = _check(beta, mode, False)
   c = num_classes
   rest = (1.0 - p) / (c - 1)
   log_p, log_rest = jnp.log(p), jnp.log(rest)

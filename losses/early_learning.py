@@ -73,7 +73,7 @@ def _check_targets(targets, logits):
                     f"average probabilities), got dtype {targets.dtype}.")
   if targets.shape != logits.shape:
     raise ValueError(f"`targets` must have the logits' shape {logits.shape}, "
-                     f"got {targets.shape}.")
+                     f"got {targets.shape}." + _inputs.no_class_axis(logits))
   return targets
 
 

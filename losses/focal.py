@@ -56,7 +56,8 @@ def _check(logits, gamma, alpha, axis):
                           alpha.shape[0] != jnp.shape(logits)[axis]):
       raise ValueError(
           f"`alpha` must be a scalar or a per-class vector of shape "
-          f"({jnp.shape(logits)[axis]},), got shape {alpha.shape}.")
+          f"({jnp.shape(logits)[axis]},), got shape {alpha.shape}."
+          + _inputs.no_class_axis(logits))
   return dict(gamma=_inputs.scalar(gamma, "gamma", 0.0), alpha=alpha)
 
 

@@ -53,7 +53,7 @@ def _check(logits, transition_matrix, axis):
   num_classes = jnp.shape(logits)[_inputs.check_axis(
       jnp.asarray(logits), axis)]
   return _inputs.as_float(_inputs.check_transition_matrix(
-      transition_matrix, num_classes))
+      transition_matrix, num_classes, hint=_inputs.no_class_axis(logits)))
 
 
 def forward_corrected_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,

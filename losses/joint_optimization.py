@@ -168,7 +168,7 @@ def _prepare(logits, labels, where, prior, axis):
     prior = _inputs.as_array(prior, "prior")
     if prior.shape != logits.shape[-1:]:
       raise ValueError(f"`prior` must have shape ({logits.shape[-1]},), got "
-                       f"{prior.shape}.")
+                       f"{prior.shape}." + _inputs.no_class_axis(logits))
     _inputs.check_range(prior, "prior", 0.0, 1.0)
     prior = _inputs.in_compute_dtype(_inputs.as_float(prior), logits.dtype)
   return logits, targets, where, where_classes, prior, axis, dtype

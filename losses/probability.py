@@ -38,8 +38,9 @@ def _mse_integer(logits, labels, scale):
 
 
 def _scale(logits, normalize: bool, axis: int):
+  _inputs.check_scalar(normalize, "normalize")
   return _inputs.as_float(1.0 / jnp.shape(logits)[axis] if normalize
-                              else 1.0)
+                          else 1.0)
 
 
 def probability_mse(logits: ArrayLike, labels: ArrayLike, *,

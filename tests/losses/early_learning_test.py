@@ -329,6 +329,45 @@ class EarlyLearningPropertiesTest(parameterized.TestCase):
       losses.elr_loss(z, np.zeros(B, np.int32))  # pylint: disable=missing-kwoa
 
 
+class HalfPrecisionTargetsTest(parameterized.TestCase):
+  """Running targets kept in half precision, straight from a softmax."""
+
+  @parameterized.parameters(jnp.bfloat16, jnp.float16)
+  def test_a_rounded_softmax_is_accepted(self, dtype):
+    z, y, _, _ = _inputs(soft=False, dtype=np.float32)
+    # Confident rows: the largest probability rounds to 1 and the others
+    # add what the rounding lost (bfloat16: rows summing to 1.003).
+    t = jax.nn.softmax(jnp.asarray(3.0 * z, dtype))
+    self.assertGreater(float(np.max(np.sum(np.asarray(t, np.float64), -1))),
+                       1.0 + 1e-5)
+    for out in (losses.elr_loss(z, y, targets=t),
+                losses.elr_loss_grad(z, y, targets=t),
+                losses.elr_update_targets(z, targets=t)):
+      self.assertTrue(np.all(np.isfinite(np.asarray(out, np.float32))))
+
+  @parameterized.parameters(jnp.float32, jnp.bfloat16, jnp.float16)
+  def test_a_row_summing_to_1_1_is_refused(self, dtype):
+    z, y, _, _ = _inputs(soft=False, dtype=np.float32)
+    t = jnp.asarray(np.full((B, C), 1.1 / C), dtype)
+    with self.assertRaisesRegex(ValueError, "sum to at most 1"):
+      losses.elr_loss(z, y, targets=t)
+    with self.assertRaisesRegex(ValueError, "sum to at most 1"):
+      losses.elr_update_targets(z, targets=t)
+
+
+class UpdateArgumentsTest(absltest.TestCase):
+  """The update takes the logits first, as every function; ``targets`` by
+  name, so swapped arrays fail loudly."""
+
+  def test_the_old_order_and_a_swap_fail(self):
+    z, _, _, targets = _inputs(soft=False, dtype=np.float32)
+    with self.assertRaisesRegex(TypeError, "positional"):
+      losses.elr_update_targets(targets, z)  # pylint: disable=too-many-function-args
+    # Logits passed as the targets: negative values, named.
+    with self.assertRaisesRegex(ValueError, "`targets` must be non-negative"):
+      losses.elr_update_targets(targets, targets=z)
+
+
 _TARGETS = _inputs(soft=False, dtype=np.float32)[3]
 
 
