@@ -171,11 +171,11 @@ class EnableX64Test(parameterized.TestCase):
         want = jax.jit(_value_and_gradient(fn, *arguments(fn)))(z)
       with jax.enable_x64(True):
         program = _value_and_gradient(fn, labels, kwargs)
+        got = jax.jit(program)(z)
         leaked = [v for v in float64_values(jax.make_jaxpr(program)(z).jaxpr)
                   if B in v[1]]
-        self.assertEmpty(leaked, f"{jnp.dtype(dtype).name} logits: float64 "
-                         "values with a batch axis")
-        got = jax.jit(program)(z)
+      self.assertEmpty(leaked, f"{jnp.dtype(dtype).name} logits: float64 "
+                       "values with a batch axis")
       eps = float(jnp.finfo(dtype).eps)
       for out, expected in zip(got, want):
         self.assertEqual(out.dtype, dtype)
