@@ -78,7 +78,7 @@ def in_compute_dtype(tree: Any, dtype: Any) -> Any:
   and a reduction of mixed widths XLA cannot compile). Still traced.
   """
   def cast(x):
-    if x is not None and jnp.issubdtype(jnp.result_type(x), jnp.floating):
+    if jnp.issubdtype(jnp.result_type(x), jnp.floating):
       return jnp.asarray(x).astype(dtype)
     return x
   return jax.tree.map(cast, tree)
@@ -216,9 +216,9 @@ def sigmoid_targets(logits: jax.Array, labels: Any, where: Any = None,
   ``labels`` have the logits' shape, or broadcast to it over the leading
   axes (a ``[C]`` row for every example), or are a scalar (one target for
   every element); a class axis of size 1 never broadcasts, where ``[B, 1]``
-  class indices would broadcast silently. Concrete targets
-  must lie in ``[0, 1]``, except where ``where`` (a per-element mask of the
-  logits' shape, or None) masks them.
+  class indices would broadcast silently. Concrete targets must lie in
+  ``[0, 1]``, except where ``where`` (a per-element mask of the logits'
+  shape, or None) masks them.
   """
   labels = as_array(labels, name)
   if not (labels.dtype == jnp.bool_ or is_integer(labels)
