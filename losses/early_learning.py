@@ -85,6 +85,9 @@ def _row_sum_tolerance(dtype) -> float:
   little further (1.4 epsilon at ``beta = 0.9``); 4 epsilon leaves room
   (0.03 in bfloat16, 0.004 in float16) and still refuses a row summing to
   1.1. Never below 1e-5, float32's room for the running average's sums.
+  Within it ``1 - <t, p~>`` stays above ``0.97 floor`` while no entry
+  exceeds 1 (``<t, p~> <= (1 - floor) t_max + floor (sum t - t_max)``),
+  which rounding to nearest never makes it.
   """
   return max(1e-5, 4.0 * float(jnp.finfo(dtype).eps))
 
