@@ -141,7 +141,8 @@ def compare_targets_with_reference(num_examples=37, num_classes=5, epochs=2,
   @functools.partial(jax.jit, donate_argnums=0)
   def step(state, indices, logits):
     rows = losses.elr_update_targets(
-        label_state.gather(state.targets, indices, mesh), logits, beta=beta)
+        logits, targets=label_state.gather(state.targets, indices, mesh),
+        beta=beta)
     return state._replace(targets=label_state.scatter(
         state.targets, indices, rows, mesh))
 

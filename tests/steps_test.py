@@ -124,8 +124,8 @@ class TrainStepTest(absltest.TestCase):
     # Step 0 by hand: the rows start at zero and take (1 - beta) p~ / sum
     # p~ of this step's logits, which the loss then reads.
     logits = TinyBatchNormNet(nnx.Rngs(0))(jnp.asarray(x[first]), train=True)
-    targets = losses.elr_update_targets(np.zeros((B, C), np.float32), logits,
-                                        beta=0.6)
+    targets = losses.elr_update_targets(
+        logits, targets=np.zeros((B, C), np.float32), beta=0.6)
     expected = losses.elr_loss(logits, noisy[first], targets=targets,
                                lam=5.0)
     self.assertAlmostEqual(step_losses[0], float(jnp.mean(expected)),
