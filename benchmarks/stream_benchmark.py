@@ -106,7 +106,7 @@ def time_device(shape, n: int, batch_size: int, batches: int) -> float:
   data = sharding.put_replicated({"image": x,
                                   "label": np.zeros(n, np.int32)}, mesh)
   order = pipeline.epoch_indices(0, 0, n, batch_size)
-  split = sharding.order_sharding(mesh)
+  split = sharding.eval_sharding(mesh)  # [num_batches, B]: B along 'data'
   order = sharding.put(order, split)
   make = jax.jit(lambda d, o, i, r: pipeline.train_batch(
       d, o[i], r, crop_padding=4, flip=True))

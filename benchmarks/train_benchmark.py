@@ -277,18 +277,16 @@ def measure_model(name: str, batch: int, num_steps: int, repeats: int, *,
     ls = label_state.create(labels[None], num_classes, history=history,
                             mesh=mesh, replicas=True)
     one = {**data, "label": lead(data["label"])}
-    one = jax.device_put(one, sharding.data_shardings(one, mesh,
-                                                      replicas=True))
+    one = jax.device_put(one, sharding.data_shardings(one, mesh))
     step = steps.make_train_step(
         cfg, lead(state), ls, device_input.batches(
             one, mesh, crop_padding=augment[0], flip=augment[1]))
     replica_order = jax.device_put(
-        lead(order), sharding.order_sharding(mesh, replicas=True))
+        lead(order), sharding.order_sharding(mesh))
     sums = jax.device_put(lead(metrics.zeros_like_sums(10)),
                           sharding.by_replica(mesh))
     box = {"carry": step.enter(
-        jax.device_put(lead(state), sharding.replicate(state, mesh,
-                                                       replicas=True)),
+        jax.device_put(lead(state), sharding.split_by_replica(state, mesh)),
         ls, sums)}
 
     def run(i, step=step, box=box):
@@ -314,9 +312,9 @@ def measure_label_update(num_examples: int, history: int = 10,
   clean = jax.device_put(np.pad(labels, (0, rows - num_examples))[None],
                          sharding.rows_sharding(mesh, 2, replicas=True))
   update = steps.make_label_update(mesh, begin=0, mode="soft",
-                                   multi_label=False, replicas=True)
+                                   multi_label=False)
   measure = steps.make_label_metrics(mesh, multi_label=False,
-                                     num_examples=num_examples, replicas=1)
+                                     num_examples=num_examples)
   box = {"labels": ls}
 
   def run(i):

@@ -11,7 +11,7 @@ fit a later change):
   ``stream``): hashes of the labels the run trains and evaluates on, the
   first training batch (images augmented as the dataset's defaults say,
   labels, clean labels, ids), the first validation and test batch, and
-  three training inputs read by row (``Input.read_train``).
+  three training inputs read by row (``Input.read``).
 
 One change moved some of them, on purpose, and says so in the file's
 ``moved``: uint8 pixels scaled in one place, by ``x / 255`` (tfds' reader
@@ -243,7 +243,7 @@ def observe(name: str, pipeline: str, cache: str) -> dict[str, str]:
       for split in ("val", "test"):
         out[f"{split}_images"] = _hash(_first_eval_images(input_, split))
       rows = np.array([0, 1, data.num_train - 1])
-      out["read_train"] = _hash(input_.read_train(rows))
+      out["read_train"] = _hash(input_.read("train", rows))
     finally:
       input_.close()
   return out

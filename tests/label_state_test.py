@@ -141,7 +141,8 @@ def compare_targets_with_reference(num_examples=37, num_classes=5, epochs=2,
   @functools.partial(jax.jit, donate_argnums=0)
   def step(state, indices, logits):
     rows = losses.elr_update_targets(
-        label_state.gather(state.targets, indices, mesh), logits, beta=beta)
+        logits, targets=label_state.gather(state.targets, indices, mesh),
+        beta=beta)
     return state._replace(targets=label_state.scatter(
         state.targets, indices, rows, mesh))
 
@@ -291,8 +292,7 @@ class LabelStateTest(parameterized.TestCase):
     num_examples, num_classes = 10_000, 10
     state = self._filled(1, num_examples, num_classes, 3)
     update = steps.make_label_update(sharding.make_mesh(), begin=1,
-                                     mode="soft", multi_label=False,
-                                     replicas=True)
+                                     mode="soft", multi_label=False)
     stats = update.lower(state, 0).compile().memory_analysis()
     self.assertLess(stats.temp_size_in_bytes, num_examples * 16)
     self.assertGreaterEqual(stats.alias_size_in_bytes,

@@ -44,15 +44,13 @@ def problem(mesh):
   noisy = rng.integers(0, C, N).astype(np.int32)
   data = {"image": rng.normal(size=(N, 6, 1)).astype(np.float32),
           "label": noisy[None], "clean_label": noisy}
-  data = sharding.put(data, sharding.data_shardings(data, mesh,
-                                                   replicas=True))
+  data = sharding.put(data, sharding.data_shardings(data, mesh))
   classifier = models.Classifier.split(TinyBatchNormNet(nnx.Rngs(0)))
   optimizer = optax.sgd(0.1, momentum=0.9)
   state = jax.tree.map(lambda x: np.asarray(x)[None],
                        steps.init_state(classifier, optimizer, seed=0))
   return (noisy, data, classifier, optimizer,
-          sharding.put(state, sharding.replicate(state, mesh,
-                                                 replicas=True)))
+          sharding.put(state, sharding.split_by_replica(state, mesh)))
 
 
 def start(step, state, labels, mesh):
@@ -61,7 +59,7 @@ def start(step, state, labels, mesh):
                       metrics.zeros_like_sums(10))
   sums = sharding.put(sums, sharding.by_replica(mesh))
   order = sharding.put(pipeline.epoch_indices(0, 0, N, B)[None],
-                       sharding.order_sharding(mesh, replicas=True))
+                       sharding.order_sharding(mesh))
   return step.enter(state, labels, sums), order
 
 
@@ -126,8 +124,8 @@ class TrainStepTest(absltest.TestCase):
     # Step 0 by hand: the rows start at zero and take (1 - beta) p~ / sum
     # p~ of this step's logits, which the loss then reads.
     logits = TinyBatchNormNet(nnx.Rngs(0))(jnp.asarray(x[first]), train=True)
-    targets = losses.elr_update_targets(np.zeros((B, C), np.float32), logits,
-                                        beta=0.6)
+    targets = losses.elr_update_targets(
+        logits, targets=np.zeros((B, C), np.float32), beta=0.6)
     expected = losses.elr_loss(logits, noisy[first], targets=targets,
                                lam=5.0)
     self.assertAlmostEqual(step_losses[0], float(jnp.mean(expected)),

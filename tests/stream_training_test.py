@@ -293,7 +293,8 @@ class StreamTrainingTest(absltest.TestCase):
     np.testing.assert_allclose(probs[0], device_probs[0], atol=1e-5)
     # Both write label_issues.csv, a replica column, replica 0 alike (its
     # rows by index: nearly equal scores may rank in another order).
-    issues = [label_issues.read(d) for d in (device_dir, workdir)]
+    issues = [label_issues.read(d, part="train") for d in (device_dir,
+                                                           workdir)]
     for rows in issues:
       self.assertLen(rows, 512)
       self.assertEqual([r["replica"] for r in rows[::256]], ["0", "1"])

@@ -393,7 +393,8 @@ class TrainerTest(parameterized.TestCase):
     issues = [open(os.path.join(w, contract.LABEL_ISSUES_FILE)).read()
               for w in (workdir, resumed)]
     self.assertEqual(issues[0], issues[1])
-    self.assertEqual(issues[0].count("\n"), 1 + 2 * 256)
+    # Both parts of both replicas: 256 training and 200 validation rows.
+    self.assertEqual(issues[0].count("\n"), 1 + 2 * (256 + 200))
 
   @pytest.mark.integration
   def test_instance_noise_trains(self):

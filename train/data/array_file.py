@@ -251,5 +251,5 @@ def open_arrays(*, path: str | None = None, labels_csv: str | None = None,
       path, multi_label)
   own_data.check_class_count(class_names, f"arrays file {path}")
   return own_data.make_splits(
-      x=x, labels=labels, clean_labels=clean, names=names,
+      x=x, labels=labels, clean_labels=clean, own_labels=y, names=names,
       class_names=class_names, multi_label=multi_label, val=val, test=test)

@@ -258,10 +258,10 @@ def main(argv) -> None:
 
 
 if __name__ == "__main__":
-  from absl import app  # pylint: disable=g-import-not-at-top
   from absl import flags  # pylint: disable=g-import-not-at-top
   from ml_collections import config_flags  # pylint: disable=g-import-not-at-top
+  from train import command_line  # pylint: disable=g-import-not-at-top
   config_flags.DEFINE_config_file("config", None, "a config of configs/")
   flags.DEFINE_string("out", None, "output folder (default: the cache)")
   flags.mark_flags_as_required(["config"])
-  app.run(main)
+  command_line.run(main, __doc__)

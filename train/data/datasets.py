@@ -367,7 +367,8 @@ def split(name: str, splits: sources.Splits, *, val_size: int | float = 0.1,
     rest, val_rows = splits.train_rows, None
   else:
     rest, val_rows = sampling.split_rows(
-        train.labels, val_size=val_size, seed=seed, train_size=train_size,
+        train.labels if splits.split_labels is None else splits.split_labels,
+        val_size=val_size, seed=seed, train_size=train_size,
         multi_label=train.multi_label, own_val=val is not None,
         imbalance_ratio=imbalance_ratio, imbalance_order=imbalance_order,
         num_classes=len(train.class_names))

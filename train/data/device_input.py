@@ -43,8 +43,8 @@ def batches(data, mesh: jax.sharding.Mesh, *, crop_padding: int = 0,
   scalar = sharding.replicated(mesh)
   return inputs.Batches(
       data=data,
-      shardings=(sharding.data_shardings(data, mesh, replicas=True),
-                 (sharding.order_sharding(mesh, replicas=True), scalar,
+      shardings=(sharding.data_shardings(data, mesh),
+                 (sharding.order_sharding(mesh), scalar,
                   scalar)),
       axes=({k: 0 if k in sharding.PER_REPLICA_DATA else None for k in data},
             (0, None, None)),
@@ -66,8 +66,7 @@ class DeviceInput:
     train = {"image": data.inputs("train"),
              "label": inputs.by_replica([n.labels for n in noisy]),
              "clean_label": noisy[0].clean_labels}
-    train = sharding.put(train, sharding.data_shardings(train, mesh,
-                                                       replicas=True))
+    train = sharding.put(train, sharding.data_shardings(train, mesh))
     self.batches = batches(train, mesh, crop_padding=data.crop_padding,
                            flip=data.flip)
     self._x = {"train": train["image"]}
@@ -80,7 +79,7 @@ class DeviceInput:
         self.eval_sets[split] = inputs.eval_set(
             labels, *self._order(split, count), mesh)
     self.clean_rows, self.noisy_rows = inputs.label_rows(run_data, mesh)
-    self.read_train = functools.partial(data.inputs, "train")
+    self.read = data.inputs
 
   def _order(self, split: str, count: int | None = None):
     """A split's host ``(order, mask)`` of ``pipeline.eval_indices``."""
@@ -93,8 +92,7 @@ class DeviceInput:
     order = np.stack([pipeline.epoch_indices(
         self.seed + r, epoch, self.num_train, self.batch_size)
                       for r in range(self.replicas)])
-    order = sharding.put(order, sharding.order_sharding(self.mesh,
-                                                        replicas=True))
+    order = sharding.put(order, sharding.order_sharding(self.mesh))
     done = first
     while done < self.steps_per_epoch:
       count = min(self.steps_per_dispatch, self.steps_per_epoch - done)

@@ -324,5 +324,6 @@ def open_folder(*, path: str | None = None, image_size: int | None = None,
     return x[split], split_labels, np.asarray(files, str)
 
   return own_data.make_splits(
-      x=x["train"], labels=labels, clean_labels=clean, names=names,
+      x=x["train"], labels=labels, clean_labels=clean,
+      own_labels=folder_labels, names=names,
       class_names=listing.class_names, val=own("val"), test=own("test"))

@@ -18,8 +18,8 @@ batches. The loop never asks which it has; it reads:
   each epoch (``'val'``, ``'test'``, those with examples);
 * ``clean_rows``, ``noisy_rows``: the training labels padded like the label
   state (the label metrics compare against them);
-* ``read_train(rows)``: training inputs as evaluation sees them (both:
-  ``Dataset.inputs``); ``close()``.
+* ``read(split, rows)``: a split's inputs (``'train'``, ``'val'``) as
+  evaluation sees them (both: ``Dataset.inputs``); ``close()``.
 
 Every label array has a leading replica axis, ``[R, ...]``.
 """
@@ -70,7 +70,7 @@ class Input(Protocol):
 
   def mask(self, split: str) -> np.ndarray: ...
 
-  def read_train(self, rows: np.ndarray) -> np.ndarray: ...
+  def read(self, split: str, rows: np.ndarray) -> np.ndarray: ...
 
   def close(self) -> None: ...
 

@@ -323,27 +323,36 @@ def cut_test(labels: np.ndarray, multi_label: bool
 
 
 def make_splits(*, x: np.ndarray, labels: np.ndarray,
-                clean_labels: np.ndarray | None, names: np.ndarray,
-                class_names: Sequence[str], multi_label: bool = False,
-                val: tuple | None = None,
+                clean_labels: np.ndarray | None, own_labels: np.ndarray,
+                names: np.ndarray, class_names: Sequence[str],
+                multi_label: bool = False, val: tuple | None = None,
                 test: tuple | None = None) -> sources_lib.Splits:
   """The ``Splits`` of a pool.
+
+  The test cut here and the validation split (``datasets.split``) are
+  stratified by the clean label set where there is one, else by the labels
+  the data itself gives (``own_labels``): never by a labels CSV's training
+  labels, so that a run on corrected labels (``label_apply``) tests and
+  validates on the same rows as the run they came from.
 
   Args:
     x, labels, clean_labels, names: the pool: inputs as stored (uint8
       pixels or float32 values), training labels, clean label set (or
       ``None``), sources.
+    own_labels: the labels the data gives (class folders, ``y_train``).
     class_names: the classes.
     multi_label: whether labels are multi-hot.
     val, test: ``(x, labels, names)`` of the data's own validation and
       test sets, or ``None``: validation is split off by
       ``datasets.split``, test cut here (``cut_test``).
   """
+  basis = own_labels if clean_labels is None else clean_labels
   if test is None:
     truth = labels if clean_labels is None else clean_labels
-    rest, rows = cut_test(truth, multi_label)
+    rest, rows = cut_test(basis, multi_label)
     test = (x[rows], truth[rows], names[rows])
     x, labels, names = x[rest], labels[rest], names[rest]
+    basis = basis[rest]
     clean_labels = None if clean_labels is None else clean_labels[rest]
 
   def source(inputs, split_labels, split_names, **clean):
@@ -353,4 +362,5 @@ def make_splits(*, x: np.ndarray, labels: np.ndarray,
 
   return sources_lib.Splits(
       train=source(x, labels, names, clean_labels=clean_labels),
-      val=None if val is None else source(*val), test=source(*test))
+      val=None if val is None else source(*val), test=source(*test),
+      split_labels=basis)

@@ -23,7 +23,7 @@ a numpy array for the data held in memory, a reader of files for the rest
 pixels or float32 values; ``to_input`` makes it the float32 input training
 sees (``images.to_float``, after ``images.fit_image`` where sizes vary),
 and ``read_inputs`` any rows of a source: what the on-device pipeline puts
-on the devices, what a streamed evaluation reads, what ``Input.read_train``
+on the devices, what a streamed evaluation reads, what ``Input.read``
 returns.
 """
 
@@ -134,6 +134,9 @@ class Splits:
       nothing.
     train_rows: then, the training examples' rows in the source's
       training set, where known.
+    split_labels: the labels ``datasets.split`` stratifies the validation
+      split by (a researcher's data: ``own_data.make_splits``, never a
+      labels CSV's); ``None``: ``train.labels``.
   """
 
   train: Source
@@ -145,6 +148,7 @@ class Splits:
   image_size: int | None = None
   as_trained: bool = False
   train_rows: np.ndarray | None = None
+  split_labels: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------------------

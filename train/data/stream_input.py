@@ -95,7 +95,7 @@ class StreamInput:
             labels, self.eval[split].order, self.eval[split].mask, mesh)
     self.clean_rows, self.noisy_rows = inputs.label_rows(run_data, mesh)
     self._train_images = data.train.images
-    self.read_train = functools.partial(data.inputs, "train")
+    self.read = data.inputs
 
   def _reader(self, split: str) -> stream.EvalStream:
     # The training split in order (training probabilities) is opened on
@@ -120,6 +120,9 @@ class StreamInput:
 
   def mask(self, split: str) -> np.ndarray:
     return self._reader(split).mask
+
+  def read(self, split: str, rows: np.ndarray) -> np.ndarray:
+    return read_rows(self._sources[split], self._transform, rows)
 
   def close(self) -> None:
     """Stops the readers' worker processes."""

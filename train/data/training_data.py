@@ -13,7 +13,6 @@ sources gathered onto the mesh (``device_input``), or, with
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 
 import jax
@@ -247,11 +246,11 @@ def compact(run_data: RunData) -> RunData:
   return dataclasses.replace(run_data, dataset=data, train=train)
 
 
-def train_inputs_of(config) -> Callable[[np.ndarray], np.ndarray]:
-  """The training inputs of a finished run's saved ``config`` by row, as
-  evaluation sees them (``Dataset.inputs``): its dataset opened as the run
-  opened it (the noise is not drawn)."""
-  return functools.partial(open_dataset(config).inputs, "train")
+def inputs_of(config) -> Callable[[str, np.ndarray], np.ndarray]:
+  """``read(split, rows)`` (``inputs.Input.read``) for a finished run's
+  saved ``config``: its dataset opened as the run opened it (the noise is
+  not drawn), read as evaluation sees it (``Dataset.inputs``)."""
+  return open_dataset(config).inputs
 
 
 def build(config, mesh: jax.sharding.Mesh
