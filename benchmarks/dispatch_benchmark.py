@@ -37,7 +37,7 @@ from absl import logging
 from benchmarks import train_benchmark
 from configs import common
 from train import models
-from train.loop import epochs
+from train.loop import run as run_lib
 from train.loop import preemption
 from train.objective import stages
 from train.step import steps
@@ -119,8 +119,7 @@ def measure_loop(examples: int, rounds: int) -> None:
   """The second epoch's calls in the loop and back to back, ``rounds``
   times each, interleaved."""
   readings, calls = {"loop": [], "step": []}, []
-  # pylint: disable=protected-access
-  run_epoch = epochs._Run.run_epoch
+  run_epoch = run_lib.Run.run_epoch
 
   def measured(run, epoch, stage, compiled, state, label_state, progress,
                **kwargs):
@@ -153,11 +152,11 @@ def measure_loop(examples: int, rounds: int) -> None:
     return run_epoch(run, epoch, stage, compiled, state, label_state,
                      progress, **kwargs)
 
-  epochs._Run.run_epoch = measured
+  run_lib.Run.run_epoch = measured
   try:
     train_benchmark.epoch_seconds(tiny_config(examples))
   finally:
-    epochs._Run.run_epoch = run_epoch
+    run_lib.Run.run_epoch = run_epoch
   print(f"\nloop: ms per call, MLP width 8, JO, batch 128, {calls[0]} calls "
         "an epoch (minimum over rounds; per round: loop / step)")
   for key, values in readings.items():

@@ -2,6 +2,7 @@ r"""Loss benchmark: value-and-gradient time of every loss, as ratios to optax CE
 
     python -m benchmarks.losses_benchmark [--shapes=4096x1000,4096x10] [--rounds=7]
     python -m benchmarks.losses_benchmark --only='bootstrapping|floor'  # a few rows
+    python -m benchmarks.losses_benchmark --x64 --baseline=../main  # a change
 
 For each loss, ``jax.jit(jax.value_and_grad(mean loss))`` over float32
 logits; all functions are timed in interleaved rounds (one call of each per
@@ -14,9 +15,16 @@ training.
 Losses are also timed as ``jax.grad`` of their plain textbook formula
 ("textbook" rows, from tests/*_reference.py), and the "x textbook" column
 gives the loss's time over that one's, measured in the same rounds.
+``--baseline`` times the library of another checkout (a commit before a
+change) in the same rounds, its rows marked "@baseline", and the
+"x baseline" column gives each loss's time over its baseline's. ``--x64``
+turns on ``jax_enable_x64`` (the logits stay float32), as a program that
+needs float64 elsewhere runs the losses.
 """
 
+import importlib
 import re
+import sys
 import time
 
 from absl import app
@@ -37,13 +45,46 @@ _CALLS = flags.DEFINE_integer("calls", 3, "Calls per sample.")
 _ONLY = flags.DEFINE_string("only", None, "A regular expression: time only "
                             "the losses whose names it matches (and the "
                             "reference, and their textbook rows).")
+_X64 = flags.DEFINE_bool("x64", False, "Turn on jax_enable_x64 (float32 "
+                         "logits all the same).")
+_BASELINE = flags.DEFINE_string("baseline", None, "A checkout of another "
+                                "commit: its `losses` package is timed in "
+                                "the same rounds, rows marked @baseline.")
 
 # Suffix of the rows that time jax.grad of a loss's plain textbook formula
 # (tests/*_reference.py: no custom rule, no stable rewrite).
 TEXTBOOK = " textbook"
+# Suffix of the rows that time the --baseline checkout's library.
+BASELINE = " @baseline"
 
 
-def _softmax_cases(c):
+def _load_library(path):
+  """The ``losses`` package of the checkout at ``path``, beside this one.
+
+  Imported under its own name with this one's modules set aside, then
+  set aside itself: its modules keep their references to each other.
+  """
+  def take_out():
+    return {k: sys.modules.pop(k) for k in list(sys.modules)
+            if k == "losses" or k.startswith("losses.")}
+  ours = take_out()
+  sys.path.insert(0, path)
+  try:
+    library = importlib.import_module("losses")
+  finally:
+    sys.path.remove(path)
+    take_out()
+    sys.modules.update(ours)
+  return library
+
+
+def _is_library_row(name):
+  return not (name.startswith(("optax", "floor:")) or name.endswith(TEXTBOOK))
+
+
+# ``losses`` is this checkout's library or the --baseline one.
+# pylint: disable=redefined-outer-name
+def _softmax_cases(c, losses=losses):
   t_matrix = 0.8 * np.eye(c) + 0.2 / c
   one_hot = lambda y: jax.nn.one_hot(y, c)
   ref = softmax_reference
@@ -177,7 +218,7 @@ def _softmax_cases(c):
   }
 
 
-def _sigmoid_cases(c):
+def _sigmoid_cases(c, losses=losses):
   del c
   ref = sigmoid_reference
   # p - t written exactly (the textbook's σ(z) - 1 keeps no digit of 1 - p
@@ -223,6 +264,9 @@ def _sigmoid_cases(c):
   }
 
 
+# pylint: enable=redefined-outer-name
+
+
 def _count_fusions(compiled) -> int:
   return len(re.findall(r"= \S+ fusion\(", compiled.as_text()))
 
@@ -233,25 +277,39 @@ def _run_shape(b, c):
   y = jnp.asarray(rng.integers(0, c, size=b))
   t = jax.nn.softmax(jnp.asarray(rng.normal(size=(b, c)), jnp.float32))
   multi_hot = jnp.asarray(rng.random((b, c)) < 0.1, jnp.float32)
-  cases = {**{k: (lambda f: lambda z, y, t, mh: f(z, y, t))(f)
-              for k, f in _softmax_cases(c).items()},
-           **{k: (lambda f: lambda z, y, t, mh: f(z, y, mh))(f)
-              for k, f in _sigmoid_cases(c).items()}}
+  libraries = {"": losses}
+  if _BASELINE.value:
+    libraries[BASELINE] = _load_library(_BASELINE.value)
+  cases = {}
+  for suffix, library in libraries.items():
+    for k, f in _softmax_cases(c, library).items():
+      if not suffix or _is_library_row(k):
+        cases[k + suffix] = (lambda f: lambda z, y, t, mh: f(z, y, t))(f)
+    for k, f in _sigmoid_cases(c, library).items():
+      if not suffix or _is_library_row(k):
+        cases[k + suffix] = (lambda f: lambda z, y, t, mh: f(z, y, mh))(f)
   if _ONLY.value:
     keep = {k for k in cases if re.search(_ONLY.value, k)}
     cases = {k: f for k, f in cases.items()
              if k in keep or k == "optax_ce (reference)"
-             or k.removesuffix(TEXTBOOK) in keep}
+             or k.removesuffix(TEXTBOOK) in keep
+             or k.removesuffix(BASELINE) in keep}
   compiled, fusions = {}, {}
   for name, fn in cases.items():
     # Labels and targets are arguments, as in a training step: closed over,
     # they would be constants that XLA folds into the compiled function.
     step = jax.jit(jax.value_and_grad(
         lambda z, y, t, mh, fn=fn: jnp.mean(fn(z, y, t, mh))))
-    compiled[name] = step.lower(z, y, t, multi_hot).compile()
+    try:
+      compiled[name] = step.lower(z, y, t, multi_hot).compile()
+    except jax.errors.JaxRuntimeError as e:  # a baseline's bug, say
+      print(f"  {name}: not timed, XLA rejects it: "
+            f"{str(e).splitlines()[0][:160]}", flush=True)
+      continue
     fusions[name] = _count_fusions(compiled[name])
     jax.block_until_ready(compiled[name](z, y, t, multi_hot))
-  samples = {name: [] for name in cases}
+  print(f"  {len(compiled)} functions compiled; timing", flush=True)
+  samples = {name: [] for name in compiled}
   for r in range(_ROUNDS.value):
     for name, fn in compiled.items():
       start = time.perf_counter()
@@ -265,21 +323,32 @@ def _run_shape(b, c):
   # which differences are real.
   times = {k: np.asarray(v) for k, v in samples.items()}
   ref = times["optax_ce (reference)"]
-  print(f"\nlogits [{b}, {c}] float32, jit(value_and_grad(mean loss)); "
-        f"reference optax CE = 1.00 ({np.median(ref) * 1e3:.2f} ms)")
+  print(f"\nlogits [{b}, {c}] float32"
+        f"{' (jax_enable_x64)' if _X64.value else ''}, "
+        f"jit(value_and_grad(mean loss)); reference optax CE = 1.00 "
+        f"({np.median(ref) * 1e3:.2f} ms)")
   print(f"{'loss':36s} {'x optax CE':>10s} {'p25-p75':>11s} {'fusions':>8s} "
-        f"{'x textbook':>11s}")
-  for name in cases:
+        f"{'x textbook':>11s}"
+        + (f" {'x baseline':>11s} {'p25-p75':>11s}" if _BASELINE.value
+           else ""))
+  for name in compiled:
     textbook = times.get(name + TEXTBOOK)
     vs = (f"{np.median(times[name] / textbook):11.2f}"
           if textbook is not None else f"{'':11s}")
     lo, mid, hi = np.percentile(times[name] / ref, [25, 50, 75])
-    print(f"{name:36s} {mid:10.2f} {lo:5.2f}-{hi:<5.2f} "
-          f"{fusions[name]:8d} {vs}")
+    line = (f"{name:36s} {mid:10.2f} {lo:5.2f}-{hi:<5.2f} "
+            f"{fusions[name]:8d} {vs}")
+    baseline = times.get(name + BASELINE)
+    if baseline is not None:
+      lo, mid, hi = np.percentile(times[name] / baseline, [25, 50, 75])
+      line += f" {mid:11.2f} {lo:5.2f}-{hi:<5.2f}"
+    print(line)
 
 
 def main(argv):
   del argv
+  if _X64.value:
+    jax.config.update("jax_enable_x64", True)
   print(f"jax {jax.__version__} on {jax.devices()[0].platform}")
   for shape in _SHAPES.value:
     b, c = (int(x) for x in shape.split("x"))

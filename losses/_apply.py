@@ -110,8 +110,9 @@ def softmax_loss(parts: Parts, logits, labels, *, axis: int, where,
   """``[...]``: the loss of ``parts`` per example (``axis`` removed)."""
   logits, labels, where, where_classes, _, dtype = prepare_softmax(
       logits, labels, where, axis)
-  return _softmax_value_core(parts, logits, labels, where, where_classes,
-                             hyper).astype(dtype)
+  return _softmax_value_core(
+      parts, logits, labels, where, where_classes,
+      _inputs.in_compute_dtype(hyper, logits.dtype)).astype(dtype)
 
 
 def softmax_gradient(parts: Parts, logits, labels, *, axis: int, where,
@@ -119,8 +120,9 @@ def softmax_gradient(parts: Parts, logits, labels, *, axis: int, where,
   """``d sum(loss) / d logits`` of ``parts``, the logits' shape and dtype."""
   logits, labels, where, where_classes, axis, dtype = prepare_softmax(
       logits, labels, where, axis)
-  g = _softmax_gradient_core(parts, logits, labels, where, where_classes,
-                             hyper).astype(dtype)
+  g = _softmax_gradient_core(
+      parts, logits, labels, where, where_classes,
+      _inputs.in_compute_dtype(hyper, logits.dtype)).astype(dtype)
   return g if axis == g.ndim - 1 else jnp.moveaxis(g, -1, axis)
 
 
@@ -135,10 +137,10 @@ def _prepare_elementwise(logits: Any, labels: Any, where: Any):
   logits = _inputs.check_logits(logits)
   dtype = logits.dtype
   logits = logits.astype(_inputs.compute_dtype(dtype))
-  targets = _inputs.sigmoid_targets(logits, labels)
   per_example, per_element = _inputs.split_where(where, logits.shape)
   if per_example is not None:
     per_element = jnp.broadcast_to(per_example[..., None], logits.shape)
+  targets = _inputs.sigmoid_targets(logits, labels, per_element)
   return logits, targets, per_element, dtype
 
 
@@ -171,16 +173,18 @@ def elementwise_loss(parts: Parts, logits, labels, *, where,
                      **hyper) -> jax.Array:
   """The loss of ``parts`` per element, the logits' shape and dtype."""
   logits, targets, where, dtype = _prepare_elementwise(logits, labels, where)
-  return _elementwise_value_core(parts, logits, targets, where,
-                                 hyper).astype(dtype)
+  return _elementwise_value_core(
+      parts, logits, targets, where,
+      _inputs.in_compute_dtype(hyper, logits.dtype)).astype(dtype)
 
 
 def elementwise_gradient(parts: Parts, logits, labels, *, where,
                          **hyper) -> jax.Array:
   """``d sum(loss) / d logits`` of ``parts``, the logits' shape and dtype."""
   logits, targets, where, dtype = _prepare_elementwise(logits, labels, where)
-  return _elementwise_gradient_core(parts, logits, targets, where,
-                                    hyper).astype(dtype)
+  return _elementwise_gradient_core(
+      parts, logits, targets, where,
+      _inputs.in_compute_dtype(hyper, logits.dtype)).astype(dtype)
 
 
 # The arguments every elementwise loss takes, described once beside the code
@@ -191,8 +195,10 @@ _ELEMENTWISE_ARGS = {
     "logits, labels": """\
 logits: ``[...]`` float logits (half precision is computed in float32
   and the loss returned in the logits' dtype).
-labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``),
-  broadcastable to ``logits.shape``.""",
+labels: binary or multi-hot targets (bool, int or float in ``[0, 1]``,
+  checked where concrete), of ``logits.shape`` or broadcastable to it over
+  the leading axes (a ``[C]`` row for every example) or a scalar; a class
+  axis of size 1 never broadcasts (class indices raise).""",
     "where": """\
 where: optional boolean mask, per example (``logits.shape[:-1]``) or
   per element (broadcastable to ``logits.shape``); masked elements give

@@ -34,9 +34,54 @@ def as_array(x: Any, name: str) -> jax.Array:
 def as_float(x: Any) -> jax.Array:
   """A hyperparameter as a float array, so jit traces it instead of baking it.
 
-  The default float type: float32, or float64 under ``jax_enable_x64``.
+  The default float type: float32, or float64 under ``jax_enable_x64``;
+  :func:`in_compute_dtype` casts it to the logits' before any arithmetic.
   """
   return jnp.asarray(x, dtype=jnp.result_type(float))
+
+
+def scalar(value: Any, name: str, low: float | None = None,
+           high: float | None = None, *, low_open: bool = False,
+           high_open: bool = False) -> jax.Array:
+  """A scalar hyperparameter: its shape, and its range where concrete.
+
+  Returned as a float array (:func:`as_float`), traced under jit. A value
+  per example is a ``jax.vmap`` of the loss, not an array argument: the
+  losses' soft-target paths read every hyperparameter as one number.
+  """
+  check_scalar(value, name)
+  check_range(value, name, low, high, low_open=low_open, high_open=high_open)
+  return as_float(value)
+
+
+def flag(value: Any, name: str) -> jax.Array:
+  """A boolean scalar hyperparameter as a traced array (no recompiling)."""
+  check_scalar(value, name)
+  return jnp.asarray(value, bool)
+
+
+def check_scalar(value: Any, name: str) -> None:
+  """Raises ``ValueError`` naming ``name`` unless ``value`` is a scalar."""
+  shape = jnp.shape(as_array(value, name))
+  if shape:
+    raise ValueError(
+        f"`{name}` must be a scalar, got shape {shape} (for a value per "
+        "example, jax.vmap the loss over the examples).")
+
+
+def in_compute_dtype(tree: Any, dtype: Any) -> Any:
+  """``tree``'s floating-point arrays cast to ``dtype``, the others as given.
+
+  Hyperparameters arrive in the default float type, float64 under
+  ``jax_enable_x64``; cast to the dtype the logits are computed in, they
+  never promote the ``[..., C]`` arithmetic to float64 (twice the work,
+  and a reduction of mixed widths XLA cannot compile). Still traced.
+  """
+  def cast(x):
+    if jnp.issubdtype(jnp.result_type(x), jnp.floating):
+      return jnp.asarray(x).astype(dtype)
+    return x
+  return jax.tree.map(cast, tree)
 
 
 def check_logits(logits: Any, name: str = "logits") -> jax.Array:
@@ -92,7 +137,7 @@ def check_label_range(labels: jax.Array, num_classes: int,
   """
   if not is_concrete(labels) or labels.size == 0:
     return
-  # NumPy, not jnp: under a trace jnp.min of a constant is a tracer.
+  # NumPy, not jnp: under a trace jnp.min of a closed-over array is a tracer.
   values = np.asarray(labels)
   lo, hi = int(values.min()), int(values.max())
   if lo < 0 or hi >= num_classes:
@@ -121,6 +166,7 @@ def softmax_labels(logits: jax.Array, labels: Any,
   num_classes = logits.shape[-1]
   if is_integer(labels):
     if labels.shape != logits.shape[:-1]:
+      _check_class_axis(logits, labels, name)
       raise ValueError(
           f"integer `{name}` must have shape logits.shape[:-1] = "
           f"{logits.shape[:-1]}, got {labels.shape}.")
@@ -128,6 +174,7 @@ def softmax_labels(logits: jax.Array, labels: Any,
     return labels.astype(jnp.int32)
   if jnp.issubdtype(labels.dtype, jnp.floating):
     if labels.shape != logits.shape:
+      _check_class_axis(logits, labels, name)
       raise ValueError(
           f"soft `{name}` must have the logits' shape {logits.shape}, got "
           f"{labels.shape} (pass integer labels of shape {logits.shape[:-1]} "
@@ -137,23 +184,77 @@ def softmax_labels(logits: jax.Array, labels: Any,
                   f"targets, got dtype {labels.dtype}.")
 
 
-def sigmoid_targets(logits: jax.Array, labels: Any,
+def no_class_axis(logits: Any) -> str:
+  """A shape error's last sentence when ``logits`` have one axis, else "".
+
+  A softmax loss reads the only axis of ``[B]`` logits as the classes of
+  one example: an argument of another shape then fails its check for
+  what is the logits' fault.
+  """
+  if jnp.ndim(logits) != 1:
+    return ""
+  n = jnp.shape(logits)[0]
+  return (f" `logits` of shape ({n},) are read as one example of {n} "
+          "classes (a softmax loss's class axis is the last): for a batch, "
+          "give logits of shape [B, C], or, for one binary logit per "
+          "example, use a sigmoid loss.")
+
+
+def _check_class_axis(logits: jax.Array, labels: jax.Array,
+                      name: str) -> None:
+  """Raises, naming the logits first, when ``[B]`` logits read as one
+  example explain why ``labels`` with a leading axis of ``B`` do not fit."""
+  if logits.ndim == 1 and labels.shape[:1] == logits.shape:
+    raise ValueError(no_class_axis(logits).lstrip() + f" `{name}` of shape "
+                     f"{labels.shape} do not fit them.")
+
+
+def sigmoid_targets(logits: jax.Array, labels: Any, where: Any = None,
                     name: str = "labels") -> jax.Array:
-  """Binary or multi-hot targets (bool, int, float) as floats, logits' shape."""
+  """Binary or multi-hot targets (bool, int, float) as floats, logits' shape.
+
+  ``labels`` have the logits' shape, or broadcast to it over the leading
+  axes (a ``[C]`` row for every example), or are a scalar (one target for
+  every element); a class axis of size 1 never broadcasts, where ``[B, 1]``
+  class indices would broadcast silently. Concrete targets must lie in
+  ``[0, 1]``, except where ``where`` (a per-element mask of the logits'
+  shape, or None) masks them.
+  """
   labels = as_array(labels, name)
-  if labels.dtype == jnp.bool_ or is_integer(labels):
-    labels = labels.astype(logits.dtype)
-  elif not jnp.issubdtype(labels.dtype, jnp.floating):
+  if not (labels.dtype == jnp.bool_ or is_integer(labels)
+          or jnp.issubdtype(labels.dtype, jnp.floating)):
     raise TypeError(f"`{name}` must be bool, integer or float, got dtype "
                     f"{labels.dtype}.")
-  try:
-    shape = jnp.broadcast_shapes(labels.shape, logits.shape)
-  except ValueError:
-    shape = None
-  if shape != logits.shape:
+  if not _broadcasts(labels.shape, logits.shape):
     raise ValueError(f"`{name}` of shape {labels.shape} does not broadcast to "
                      f"the logits' shape {logits.shape}.")
+  if labels.ndim and labels.shape[-1] != logits.shape[-1]:
+    raise ValueError(
+        f"`{name}` of shape {labels.shape} must have the logits' last axis "
+        f"({logits.shape[-1]}): one target per element of the logits' shape "
+        f"{logits.shape} (class indices? one-hot them with "
+        f"jax.nn.one_hot(labels, {logits.shape[-1]})).")
+  _check_unit_interval(labels, where, name)
   return jnp.broadcast_to(labels.astype(logits.dtype), logits.shape)
+
+
+def _check_unit_interval(values: jax.Array, where: jax.Array | None,
+                         name: str) -> None:
+  """Raises if concrete targets outside ``where``'s masked entries leave
+  ``[0, 1]`` (NaN included: the loss of an element it reaches is NaN)."""
+  if not is_concrete(values) or (where is not None and not is_concrete(where)):
+    return
+  values = np.broadcast_to(np.asarray(values, np.float64),
+                           np.shape(where) if where is not None
+                           else np.shape(values))
+  if where is not None:
+    values = values[np.asarray(where)]
+  bad = ~((values >= 0.0) & (values <= 1.0))
+  if np.any(bad):
+    raise ValueError(
+        f"`{name}` must be binary or soft targets in [0, 1] (one per "
+        f"element), got {values[bad][0]!r} among {int(np.sum(bad))} value(s) "
+        "outside it.")
 
 
 def _broadcasts(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:
@@ -207,14 +308,17 @@ def class_vector(value: Any, name: str, logits: Any, axis: int, *,
   finiteness when the values are concrete.
   """
   num_classes = jnp.shape(logits)[check_axis(jnp.asarray(logits), axis)]
-  vector = as_float(as_array(value, name))
+  vector = as_array(value, name)
   if vector.shape != (num_classes,):
     raise ValueError(f"`{name}` must be a per-class vector of shape "
-                     f"({num_classes},), got shape {vector.shape}.")
+                     f"({num_classes},), got shape {vector.shape}."
+                     + no_class_axis(logits))
   check_range(vector, name, 0.0, low_open=positive)
-  if is_concrete(vector) and not bool(jnp.all(jnp.isfinite(vector))):
+  # NumPy on the concrete value: a jax array closed over by a jitted
+  # function is concrete, but a jnp operation on it inside the trace is not.
+  if is_concrete(vector) and not np.all(np.isfinite(np.asarray(vector))):
     raise ValueError(f"`{name}` must be finite.")
-  return vector
+  return as_float(vector)
 
 
 def check_probability(p: Any) -> jax.Array:
@@ -243,20 +347,21 @@ def encouraging_hyperparameters(bonus_weight: Any, log_end: Any, floor: Any
   Shared by the softmax and the sigmoid Encouraging Loss. Any real bonus
   weight is meaningful (a negative one penalises confidence).
   """
-  check_range(log_end, "log_end", 0.0, 1.0, low_open=True)
-  check_range(floor, "floor", 0.0, 1.0, high_open=True)
-  return dict(bonus_weight=as_float(bonus_weight), log_end=as_float(log_end),
-              floor=as_float(floor))
+  return dict(bonus_weight=scalar(bonus_weight, "bonus_weight"),
+              log_end=scalar(log_end, "log_end", 0.0, 1.0, low_open=True),
+              floor=scalar(floor, "floor", 0.0, 1.0, high_open=True))
 
 
 def check_transition_matrix(transition_matrix: Any,
                             num_classes: int | None = None,
-                            name: str = "transition_matrix") -> jax.Array:
+                            name: str = "transition_matrix", *,
+                            hint: str = "") -> jax.Array:
   """Checks a ``[C, C]`` row-stochastic ``T[i, j] = P(noisy = j | clean = i)``.
 
   The shape is always checked; the values (non-negative, finite, rows
   summing to 1 within 1e-5, float32's precision for ``C`` up to thousands)
   when they are concrete. Returns the matrix as an array, unchanged.
+  ``hint`` ends a shape error (:func:`no_class_axis`).
 
   Raises:
     ValueError: naming ``name`` and what is wrong.
@@ -265,10 +370,11 @@ def check_transition_matrix(transition_matrix: Any,
   c = t.shape[0] if num_classes is None and t.ndim else num_classes
   if t.ndim == 2 and t.shape[0] == t.shape[1] and t.shape != (c, c):
     raise ValueError(f"`{name}` is {t.shape[0]}x{t.shape[1]} but there are "
-                     f"{c} classes: it must have shape ({c}, {c}).")
+                     f"{c} classes: it must have shape ({c}, {c})." + hint)
   if t.shape != (c, c):
     raise ValueError(f"`{name}` must be a square matrix of shape ({c}, {c}) "
-                     f"(one row and one column per class), got {t.shape}.")
+                     f"(one row and one column per class), got {t.shape}."
+                     + hint)
   if is_concrete(t):
     tn = np.asarray(t, np.float64)
     if np.any(tn < 0) or np.any(~np.isfinite(tn)):

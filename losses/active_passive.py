@@ -13,6 +13,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 import numpy as np
 
 from losses import _apply
@@ -36,12 +37,12 @@ def _rce(logits, labels, *, floor):
 
 
 def _check_floor(floor):
-  _inputs.check_range(floor, "floor", 0.0, 1.0, low_open=True)
-  return _inputs.as_float(floor)
+  return _inputs.scalar(floor, "floor", 0.0, 1.0, low_open=True)
 
 
-def reverse_cross_entropy(logits, labels, *, floor=1e-4, axis=-1,
-                          where=None) -> jax.Array:
+def reverse_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
+                          floor: ArrayLike = 1e-4, axis: int = -1,
+                          where: ArrayLike | None = None) -> jax.Array:
   r"""Reverse cross entropy (RCE): cross entropy with ``p`` and ``t`` swapped.
 
   .. math::
@@ -80,14 +81,15 @@ def reverse_cross_entropy(logits, labels, *, floor=1e-4, axis=-1,
                              floor=_check_floor(floor))
 
 
-def reverse_cross_entropy_grad(logits, labels, *, floor=1e-4, axis=-1,
-                               where=None) -> jax.Array:
+def reverse_cross_entropy_grad(logits: ArrayLike, labels: ArrayLike, *,
+                               floor: ArrayLike = 1e-4, axis: int = -1,
+                               where: ArrayLike | None = None) -> jax.Array:
   """Analytic gradient: the softmax Jacobian times ``-log max(t, A)``."""
   return _apply.softmax_gradient(_rce, logits, labels, axis=axis,
                                  where=where, floor=_check_floor(floor))
 
 
-def reverse_cross_entropy_steepness(p, *, floor=1e-4
+def reverse_cross_entropy_steepness(p: ArrayLike, *, floor: ArrayLike = 1e-4
                                     ) -> tuple[jax.Array, jax.Array]:
   """Loss ``-log(A) (1-p)`` and ``dL/dp = log A``, whatever the others hold."""
   p = _inputs.check_probability(p)
@@ -143,9 +145,8 @@ def _check_apl(active, passive, alpha, beta, **terms):
     if value not in allowed:
       raise ValueError(f"`{name}` must be one of {sorted(allowed)}, got "
                        f"{value!r}.")
-  _inputs.check_range(alpha, "alpha", 0.0)
-  _inputs.check_range(beta, "beta", 0.0)
   for name, value in terms.items():
+    _inputs.check_scalar(value, name)
     default, owner = _TERM_HYPERPARAMETERS[name]
     if (owner not in (active, passive) and _inputs.is_concrete(value)
         and np.any(np.asarray(value) != default)):
@@ -157,15 +158,19 @@ def _check_apl(active, passive, alpha, beta, **terms):
   passive_hyper = (dict(floor=_check_floor(terms["floor"]))
                    if passive == "reverse_cross_entropy" else {})
   return _pair(active, passive), dict(
-      alpha=_inputs.as_float(alpha), beta=_inputs.as_float(beta),
+      alpha=_inputs.scalar(alpha, "alpha", 0.0),
+      beta=_inputs.scalar(beta, "beta", 0.0),
       active_hyper=active_hyper, passive_hyper=passive_hyper)
 
 
-def active_passive_loss(logits, labels, *,
-                        active="normalized_cross_entropy",
-                        passive="reverse_cross_entropy", alpha=1.0, beta=1.0,
-                        gamma=0.5, prediction_as_constant=True, floor=1e-4,
-                        axis=-1, where=None) -> jax.Array:
+def active_passive_loss(logits: ArrayLike, labels: ArrayLike, *,
+                        active: str = "normalized_cross_entropy",
+                        passive: str = "reverse_cross_entropy",
+                        alpha: ArrayLike = 1.0, beta: ArrayLike = 1.0,
+                        gamma: ArrayLike = 0.5,
+                        prediction_as_constant: ArrayLike = True,
+                        floor: ArrayLike = 1e-4, axis: int = -1,
+                        where: ArrayLike | None = None) -> jax.Array:
   r"""Active passive loss (APL): a normalized active loss plus a passive one.
 
   .. math::
@@ -232,11 +237,14 @@ def active_passive_loss(logits, labels, *,
                              **hyper)
 
 
-def active_passive_loss_grad(logits, labels, *,
-                             active="normalized_cross_entropy",
-                             passive="reverse_cross_entropy", alpha=1.0,
-                             beta=1.0, gamma=0.5, prediction_as_constant=True,
-                             floor=1e-4, axis=-1, where=None) -> jax.Array:
+def active_passive_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                             active: str = "normalized_cross_entropy",
+                             passive: str = "reverse_cross_entropy",
+                             alpha: ArrayLike = 1.0, beta: ArrayLike = 1.0,
+                             gamma: ArrayLike = 0.5,
+                             prediction_as_constant: ArrayLike = True,
+                             floor: ArrayLike = 1e-4, axis: int = -1,
+                             where: ArrayLike | None = None) -> jax.Array:
   """Analytic gradient: ``alpha`` and ``beta`` times the terms' gradients."""
   parts, hyper = _check_apl(active, passive, alpha, beta, gamma=gamma,
                             prediction_as_constant=prediction_as_constant,
@@ -245,11 +253,13 @@ def active_passive_loss_grad(logits, labels, *,
                                  where=where, **hyper)
 
 
-def active_passive_loss_steepness(p, *, active="normalized_cross_entropy",
-                                  passive="reverse_cross_entropy", alpha=1.0,
-                                  beta=1.0, gamma=0.5,
-                                  prediction_as_constant=True, floor=1e-4,
-                                  num_classes=10
+def active_passive_loss_steepness(p: ArrayLike, *,
+                                  active: str = "normalized_cross_entropy",
+                                  passive: str = "reverse_cross_entropy",
+                                  alpha: ArrayLike = 1.0, beta: ArrayLike = 1.0,
+                                  gamma: ArrayLike = 0.5,
+                                  prediction_as_constant: ArrayLike = True,
+                                  floor: ArrayLike = 1e-4, num_classes: int = 10
                                   ) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against ``p_y``, the rest spread evenly over C-1
   classes: ``alpha`` and ``beta`` times the terms' curves (the passive ones

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _numerics
@@ -76,17 +77,20 @@ _VARIANTS = {(mode, const): _variant(mode, const)
              for mode in ("soft", "hard") for const in (False, True)}
 
 
-def _check(beta, mode):
+def _check(beta, mode, prediction_as_constant):
+  """The variant's ``parts`` (static choices) and the checked ``beta``."""
   if mode not in _DEFAULT_BETA:
     raise ValueError(f"`mode` must be 'soft' or 'hard', got {mode!r}.")
+  _inputs.check_scalar(prediction_as_constant, "prediction_as_constant")
   beta = _DEFAULT_BETA[mode] if beta is None else beta
-  _inputs.check_range(beta, "beta", 0.0, 1.0)
-  return _inputs.as_float(beta)
+  return (_VARIANTS[mode, bool(prediction_as_constant)],
+          _inputs.scalar(beta, "beta", 0.0, 1.0))
 
 
-def bootstrapping_loss(logits, labels, *, beta=None, mode="soft",
-                       prediction_as_constant=False, axis=-1, where=None
-                       ) -> jax.Array:
+def bootstrapping_loss(logits: ArrayLike, labels: ArrayLike, *,
+                       beta: ArrayLike | None = None, mode: str = "soft",
+                       prediction_as_constant: bool = False, axis: int = -1,
+                       where: ArrayLike | None = None) -> jax.Array:
   r"""Soft or hard bootstrapping.
 
   .. math::
@@ -125,28 +129,29 @@ def bootstrapping_loss(logits, labels, *, beta=None, mode="soft",
     Reed et al., Training Deep Neural Networks on Noisy Labels with
     Bootstrapping, ICLR 2015 workshop.
   """
-  beta = _check(beta, mode)
-  return _apply.softmax_loss(_VARIANTS[mode, bool(prediction_as_constant)],
-                             logits, labels, axis=axis, where=where,
+  parts, beta = _check(beta, mode, prediction_as_constant)
+  return _apply.softmax_loss(parts, logits, labels, axis=axis, where=where,
                              beta=beta)
 
 
-def bootstrapping_loss_grad(logits, labels, *, beta=None, mode="soft",
-                            prediction_as_constant=False, axis=-1,
-                            where=None) -> jax.Array:
+def bootstrapping_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                            beta: ArrayLike | None = None, mode: str = "soft",
+                            prediction_as_constant: bool = False,
+                            axis: int = -1, where: ArrayLike | None = None
+                            ) -> jax.Array:
   """Analytic gradient.
 
   Constant ``q``: ``p (beta sum t + 1 - beta) - (beta t + (1-beta) q)``.
   Soft with gradient through ``q``: ``beta (p sum t - t)`` plus
   ``(1-beta)`` times the entropy gradient ``-p (log p + H)``.
   """
-  beta = _check(beta, mode)
-  return _apply.softmax_gradient(
-      _VARIANTS[mode, bool(prediction_as_constant)], logits, labels,
-      axis=axis, where=where, beta=beta)
+  parts, beta = _check(beta, mode, prediction_as_constant)
+  return _apply.softmax_gradient(parts, logits, labels, axis=axis,
+                                 where=where, beta=beta)
 
 
-def bootstrapping_loss_steepness(p, *, beta=None, mode="soft", num_classes=10
+def bootstrapping_loss_steepness(p: ArrayLike, *, beta: ArrayLike | None = None,
+                                 mode: str = "soft", num_classes: int = 10
                                  ) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against ``p_y``, the rest spread evenly over C-1 classes.
 
@@ -154,7 +159,7 @@ def bootstrapping_loss_steepness(p, *, beta=None, mode="soft", num_classes=10
   entropy while ``y`` is the arg max, else the mix with one of the others.
   """
   p = jnp.asarray(p, jnp.float32)
-  beta = _check(beta, mode)
+  _, beta = _check(beta, mode, False)
   c = num_classes
   rest = (1.0 - p) / (c - 1)
   log_p, log_rest = jnp.log(p), jnp.log(rest)

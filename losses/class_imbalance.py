@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _inputs
@@ -22,7 +23,8 @@ from losses import _numerics
 # --------------------------------------------------------------------------
 # The class-balanced weights.
 # --------------------------------------------------------------------------
-def class_balanced_weights(class_counts, *, beta=0.9999) -> jax.Array:
+def class_balanced_weights(class_counts: ArrayLike, *, beta: ArrayLike = 0.9999
+                           ) -> jax.Array:
   r"""Class weights from the effective number of examples, mean 1.
 
   .. math::
@@ -51,8 +53,8 @@ def class_balanced_weights(class_counts, *, beta=0.9999) -> jax.Array:
     raise ValueError(f"`class_counts` must be a vector [C], got shape "
                      f"{counts.shape}.")
   _inputs.check_range(counts, "class_counts", 0.0, low_open=True)
-  _inputs.check_range(beta, "beta", 0.0, 1.0)
-  return _numerics.balanced_class_weights(counts, _inputs.as_float(beta))
+  return _numerics.balanced_class_weights(
+      counts, _inputs.scalar(beta, "beta", 0.0, 1.0))
 
 
 # --------------------------------------------------------------------------
@@ -69,16 +71,17 @@ def _logit_adjusted(logits, labels, *, log_prior, tau):
 
 
 def _adjustment(logits, prior, tau, axis):
-  _inputs.check_range(tau, "tau", 0.0)
   if prior is None:
     prior = jnp.ones(jnp.shape(logits)[_inputs.check_axis(
         jnp.asarray(logits), axis)])
   prior = _inputs.class_vector(prior, "prior", logits, axis, positive=True)
-  return dict(log_prior=jnp.log(prior), tau=_inputs.as_float(tau))
+  return dict(log_prior=jnp.log(prior), tau=_inputs.scalar(tau, "tau", 0.0))
 
 
-def logit_adjusted_cross_entropy(logits, labels, *, prior, tau=1.0, axis=-1,
-                                 where=None) -> jax.Array:
+def logit_adjusted_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
+                                 prior: ArrayLike, tau: ArrayLike = 1.0,
+                                 axis: int = -1, where: ArrayLike | None = None
+                                 ) -> jax.Array:
   r"""Cross entropy of the logits shifted by the log training prior.
 
   .. math::
@@ -121,8 +124,11 @@ def logit_adjusted_cross_entropy(logits, labels, *, prior, tau=1.0, axis=-1,
                              **_adjustment(logits, prior, tau, axis))
 
 
-def logit_adjusted_cross_entropy_grad(logits, labels, *, prior, tau=1.0,
-                                      axis=-1, where=None) -> jax.Array:
+def logit_adjusted_cross_entropy_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                      prior: ArrayLike, tau: ArrayLike = 1.0,
+                                      axis: int = -1,
+                                      where: ArrayLike | None = None
+                                      ) -> jax.Array:
   """Analytic gradient: ``q sum(t) - t``, ``q = softmax(z + tau log pi)``."""
   return _apply.softmax_gradient(_logit_adjusted, logits, labels, axis=axis,
                                  where=where,
@@ -150,8 +156,9 @@ def _class_weighted(logits, labels, *, class_weights):
   return -jnp.sum(_numerics.xlogp(weighted, log_p), axis=-1), grad
 
 
-def class_weighted_cross_entropy(logits, labels, *, class_weights, axis=-1,
-                                 where=None) -> jax.Array:
+def class_weighted_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
+                                 class_weights: ArrayLike, axis: int = -1,
+                                 where: ArrayLike | None = None) -> jax.Array:
   r"""Cross entropy with each class's loss scaled by its weight.
 
   .. math::
@@ -188,8 +195,10 @@ def class_weighted_cross_entropy(logits, labels, *, class_weights, axis=-1,
                                          logits, axis, positive=False))
 
 
-def class_weighted_cross_entropy_grad(logits, labels, *, class_weights,
-                                      axis=-1, where=None) -> jax.Array:
+def class_weighted_cross_entropy_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                      class_weights: ArrayLike, axis: int = -1,
+                                      where: ArrayLike | None = None
+                                      ) -> jax.Array:
   """Analytic gradient: ``p sum(t w) - t w`` (``w_y (p - e_y)`` one-hot)."""
   return _apply.softmax_gradient(
       _class_weighted, logits, labels, axis=axis, where=where,
@@ -197,7 +206,8 @@ def class_weighted_cross_entropy_grad(logits, labels, *, class_weights,
                                          logits, axis, positive=False))
 
 
-def class_weighted_cross_entropy_steepness(p, *, weight=1.0
+def class_weighted_cross_entropy_steepness(p: ArrayLike, *,
+                                           weight: ArrayLike = 1.0
                                            ) -> tuple[jax.Array, jax.Array]:
   """Loss ``-w log p`` and ``dL/dp = -w/p``, target class of weight ``w``."""
   p = jnp.asarray(p, jnp.float32)
@@ -207,13 +217,13 @@ def class_weighted_cross_entropy_steepness(p, *, weight=1.0
 def _counts_to_weights(logits, class_counts, beta, axis):
   counts = _inputs.class_vector(class_counts, "class_counts", logits, axis,
                                 positive=True)
-  _inputs.check_range(beta, "beta", 0.0, 1.0)
-  return counts, _inputs.as_float(beta)
+  return counts, _inputs.scalar(beta, "beta", 0.0, 1.0)
 
 
-def class_balanced_cross_entropy(logits, labels, *, class_counts,
-                                 beta=0.9999, axis=-1, where=None
-                                 ) -> jax.Array:
+def class_balanced_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
+                                 class_counts: ArrayLike,
+                                 beta: ArrayLike = 0.9999, axis: int = -1,
+                                 where: ArrayLike | None = None) -> jax.Array:
   r"""Class-weighted cross entropy with the class-balanced weights of counts.
 
   .. math::
@@ -246,8 +256,10 @@ def class_balanced_cross_entropy(logits, labels, *, class_counts,
                              where=where, class_counts=counts, beta=beta)
 
 
-def class_balanced_cross_entropy_grad(logits, labels, *, class_counts,
-                                      beta=0.9999, axis=-1, where=None
+def class_balanced_cross_entropy_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                      class_counts: ArrayLike,
+                                      beta: ArrayLike = 0.9999, axis: int = -1,
+                                      where: ArrayLike | None = None
                                       ) -> jax.Array:
   """Analytic gradient: that of :func:`class_weighted_cross_entropy`."""
   counts, beta = _counts_to_weights(logits, class_counts, beta, axis)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _numerics
@@ -41,12 +42,12 @@ def _ce_integer(logits, labels, label_smoothing):
 
 
 def _check_smoothing(label_smoothing):
-  _inputs.check_range(label_smoothing, "label_smoothing", 0.0, 1.0)
-  return _inputs.as_float(label_smoothing)
+  return _inputs.scalar(label_smoothing, "label_smoothing", 0.0, 1.0)
 
 
-def cross_entropy(logits, labels, *, label_smoothing=0.0, axis=-1,
-                  where=None) -> jax.Array:
+def cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
+                  label_smoothing: ArrayLike = 0.0, axis: int = -1,
+                  where: ArrayLike | None = None) -> jax.Array:
   r"""Softmax cross entropy with integer labels or soft targets.
 
   .. math::
@@ -97,15 +98,16 @@ def cross_entropy(logits, labels, *, label_smoothing=0.0, axis=-1,
       label_smoothing=_check_smoothing(label_smoothing))
 
 
-def cross_entropy_grad(logits, labels, *, label_smoothing=0.0, axis=-1,
-                       where=None) -> jax.Array:
+def cross_entropy_grad(logits: ArrayLike, labels: ArrayLike, *,
+                       label_smoothing: ArrayLike = 0.0, axis: int = -1,
+                       where: ArrayLike | None = None) -> jax.Array:
   """Analytic ``d sum(cross_entropy) / d logits``: ``p sum(t~) - t~``."""
   return _apply.softmax_gradient(
       _cross_entropy, logits, labels, axis=axis, where=where,
       label_smoothing=_check_smoothing(label_smoothing))
 
 
-def cross_entropy_steepness(p) -> tuple[jax.Array, jax.Array]:
+def cross_entropy_steepness(p: ArrayLike) -> tuple[jax.Array, jax.Array]:
   """Loss ``-log p`` and steepness ``dL/dp = -1/p`` against the target probability."""
   p = jnp.asarray(p, jnp.float32)
   return -jnp.log(p), -1.0 / p
@@ -132,8 +134,9 @@ def _poly1_terms(log_p, log1m_p, *, epsilon):
   return -log_p + epsilon * one_minus_p, one_minus_p * (1.0 + epsilon * p)
 
 
-def poly1_loss(logits, labels, *, epsilon=2.0, axis=-1, where=None
-               ) -> jax.Array:
+def poly1_loss(logits: ArrayLike, labels: ArrayLike, *,
+               epsilon: ArrayLike = 2.0, axis: int = -1,
+               where: ArrayLike | None = None) -> jax.Array:
   r"""Poly-1: cross entropy plus a linear term in the target probability.
 
   .. math::
@@ -168,18 +171,20 @@ def poly1_loss(logits, labels, *, epsilon=2.0, axis=-1, where=None
     Classification Loss Functions, ICLR 2022.
   """
   return _apply.softmax_loss(_poly1, logits, labels, axis=axis, where=where,
-                             epsilon=_inputs.as_float(epsilon))
+                             epsilon=_inputs.scalar(epsilon, "epsilon"))
 
 
-def poly1_loss_grad(logits, labels, *, epsilon=2.0, axis=-1, where=None
-                    ) -> jax.Array:
+def poly1_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                    epsilon: ArrayLike = 2.0, axis: int = -1,
+                    where: ArrayLike | None = None) -> jax.Array:
   """Analytic gradient: ``dL/dlog p_k = -t_k (1 + eps p_k)`` through log-softmax."""
   return _apply.softmax_gradient(_poly1, logits, labels, axis=axis,
                                  where=where,
-                                 epsilon=_inputs.as_float(epsilon))
+                                 epsilon=_inputs.scalar(epsilon, "epsilon"))
 
 
-def poly1_loss_steepness(p, *, epsilon=2.0) -> tuple[jax.Array, jax.Array]:
+def poly1_loss_steepness(p: ArrayLike, *, epsilon: ArrayLike = 2.0
+                         ) -> tuple[jax.Array, jax.Array]:
   """Loss ``-log p + eps (1-p)`` and ``dL/dp = -1/p - eps``."""
   p = jnp.asarray(p, jnp.float32)
   return -jnp.log(p) + epsilon * (1.0 - p), -1.0 / p - epsilon

@@ -7,6 +7,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 import numpy as np
 
 from losses import _apply
@@ -61,8 +62,7 @@ def _elr(logits, labels, *, targets, lam, floor):
 
 
 def _check_floor(floor):
-  _inputs.check_range(floor, "floor", 0.0, 0.5, high_open=True)
-  return _inputs.as_float(floor)
+  return _inputs.scalar(floor, "floor", 0.0, 0.5, high_open=True)
 
 
 def _check_targets(targets, logits):
@@ -73,17 +73,33 @@ def _check_targets(targets, logits):
                     f"average probabilities), got dtype {targets.dtype}.")
   if targets.shape != logits.shape:
     raise ValueError(f"`targets` must have the logits' shape {logits.shape}, "
-                     f"got {targets.shape}.")
+                     f"got {targets.shape}." + _inputs.no_class_axis(logits))
   return targets
 
 
-def _check_target_values(targets):
+def _row_sum_tolerance(dtype) -> float:
+  """How far above 1 a row of running targets in ``dtype`` may sum.
+
+  Rounding: a softmax rounded to bfloat16 or float16 sums to within 0.75
+  of the dtype's epsilon of 1, and a running average of such rows drifts a
+  little further (1.4 epsilon at ``beta = 0.9``); 4 epsilon leaves room
+  (0.03 in bfloat16, 0.004 in float16) and still refuses a row summing to
+  1.1. Never below 1e-5, float32's room for the running average's sums.
+  Within it ``1 - <t, p~>`` stays above ``0.97 floor`` while no entry
+  exceeds 1 (``<t, p~> <= (1 - floor) t_max + floor (sum t - t_max)``),
+  which rounding to nearest never makes it.
+  """
+  return max(1e-5, 4.0 * float(jnp.finfo(dtype).eps))
+
+
+def _check_target_values(targets, dtype):
   """Where concrete: non-negative rows (class axis last) that sum to at most 1.
 
   A row summing to more than 1 can make ``1 - <t, p~>`` negative, the log
   of a negative number; a running average of distributions sums to
-  ``1 - beta^n <= 1`` (1e-5 leaves room for float32 rounding). NaN passes
-  (the caller's own, or padding in a masked class).
+  ``1 - beta^n <= 1``, up to the rounding of ``dtype``, the targets' own
+  (:func:`_row_sum_tolerance`). NaN passes (the caller's own, or padding in
+  a masked class).
   """
   if not _inputs.is_concrete(targets) or not targets.size:
     return
@@ -93,10 +109,12 @@ def _check_target_values(targets):
     raise ValueError(f"`targets` must be non-negative, got a minimum of "
                      f"{low:.6g}.")
   top = float(np.max(np.nansum(values, axis=-1)))
-  if not top <= 1.0 + 1e-5:
+  tolerance = _row_sum_tolerance(dtype)
+  if not top <= 1.0 + tolerance:
     raise ValueError(f"every row of `targets` must sum to at most 1 (a "
-                     f"running average of probabilities), got a row summing "
-                     f"to {top:.6g}.")
+                     f"running average of probabilities; {tolerance:.2g} "
+                     f"of rounding allowed in {np.dtype(dtype).name}), got a "
+                     f"row summing to {top:.6g}.")
 
 
 def _loss_hyperparameters(logits, targets, lam, floor, axis, where):
@@ -105,7 +123,9 @@ def _loss_hyperparameters(logits, targets, lam, floor, axis, where):
   checked ``lam`` and ``floor``."""
   logits = _inputs.check_logits(logits)
   axis = _inputs.check_axis(logits, axis)
-  targets = jnp.moveaxis(_check_targets(targets, logits), axis, -1).astype(
+  targets = _check_targets(targets, logits)
+  dtype = targets.dtype
+  targets = jnp.moveaxis(targets, axis, -1).astype(
       _inputs.compute_dtype(logits.dtype))
   # A per-example mask: its rows may be padding, even NaN; zero them before
   # the arithmetic, as the logits of masked rows are. (A per-class mask is a
@@ -114,14 +134,14 @@ def _loss_hyperparameters(logits, targets, lam, floor, axis, where):
     rows, _ = _inputs.split_where(where, targets.shape)
     if rows is not None:
       targets = jnp.where(rows[..., None], targets, 0.0)
-  _check_target_values(targets)
-  _inputs.check_range(lam, "lam", 0.0)
+  _check_target_values(targets, dtype)
   return dict(targets=jax.lax.stop_gradient(targets),
-              lam=_inputs.as_float(lam), floor=_check_floor(floor))
+              lam=_inputs.scalar(lam, "lam", 0.0), floor=_check_floor(floor))
 
 
-def elr_loss(logits, labels, *, targets, lam=3.0, floor=1e-4, axis=-1,
-             where=None) -> jax.Array:
+def elr_loss(logits: ArrayLike, labels: ArrayLike, *, targets: ArrayLike,
+             lam: ArrayLike = 3.0, floor: ArrayLike = 1e-4, axis: int = -1,
+             where: ArrayLike | None = None) -> jax.Array:
   r"""Early-learning regularization: cross entropy plus a pull to ``targets``.
 
   .. math::
@@ -138,7 +158,8 @@ def elr_loss(logits, labels, *, targets, lam=3.0, floor=1e-4, axis=-1,
 
   As in the official code, the step updates ``t`` with the batch's own
   prediction first and then evaluates the loss with the updated ``t``:
-  ``targets = elr_update_targets(targets, logits)`` before this call.
+  ``targets = elr_update_targets(logits, targets=targets)`` before this
+  call.
 
   With ``t = e_y`` (a target that agrees with the label) the regularizer is
   the Encouraging Loss's bonus ``lam log(1 - p_y)``, floored at
@@ -182,8 +203,9 @@ def elr_loss(logits, labels, *, targets, lam=3.0, floor=1e-4, axis=-1,
       **_loss_hyperparameters(logits, targets, lam, floor, axis, where))
 
 
-def elr_loss_grad(logits, labels, *, targets, lam=3.0, floor=1e-4, axis=-1,
-                  where=None) -> jax.Array:
+def elr_loss_grad(logits: ArrayLike, labels: ArrayLike, *, targets: ArrayLike,
+                  lam: ArrayLike = 3.0, floor: ArrayLike = 1e-4, axis: int = -1,
+                  where: ArrayLike | None = None) -> jax.Array:
   r"""Analytic ``d sum(elr_loss) / d logits``.
 
   .. math::
@@ -200,8 +222,8 @@ def elr_loss_grad(logits, labels, *, targets, lam=3.0, floor=1e-4, axis=-1,
       **_loss_hyperparameters(logits, targets, lam, floor, axis, where))
 
 
-def elr_loss_steepness(p, *, lam=3.0, floor=1e-4
-                       ) -> tuple[jax.Array, jax.Array]:
+def elr_loss_steepness(p: ArrayLike, *, lam: ArrayLike = 3.0,
+                       floor: ArrayLike = 1e-4) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against ``p_y`` for a running target ``t = e_y``.
 
   ``L = -log p + lam log(1 - clip(p))``: ``dL/dp = -1/p - lam/(1 - p)``
@@ -235,8 +257,10 @@ def _update_core(targets, logits, beta, floor, where, where_classes, dtype):
   return new.astype(dtype)
 
 
-def elr_update_targets(targets, logits, *, beta=0.7, floor=1e-4, axis=-1,
-                       where=None) -> jax.Array:
+def elr_update_targets(logits: ArrayLike, *, targets: ArrayLike,
+                       beta: ArrayLike = 0.7, floor: ArrayLike = 1e-4,
+                       axis: int = -1, where: ArrayLike | None = None
+                       ) -> jax.Array:
   r"""The running targets after one more prediction: ELR's temporal ensemble.
 
   .. math::
@@ -246,11 +270,15 @@ def elr_update_targets(targets, logits, *, beta=0.7, floor=1e-4, axis=-1,
 
   as the official code computes it (the clipped prediction renormalised;
   the targets start at zero, so a row sums to ``1 - beta^n`` after ``n``
-  updates). A constant: no gradient flows through the result.
+  updates). A constant: no gradient flows through the result. The logits
+  come first, as in every function here; ``targets`` is keyword-only, so
+  the two cannot be swapped by position.
 
   Args:
-    targets: ``[..., C]`` the current running targets.
     logits: ``[..., C]`` the batch's logits (the same step's).
+    targets: ``[..., C]`` the current running targets (the logits' shape),
+      non-negative, rows summing to at most 1 (checked where concrete, as
+      in :func:`elr_loss`).
     beta: the momentum ``beta`` in ``[0, 1]`` (default 0.7, the official
       CIFAR-10 setting; 0.9 for CIFAR-100); traced.
     floor: ``epsilon`` of the clip, in ``[0, 0.5)`` (default 1e-4); traced.
@@ -269,7 +297,8 @@ def elr_update_targets(targets, logits, *, beta=0.7, floor=1e-4, axis=-1,
   logits = _inputs.check_logits(logits)
   targets = _check_targets(targets, logits)
   axis = _inputs.check_axis(logits, axis)
-  _inputs.check_range(beta, "beta", 0.0, 1.0)
+  hyper = dict(beta=_inputs.scalar(beta, "beta", 0.0, 1.0),
+               floor=_check_floor(floor))
   dtype = targets.dtype
   compute = jnp.result_type(_inputs.compute_dtype(dtype),
                             _inputs.compute_dtype(logits.dtype))
@@ -279,8 +308,11 @@ def elr_update_targets(targets, logits, *, beta=0.7, floor=1e-4, axis=-1,
     if where is not None and jnp.ndim(where) == logits.ndim:
       where = jnp.moveaxis(jnp.asarray(where), axis, -1)
   rows, classes = _inputs.split_where(where, logits.shape)
+  # Masked rows keep their targets, which may be padding: unchecked.
+  _check_target_values(targets if rows is None
+                       else jnp.where(rows[..., None], targets, 0.0), dtype)
   new = _update_core(targets.astype(compute), logits.astype(compute),
-                     _inputs.as_float(beta), _check_floor(floor), rows,
-                     classes, dtype=np.dtype(dtype).name)
+                     **_inputs.in_compute_dtype(hyper, compute), where=rows,
+                     where_classes=classes, dtype=np.dtype(dtype).name)
   new = jax.lax.stop_gradient(new)
   return jnp.moveaxis(new, -1, axis) if moved else new

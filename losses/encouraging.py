@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _numerics
@@ -54,8 +55,10 @@ def _target_terms(log_p, log1m_p, *, bonus_weight, log_end, floor):
   return -log_p + bonus_weight * bonus, one_minus_p + bonus_weight * push
 
 
-def encouraging_loss(logits, labels, *, bonus_weight=1.0, log_end=0.75,
-                     floor=1e-5, axis=-1, where=None) -> jax.Array:
+def encouraging_loss(logits: ArrayLike, labels: ArrayLike, *,
+                     bonus_weight: ArrayLike = 1.0, log_end: ArrayLike = 0.75,
+                     floor: ArrayLike = 1e-5, axis: int = -1,
+                     where: ArrayLike | None = None) -> jax.Array:
   r"""The (conservative) Encouraging Loss.
 
   .. math::
@@ -111,8 +114,11 @@ def encouraging_loss(logits, labels, *, bonus_weight=1.0, log_end=0.75,
       **_inputs.encouraging_hyperparameters(bonus_weight, log_end, floor))
 
 
-def encouraging_loss_grad(logits, labels, *, bonus_weight=1.0, log_end=0.75,
-                          floor=1e-5, axis=-1, where=None) -> jax.Array:
+def encouraging_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                          bonus_weight: ArrayLike = 1.0,
+                          log_end: ArrayLike = 0.75, floor: ArrayLike = 1e-5,
+                          axis: int = -1, where: ArrayLike | None = None
+                          ) -> jax.Array:
   """Analytic ``d sum(encouraging_loss) / d logits``, ``[..., C]``.
 
   One-hot, log region: ``dL/dz_y = p_y - 1 - rho p_y`` and
@@ -125,7 +131,8 @@ def encouraging_loss_grad(logits, labels, *, bonus_weight=1.0, log_end=0.75,
       **_inputs.encouraging_hyperparameters(bonus_weight, log_end, floor))
 
 
-def conservative_bonus(p, *, log_end=0.75, floor=1e-5) -> jax.Array:
+def conservative_bonus(p: ArrayLike, *, log_end: ArrayLike = 0.75,
+                       floor: ArrayLike = 1e-5) -> jax.Array:
   """The bonus ``b(p)`` alone, as a function of the probability ``p``."""
   p = jnp.asarray(p, jnp.float32)
   hyper = _inputs.encouraging_hyperparameters(0.0, log_end, floor)
@@ -134,8 +141,10 @@ def conservative_bonus(p, *, log_end=0.75, floor=1e-5) -> jax.Array:
   return bonus
 
 
-def encouraging_loss_steepness(p, *, bonus_weight=1.0, log_end=0.75,
-                               floor=1e-5) -> tuple[jax.Array, jax.Array]:
+def encouraging_loss_steepness(p: ArrayLike, *, bonus_weight: ArrayLike = 1.0,
+                               log_end: ArrayLike = 0.75,
+                               floor: ArrayLike = 1e-5
+                               ) -> tuple[jax.Array, jax.Array]:
   """Loss ``-log p + rho b(p)`` and ``dL/dp`` against the target probability.
 
   ``dL/dp = -1/p - rho/(1-p)`` in the log region, ``-1/p - rho/(1-LE)`` on

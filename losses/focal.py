@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _numerics
@@ -19,7 +20,7 @@ def _focal(logits, labels, *, gamma, alpha):
   """
   if _inputs.is_integer(labels):
     if alpha is None:
-      alpha = jnp.ones(())
+      alpha = jnp.ones((), logits.dtype)
     elif alpha.ndim == 1:
       alpha = alpha[jnp.clip(labels, 0, alpha.shape[0] - 1)]
     return _numerics.target_probability_parts(
@@ -48,7 +49,6 @@ def _target_terms(log_p, log1m_p, *, gamma, alpha):
 
 
 def _check(logits, gamma, alpha, axis):
-  _inputs.check_range(gamma, "gamma", 0.0)
   if alpha is not None:
     _inputs.check_range(alpha, "alpha", 0.0, 1.0)
     alpha = _inputs.as_float(alpha)
@@ -56,12 +56,14 @@ def _check(logits, gamma, alpha, axis):
                           alpha.shape[0] != jnp.shape(logits)[axis]):
       raise ValueError(
           f"`alpha` must be a scalar or a per-class vector of shape "
-          f"({jnp.shape(logits)[axis]},), got shape {alpha.shape}.")
-  return dict(gamma=_inputs.as_float(gamma), alpha=alpha)
+          f"({jnp.shape(logits)[axis]},), got shape {alpha.shape}."
+          + _inputs.no_class_axis(logits))
+  return dict(gamma=_inputs.scalar(gamma, "gamma", 0.0), alpha=alpha)
 
 
-def focal_loss(logits, labels, *, gamma=2.0, alpha=None, axis=-1,
-               where=None) -> jax.Array:
+def focal_loss(logits: ArrayLike, labels: ArrayLike, *, gamma: ArrayLike = 2.0,
+               alpha: ArrayLike | None = None, axis: int = -1,
+               where: ArrayLike | None = None) -> jax.Array:
   r"""Softmax focal loss.
 
   .. math::
@@ -102,16 +104,18 @@ def focal_loss(logits, labels, *, gamma=2.0, alpha=None, axis=-1,
                              **_check(logits, gamma, alpha, axis))
 
 
-def focal_loss_grad(logits, labels, *, gamma=2.0, alpha=None, axis=-1,
-                    where=None) -> jax.Array:
+def focal_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                    gamma: ArrayLike = 2.0, alpha: ArrayLike | None = None,
+                    axis: int = -1, where: ArrayLike | None = None
+                    ) -> jax.Array:
   """Analytic ``d sum(focal_loss) / d logits``, ``[..., C]``."""
   return _apply.softmax_gradient(_focal, logits, labels, axis=axis,
                                  where=where,
                                  **_check(logits, gamma, alpha, axis))
 
 
-def focal_loss_steepness(p, *, gamma=2.0, alpha=1.0
-                         ) -> tuple[jax.Array, jax.Array]:
+def focal_loss_steepness(p: ArrayLike, *, gamma: ArrayLike = 2.0,
+                         alpha: ArrayLike = 1.0) -> tuple[jax.Array, jax.Array]:
   """Loss ``-a (1-p)^g log p`` and ``dL/dp = a [g (1-p)^(g-1) log p - (1-p)^g / p]``."""
   p = jnp.asarray(p, jnp.float32)
   gamma = _inputs.as_float(gamma)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _numerics
@@ -52,11 +53,14 @@ def _check(logits, transition_matrix, axis):
   num_classes = jnp.shape(logits)[_inputs.check_axis(
       jnp.asarray(logits), axis)]
   return _inputs.as_float(_inputs.check_transition_matrix(
-      transition_matrix, num_classes))
+      transition_matrix, num_classes, hint=_inputs.no_class_axis(logits)))
 
 
-def forward_corrected_cross_entropy(logits, labels, *, transition_matrix,
-                                    axis=-1, where=None) -> jax.Array:
+def forward_corrected_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
+                                    transition_matrix: ArrayLike,
+                                    axis: int = -1,
+                                    where: ArrayLike | None = None
+                                    ) -> jax.Array:
   r"""Cross entropy of the noisy labels against the noise-adapted prediction.
 
   .. math::
@@ -93,8 +97,11 @@ def forward_corrected_cross_entropy(logits, labels, *, transition_matrix,
       transition_matrix=_check(logits, transition_matrix, axis))
 
 
-def forward_corrected_cross_entropy_grad(logits, labels, *, transition_matrix,
-                                         axis=-1, where=None) -> jax.Array:
+def forward_corrected_cross_entropy_grad(logits: ArrayLike, labels: ArrayLike,
+                                         *, transition_matrix: ArrayLike,
+                                         axis: int = -1,
+                                         where: ArrayLike | None = None
+                                         ) -> jax.Array:
   """Analytic gradient: ``dL/dlog p_i = -p_i sum_j T_ij t_j / u_j``, ``u = p^T T``.
 
   ``p_i / u_j`` is computed as ``p~_i / u~_j`` (both scaled by the arg max),
@@ -105,8 +112,9 @@ def forward_corrected_cross_entropy_grad(logits, labels, *, transition_matrix,
       transition_matrix=_check(logits, transition_matrix, axis))
 
 
-def forward_corrected_cross_entropy_steepness(p, *, transition_matrix,
-                                              label=0
+def forward_corrected_cross_entropy_steepness(p: ArrayLike, *,
+                                              transition_matrix: ArrayLike,
+                                              label: int = 0
                                               ) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against the clean-class probability ``p`` of ``label``.
 

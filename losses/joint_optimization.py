@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _custom_gradient
@@ -13,14 +14,15 @@ from losses import _inputs
 
 def _weights(logits, where):
   """Per-example weights and their total ``B`` (masked examples weigh 0)."""
-  w = jnp.ones(logits.shape[:-1]) if where is None else where.astype(
-      logits.dtype)
+  w = (jnp.ones(logits.shape[:-1], logits.dtype) if where is None
+       else where.astype(logits.dtype))
   return w, jnp.maximum(jnp.sum(w), 1.0)
 
 
-def _uniform_or(prior, num_classes):
-  return (jnp.full((num_classes,), 1.0 / num_classes) if prior is None
-          else prior)
+def _uniform_or(prior, logits):
+  num_classes = logits.shape[-1]
+  return (jnp.full((num_classes,), 1.0 / num_classes, logits.dtype)
+          if prior is None else prior)
 
 
 def _batch_axes(x):
@@ -86,7 +88,7 @@ def _stats(logits, targets, prior, where, where_classes):
                    log_sums[..., 0] - s_y, 0.0)
   else:
     kl = _soft_kl(targets, log_p)
-  prior = _uniform_or(prior, logits.shape[-1])
+  prior = _uniform_or(prior, logits)
   prior_term = jnp.sum(jax.scipy.special.xlogy(prior, prior)
                        - prior * log_mean)
   terms = (jnp.sum(w * kl) / total, prior_term, jnp.sum(w * entropy) / total)
@@ -163,16 +165,26 @@ def _prepare(logits, labels, where, prior, axis):
   logits, targets, where, where_classes, axis, dtype = (
       _apply.prepare_softmax(logits, labels, where, axis))
   if prior is not None:
-    prior = _inputs.as_float(prior)
+    prior = _inputs.as_array(prior, "prior")
     if prior.shape != logits.shape[-1:]:
       raise ValueError(f"`prior` must have shape ({logits.shape[-1]},), got "
-                       f"{prior.shape}.")
+                       f"{prior.shape}." + _inputs.no_class_axis(logits))
     _inputs.check_range(prior, "prior", 0.0, 1.0)
+    prior = _inputs.in_compute_dtype(_inputs.as_float(prior), logits.dtype)
   return logits, targets, where, where_classes, prior, axis, dtype
 
 
-def joint_optimization_terms(logits, labels, *, prior=None, axis=-1,
-                             where=None
+def _hyper(logits, alpha, beta, prior, where, where_classes):
+  """The traced arguments of :func:`_parts`, in the logits' dtype."""
+  return dict(**_inputs.in_compute_dtype(
+      dict(alpha=_inputs.scalar(alpha, "alpha"),
+           beta=_inputs.scalar(beta, "beta")), logits.dtype),
+              prior=prior, where=where, where_classes=where_classes)
+
+
+def joint_optimization_terms(logits: ArrayLike, labels: ArrayLike, *,
+                             prior: ArrayLike | None = None, axis: int = -1,
+                             where: ArrayLike | None = None
                              ) -> tuple[jax.Array, jax.Array, jax.Array]:
   """The batch terms ``(L_c, L_p, L_e)`` of :func:`joint_optimization_loss`."""
   logits, targets, where, where_classes, prior, _, dtype = _prepare(
@@ -181,8 +193,10 @@ def joint_optimization_terms(logits, labels, *, prior=None, axis=-1,
       logits, targets, prior, where, where_classes))
 
 
-def joint_optimization_loss(logits, labels, *, alpha=1.0, beta=0.5,
-                            prior=None, axis=-1, where=None) -> jax.Array:
+def joint_optimization_loss(logits: ArrayLike, labels: ArrayLike, *,
+                            alpha: ArrayLike = 1.0, beta: ArrayLike = 0.5,
+                            prior: ArrayLike | None = None, axis: int = -1,
+                            where: ArrayLike | None = None) -> jax.Array:
   r"""The Joint Optimization batch loss (a scalar: it needs the batch mean).
 
   .. math::
@@ -229,9 +243,8 @@ def joint_optimization_loss(logits, labels, *, alpha=1.0, beta=0.5,
   """
   logits, targets, where, where_classes, prior, _, dtype = _prepare(
       logits, labels, where, prior, axis)
-  hyper = dict(alpha=_inputs.as_float(alpha), beta=_inputs.as_float(beta),
-               prior=prior, where=where, where_classes=where_classes)
-  return _jo(logits, targets, hyper).astype(dtype)
+  return _jo(logits, targets, _hyper(logits, alpha, beta, prior, where,
+                                     where_classes)).astype(dtype)
 
 
 def _classification(logits, labels):
@@ -241,7 +254,8 @@ def _classification(logits, labels):
   return _soft_kl(targets, log_p), grad
 
 
-def jo_classification_loss(logits, labels, *, axis=-1, where=None
+def jo_classification_loss(logits: ArrayLike, labels: ArrayLike, *,
+                           axis: int = -1, where: ArrayLike | None = None
                            ) -> jax.Array:
   """Per-example ``KL(t_i || p_i)`` (cross entropy minus the targets' entropy).
 
@@ -256,7 +270,8 @@ def jo_classification_loss(logits, labels, *, axis=-1, where=None
                              where=where)
 
 
-def jo_prior_loss(logits, *, prior=None, axis=-1, where=None) -> jax.Array:
+def jo_prior_loss(logits: ArrayLike, *, prior: ArrayLike | None = None,
+                  axis: int = -1, where: ArrayLike | None = None) -> jax.Array:
   """The scalar prior term ``L_p = sum_j P_j log(P_j / p_bar_j)``.
 
   Plain form (``[B, C]`` logits)::
@@ -269,7 +284,8 @@ def jo_prior_loss(logits, *, prior=None, axis=-1, where=None) -> jax.Array:
                                   where=where)[1]
 
 
-def jo_entropy_loss(logits, *, axis=-1, where=None) -> jax.Array:
+def jo_entropy_loss(logits: ArrayLike, *, axis: int = -1,
+                    where: ArrayLike | None = None) -> jax.Array:
   """Per-example prediction entropy ``H_i`` (``L_e`` is its batch mean).
 
   ``where`` per example or per class, as :func:`losses.cross_entropy`.
@@ -290,9 +306,10 @@ def jo_entropy_loss(logits, *, axis=-1, where=None) -> jax.Array:
           else jnp.where(where, entropy, 0.0)).astype(dtype)
 
 
-def joint_optimization_loss_grad(logits, labels, *, alpha=1.0, beta=0.5,
-                                 prior=None, axis=-1, where=None
-                                 ) -> jax.Array:
+def joint_optimization_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                 alpha: ArrayLike = 1.0, beta: ArrayLike = 0.5,
+                                 prior: ArrayLike | None = None, axis: int = -1,
+                                 where: ArrayLike | None = None) -> jax.Array:
   """Analytic ``dL/dz`` of the batch loss, ``[..., C]``.
 
   Derivation: docs/losses.md, section ``joint_optimization_loss``.
@@ -303,7 +320,6 @@ def joint_optimization_loss_grad(logits, labels, *, alpha=1.0, beta=0.5,
   """
   logits, targets, where, where_classes, prior, axis, dtype = _prepare(
       logits, labels, where, prior, axis)
-  hyper = dict(alpha=_inputs.as_float(alpha), beta=_inputs.as_float(beta),
-               prior=prior, where=where, where_classes=where_classes)
-  g = _jo_grad(logits, targets, hyper).astype(dtype)
+  g = _jo_grad(logits, targets, _hyper(logits, alpha, beta, prior, where,
+                                       where_classes)).astype(dtype)
   return g if axis == g.ndim - 1 else jnp.moveaxis(g, -1, axis)

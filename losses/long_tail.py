@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _inputs
@@ -81,16 +82,16 @@ def _ldam_terms(log_p, log1m_p, *, margin, weight):
 
 def _ldam_hyperparameters(logits, class_counts, max_margin, scale, beta,
                           axis):
-  _inputs.check_range(max_margin, "max_margin", 0.0)
-  _inputs.check_range(scale, "scale", 0.0, low_open=True)
-  _inputs.check_range(beta, "beta", 0.0, 1.0)
   return dict(class_counts=_counts(class_counts, logits, axis),
-              max_margin=_inputs.as_float(max_margin),
-              scale=_inputs.as_float(scale), beta=_inputs.as_float(beta))
+              max_margin=_inputs.scalar(max_margin, "max_margin", 0.0),
+              scale=_inputs.scalar(scale, "scale", 0.0, low_open=True),
+              beta=_inputs.scalar(beta, "beta", 0.0, 1.0))
 
 
-def ldam_loss(logits, labels, *, class_counts, max_margin=0.5, scale=30.0,
-              beta=0.0, axis=-1, where=None) -> jax.Array:
+def ldam_loss(logits: ArrayLike, labels: ArrayLike, *, class_counts: ArrayLike,
+              max_margin: ArrayLike = 0.5, scale: ArrayLike = 30.0,
+              beta: ArrayLike = 0.0, axis: int = -1,
+              where: ArrayLike | None = None) -> jax.Array:
   r"""LDAM: cross entropy of scaled logits with a margin on the target.
 
   .. math::
@@ -165,8 +166,10 @@ def ldam_loss(logits, labels, *, class_counts, max_margin=0.5, scale=30.0,
                               axis))
 
 
-def ldam_loss_grad(logits, labels, *, class_counts, max_margin=0.5,
-                   scale=30.0, beta=0.0, axis=-1, where=None) -> jax.Array:
+def ldam_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                   class_counts: ArrayLike, max_margin: ArrayLike = 0.5,
+                   scale: ArrayLike = 30.0, beta: ArrayLike = 0.0,
+                   axis: int = -1, where: ArrayLike | None = None) -> jax.Array:
   """Analytic gradient: ``s w_y (q - e_y)``, ``q`` the margin-subtracted
   softmax ``softmax(s (z - Delta_y e_y))`` (soft: its ``t``-weighted sum)."""
   return _apply.softmax_gradient(
@@ -175,7 +178,8 @@ def ldam_loss_grad(logits, labels, *, class_counts, max_margin=0.5,
                               axis))
 
 
-def ldam_loss_steepness(p, *, margin=0.5, scale=30.0, weight=1.0
+def ldam_loss_steepness(p: ArrayLike, *, margin: ArrayLike = 0.5,
+                        scale: ArrayLike = 30.0, weight: ArrayLike = 1.0
                         ) -> tuple[jax.Array, jax.Array]:
   r"""LDAM as a function of the scaled model's target probability.
 
@@ -200,8 +204,9 @@ def ldam_loss_steepness(p, *, margin=0.5, scale=30.0, weight=1.0
 # --------------------------------------------------------------------------
 # Balanced softmax.
 # --------------------------------------------------------------------------
-def balanced_softmax_cross_entropy(logits, labels, *, class_counts, axis=-1,
-                                   where=None) -> jax.Array:
+def balanced_softmax_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
+                                   class_counts: ArrayLike, axis: int = -1,
+                                   where: ArrayLike | None = None) -> jax.Array:
   r"""Balanced softmax: cross entropy of the logits plus the log counts.
 
   .. math::
@@ -245,8 +250,10 @@ def balanced_softmax_cross_entropy(logits, labels, *, class_counts, axis=-1,
       axis=axis, where=where)
 
 
-def balanced_softmax_cross_entropy_grad(logits, labels, *, class_counts,
-                                        axis=-1, where=None) -> jax.Array:
+def balanced_softmax_cross_entropy_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                        class_counts: ArrayLike, axis: int = -1,
+                                        where: ArrayLike | None = None
+                                        ) -> jax.Array:
   """Analytic gradient: ``q sum(t) - t``, ``q = softmax(z + log n)``."""
   return class_imbalance.logit_adjusted_cross_entropy_grad(
       logits, labels, prior=_counts(class_counts, logits, axis), tau=1.0,
@@ -268,14 +275,14 @@ def _vs(logits, labels, *, class_counts, gamma, tau):
 
 
 def _vs_hyperparameters(logits, class_counts, gamma, tau, axis):
-  _inputs.check_range(gamma, "gamma", 0.0)
-  _inputs.check_range(tau, "tau", 0.0)
   return dict(class_counts=_counts(class_counts, logits, axis),
-              gamma=_inputs.as_float(gamma), tau=_inputs.as_float(tau))
+              gamma=_inputs.scalar(gamma, "gamma", 0.0),
+              tau=_inputs.scalar(tau, "tau", 0.0))
 
 
-def vs_loss(logits, labels, *, class_counts, gamma=0.3, tau=1.0, axis=-1,
-            where=None) -> jax.Array:
+def vs_loss(logits: ArrayLike, labels: ArrayLike, *, class_counts: ArrayLike,
+            gamma: ArrayLike = 0.3, tau: ArrayLike = 1.0, axis: int = -1,
+            where: ArrayLike | None = None) -> jax.Array:
   r"""Vector-scaling loss: cross entropy of scaled and shifted logits.
 
   .. math::
@@ -323,8 +330,10 @@ def vs_loss(logits, labels, *, class_counts, gamma=0.3, tau=1.0, axis=-1,
       **_vs_hyperparameters(logits, class_counts, gamma, tau, axis))
 
 
-def vs_loss_grad(logits, labels, *, class_counts, gamma=0.3, tau=1.0,
-                 axis=-1, where=None) -> jax.Array:
+def vs_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                 class_counts: ArrayLike, gamma: ArrayLike = 0.3,
+                 tau: ArrayLike = 1.0, axis: int = -1,
+                 where: ArrayLike | None = None) -> jax.Array:
   """Analytic gradient: ``Delta * (q sum(t) - t)``,
   ``q = softmax(Delta * z + iota)``."""
   return _apply.softmax_gradient(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 import numpy as np
 
 from losses import _apply
@@ -31,12 +32,12 @@ def _gce_terms(log_p, log1m_p, *, q):
 
 
 def _check_q(q):
-  _inputs.check_range(q, "q", 0.0, 1.0, low_open=True)
-  return _inputs.as_float(q)
+  return _inputs.scalar(q, "q", 0.0, 1.0, low_open=True)
 
 
-def generalized_cross_entropy(logits, labels, *, q=0.7, axis=-1, where=None
-                              ) -> jax.Array:
+def generalized_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
+                              q: ArrayLike = 0.7, axis: int = -1,
+                              where: ArrayLike | None = None) -> jax.Array:
   r"""Generalized cross entropy (the ``L_q`` loss).
 
   .. math::
@@ -70,14 +71,15 @@ def generalized_cross_entropy(logits, labels, *, q=0.7, axis=-1, where=None
                              q=_check_q(q))
 
 
-def generalized_cross_entropy_grad(logits, labels, *, q=0.7, axis=-1,
-                                   where=None) -> jax.Array:
+def generalized_cross_entropy_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                   q: ArrayLike = 0.7, axis: int = -1,
+                                   where: ArrayLike | None = None) -> jax.Array:
   """Analytic gradient: ``dL/dlog p_k = -t_k p_k^q`` through log-softmax."""
   return _apply.softmax_gradient(_gce, logits, labels, axis=axis,
                                  where=where, q=_check_q(q))
 
 
-def generalized_cross_entropy_steepness(p, *, q=0.7
+def generalized_cross_entropy_steepness(p: ArrayLike, *, q: ArrayLike = 0.7
                                         ) -> tuple[jax.Array, jax.Array]:
   """Loss ``(1 - p^q)/q`` and ``dL/dp = -p^(q-1)``."""
   p = jnp.asarray(p, jnp.float32)
@@ -109,16 +111,15 @@ def _sce_terms(log_p, log1m_p, *, alpha, beta, floor):
 
 
 def _check_sce(alpha, beta, floor):
-  _inputs.check_range(alpha, "alpha", 0.0)
-  _inputs.check_range(beta, "beta", 0.0)
-  _inputs.check_range(floor, "floor", 0.0, 1.0, low_open=True)
-  return dict(alpha=_inputs.as_float(alpha), beta=_inputs.as_float(beta),
-              floor=_inputs.as_float(floor))
+  return dict(alpha=_inputs.scalar(alpha, "alpha", 0.0),
+              beta=_inputs.scalar(beta, "beta", 0.0),
+              floor=_inputs.scalar(floor, "floor", 0.0, 1.0, low_open=True))
 
 
-def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
-                            floor=1e-4, axis=-1, where=None
-                            ) -> jax.Array:
+def symmetric_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
+                            alpha: ArrayLike = 0.1, beta: ArrayLike = 1.0,
+                            floor: ArrayLike = 1e-4, axis: int = -1,
+                            where: ArrayLike | None = None) -> jax.Array:
   r"""Symmetric cross entropy: cross entropy plus reverse cross entropy.
 
   .. math::
@@ -162,17 +163,19 @@ def symmetric_cross_entropy(logits, labels, *, alpha=0.1, beta=1.0,
                              **_check_sce(alpha, beta, floor))
 
 
-def symmetric_cross_entropy_grad(logits, labels, *, alpha=0.1, beta=1.0,
-                                 floor=1e-4, axis=-1, where=None
-                            ) -> jax.Array:
+def symmetric_cross_entropy_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                 alpha: ArrayLike = 0.1, beta: ArrayLike = 1.0,
+                                 floor: ArrayLike = 1e-4, axis: int = -1,
+                                 where: ArrayLike | None = None) -> jax.Array:
   """Analytic gradient: ``alpha (p sum t - t)`` plus the softmax Jacobian
   times ``-beta log max(t, A)``."""
   return _apply.softmax_gradient(_sce, logits, labels, axis=axis,
                                  where=where, **_check_sce(alpha, beta, floor))
 
 
-def symmetric_cross_entropy_steepness(p, *, alpha=0.1, beta=1.0,
-                                      floor=1e-4
+def symmetric_cross_entropy_steepness(p: ArrayLike, *, alpha: ArrayLike = 0.1,
+                                      beta: ArrayLike = 1.0,
+                                      floor: ArrayLike = 1e-4
                                       ) -> tuple[jax.Array, jax.Array]:
   """Loss ``-a log p - b log(A)(1-p)`` and ``dL/dp = -a/p + b log A``."""
   p = jnp.asarray(p, jnp.float32)
@@ -223,6 +226,7 @@ def _taylor_terms(log_p, log1m_p, *, order):
 
 
 def _check_order(order):
+  _inputs.check_scalar(order, "order")
   if _inputs.is_concrete(order):
     value = np.asarray(order)
     if (value.ndim or not np.issubdtype(value.dtype, np.number)
@@ -232,8 +236,9 @@ def _check_order(order):
   return jnp.asarray(order).astype(jnp.int32)
 
 
-def taylor_cross_entropy(logits, labels, *, order=2, axis=-1, where=None
-                         ) -> jax.Array:
+def taylor_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
+                         order: ArrayLike = 2, axis: int = -1,
+                         where: ArrayLike | None = None) -> jax.Array:
   r"""Taylor cross entropy: the first ``t`` terms of cross entropy's series.
 
   .. math::
@@ -276,15 +281,16 @@ def taylor_cross_entropy(logits, labels, *, order=2, axis=-1, where=None
                              order=_check_order(order))
 
 
-def taylor_cross_entropy_grad(logits, labels, *, order=2, axis=-1,
-                              where=None) -> jax.Array:
+def taylor_cross_entropy_grad(logits: ArrayLike, labels: ArrayLike, *,
+                              order: ArrayLike = 2, axis: int = -1,
+                              where: ArrayLike | None = None) -> jax.Array:
   """Analytic gradient: ``dL/dlog p_k = -t_k (1 - (1-p_k)^t)`` through
   log-softmax."""
   return _apply.softmax_gradient(_taylor, logits, labels, axis=axis,
                                  where=where, order=_check_order(order))
 
 
-def taylor_cross_entropy_steepness(p, *, order=2
+def taylor_cross_entropy_steepness(p: ArrayLike, *, order: ArrayLike = 2
                                    ) -> tuple[jax.Array, jax.Array]:
   """Loss ``sum_{i<=t} (1-p)^i / i`` and ``dL/dp = -sum_{i<t} (1-p)^i``.
 

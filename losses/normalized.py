@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _inputs
@@ -148,7 +149,8 @@ def _nce_integer(logits, labels):
   return value[..., 0], grad
 
 
-def normalized_cross_entropy(logits, labels, *, axis=-1, where=None
+def normalized_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
+                             axis: int = -1, where: ArrayLike | None = None
                              ) -> jax.Array:
   r"""Normalized cross entropy (NCE).
 
@@ -186,14 +188,15 @@ def normalized_cross_entropy(logits, labels, *, axis=-1, where=None
   return _apply.softmax_loss(nce_parts, logits, labels, axis=axis, where=where)
 
 
-def normalized_cross_entropy_grad(logits, labels, *, axis=-1, where=None
+def normalized_cross_entropy_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                  axis: int = -1, where: ArrayLike | None = None
                                   ) -> jax.Array:
   """Analytic gradient: ``dL/dlog p_k = (L - t_k) / sum_j(-log p_j)``."""
   return _apply.softmax_gradient(nce_parts, logits, labels, axis=axis,
                                  where=where)
 
 
-def normalized_cross_entropy_steepness(p, *, num_classes=10
+def normalized_cross_entropy_steepness(p: ArrayLike, *, num_classes: int = 10
                                        ) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against ``p_y``, the rest spread evenly over C-1 classes.
 
@@ -279,15 +282,16 @@ def _nfl_general(logits, labels, gamma, prediction_as_constant):
 
 def nfl_hyperparameters(gamma, prediction_as_constant):
   """NFL's hyperparameters, checked, as traced arrays."""
-  _inputs.check_range(gamma, "gamma", 0.0)
   # A traced flag, as in the asymmetric loss: switching it never recompiles.
-  return dict(gamma=_inputs.as_float(gamma),
-              prediction_as_constant=jnp.asarray(prediction_as_constant,
-                                                 bool))
+  return dict(gamma=_inputs.scalar(gamma, "gamma", 0.0),
+              prediction_as_constant=_inputs.flag(prediction_as_constant,
+                                                  "prediction_as_constant"))
 
 
-def normalized_focal_loss(logits, labels, *, gamma=0.5,
-                          prediction_as_constant=True, axis=-1, where=None
+def normalized_focal_loss(logits: ArrayLike, labels: ArrayLike, *,
+                          gamma: ArrayLike = 0.5,
+                          prediction_as_constant: ArrayLike = True,
+                          axis: int = -1, where: ArrayLike | None = None
                           ) -> jax.Array:
   r"""Normalized focal loss (NFL).
 
@@ -334,9 +338,11 @@ def normalized_focal_loss(logits, labels, *, gamma=0.5,
                              **nfl_hyperparameters(gamma, prediction_as_constant))
 
 
-def normalized_focal_loss_grad(logits, labels, *, gamma=0.5,
-                               prediction_as_constant=True, axis=-1,
-                               where=None) -> jax.Array:
+def normalized_focal_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                               gamma: ArrayLike = 0.5,
+                               prediction_as_constant: ArrayLike = True,
+                               axis: int = -1, where: ArrayLike | None = None
+                               ) -> jax.Array:
   """Analytic gradient, through log-softmax: ``dL/dlog p_k = (t_k - L)
   dFL_k/dlog p_k / sum_j FL_j``, or ``-t_k (1-p_k)^g / sum_j FL_j`` with the
   prediction held constant."""
@@ -345,9 +351,9 @@ def normalized_focal_loss_grad(logits, labels, *, gamma=0.5,
                                  **nfl_hyperparameters(gamma, prediction_as_constant))
 
 
-def normalized_focal_loss_steepness(p, *, gamma=0.5,
-                                    prediction_as_constant=True,
-                                    num_classes=10
+def normalized_focal_loss_steepness(p: ArrayLike, *, gamma: ArrayLike = 0.5,
+                                    prediction_as_constant: ArrayLike = True,
+                                    num_classes: int = 10
                                     ) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against ``p_y``, the rest spread evenly over C-1 classes.
 
@@ -409,16 +415,16 @@ def _anl_integer(logits, labels, alpha, beta, min_prob):
 
 
 def _check_anl(alpha, beta, min_prob):
-  _inputs.check_range(alpha, "alpha", 0.0)
-  _inputs.check_range(beta, "beta", 0.0)
-  _inputs.check_range(min_prob, "min_prob", 0.0, 1.0, low_open=True,
-                      high_open=True)
-  return dict(alpha=_inputs.as_float(alpha), beta=_inputs.as_float(beta),
-              min_prob=_inputs.as_float(min_prob))
+  return dict(alpha=_inputs.scalar(alpha, "alpha", 0.0),
+              beta=_inputs.scalar(beta, "beta", 0.0),
+              min_prob=_inputs.scalar(min_prob, "min_prob", 0.0, 1.0,
+                                      low_open=True, high_open=True))
 
 
-def active_negative_loss(logits, labels, *, alpha=5.0, beta=5.0,
-                         min_prob=1e-7, axis=-1, where=None) -> jax.Array:
+def active_negative_loss(logits: ArrayLike, labels: ArrayLike, *,
+                         alpha: ArrayLike = 5.0, beta: ArrayLike = 5.0,
+                         min_prob: ArrayLike = 1e-7, axis: int = -1,
+                         where: ArrayLike | None = None) -> jax.Array:
   r"""Active negative loss (ANL-CE): NCE plus normalized negative CE.
 
   .. math::
@@ -467,9 +473,10 @@ def active_negative_loss(logits, labels, *, alpha=5.0, beta=5.0,
                              **_check_anl(alpha, beta, min_prob))
 
 
-def active_negative_loss_grad(logits, labels, *, alpha=5.0, beta=5.0,
-                              min_prob=1e-7, axis=-1, where=None
-                              ) -> jax.Array:
+def active_negative_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                              alpha: ArrayLike = 5.0, beta: ArrayLike = 5.0,
+                              min_prob: ArrayLike = 1e-7, axis: int = -1,
+                              where: ArrayLike | None = None) -> jax.Array:
   """Analytic gradient, through log-softmax: NCE's plus NNCE's
   ``dNNCE/dlog p_k = -(t_k - R) [p_k > m] / sum_j v_j``."""
   return _apply.softmax_gradient(_anl, logits, labels, axis=axis,
@@ -477,8 +484,10 @@ def active_negative_loss_grad(logits, labels, *, alpha=5.0, beta=5.0,
                                  **_check_anl(alpha, beta, min_prob))
 
 
-def active_negative_loss_steepness(p, *, alpha=5.0, beta=5.0, min_prob=1e-7,
-                                   num_classes=10
+def active_negative_loss_steepness(p: ArrayLike, *, alpha: ArrayLike = 5.0,
+                                   beta: ArrayLike = 5.0,
+                                   min_prob: ArrayLike = 1e-7,
+                                   num_classes: int = 10
                                    ) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against ``p_y``, the rest spread evenly over C-1 classes.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _numerics
@@ -37,12 +38,14 @@ def _mse_integer(logits, labels, scale):
 
 
 def _scale(logits, normalize: bool, axis: int):
+  _inputs.check_scalar(normalize, "normalize")
   return _inputs.as_float(1.0 / jnp.shape(logits)[axis] if normalize
-                              else 1.0)
+                          else 1.0)
 
 
-def probability_mse(logits, labels, *, normalize=False, axis=-1, where=None
-                    ) -> jax.Array:
+def probability_mse(logits: ArrayLike, labels: ArrayLike, *,
+                    normalize: bool = False, axis: int = -1,
+                    where: ArrayLike | None = None) -> jax.Array:
   r"""Squared error between softmax probabilities and targets (Brier score).
 
   .. math::
@@ -74,15 +77,17 @@ def probability_mse(logits, labels, *, normalize=False, axis=-1, where=None
                              scale=_scale(logits, normalize, axis))
 
 
-def probability_mse_grad(logits, labels, *, normalize=False, axis=-1,
-                         where=None) -> jax.Array:
+def probability_mse_grad(logits: ArrayLike, labels: ArrayLike, *,
+                         normalize: bool = False, axis: int = -1,
+                         where: ArrayLike | None = None) -> jax.Array:
   """Analytic gradient: softmax Jacobian times ``2 s (p - t)``."""
   return _apply.softmax_gradient(_mse, logits, labels, axis=axis,
                                  where=where,
                                  scale=_scale(logits, normalize, axis))
 
 
-def probability_mse_steepness(p, *, normalize=False, num_classes=10
+def probability_mse_steepness(p: ArrayLike, *, normalize: bool = False,
+                              num_classes: int = 10
                               ) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against ``p_y``, the rest spread evenly over C-1 classes.
 
@@ -109,7 +114,8 @@ def _mae_terms(log_p, log1m_p):
   return 2.0 * one_minus_p, 2.0 * jnp.exp(log_p) * one_minus_p
 
 
-def probability_mae(logits, labels, *, axis=-1, where=None) -> jax.Array:
+def probability_mae(logits: ArrayLike, labels: ArrayLike, *, axis: int = -1,
+                    where: ArrayLike | None = None) -> jax.Array:
   r"""Absolute error between softmax probabilities and targets.
 
   .. math::
@@ -139,14 +145,15 @@ def probability_mae(logits, labels, *, axis=-1, where=None) -> jax.Array:
   return _apply.softmax_loss(_mae, logits, labels, axis=axis, where=where)
 
 
-def probability_mae_grad(logits, labels, *, axis=-1, where=None
+def probability_mae_grad(logits: ArrayLike, labels: ArrayLike, *,
+                         axis: int = -1, where: ArrayLike | None = None
                          ) -> jax.Array:
   """Analytic gradient: softmax Jacobian times ``sign(p - t)``."""
   return _apply.softmax_gradient(_mae, logits, labels, axis=axis,
                                  where=where)
 
 
-def probability_mae_steepness(p) -> tuple[jax.Array, jax.Array]:
+def probability_mae_steepness(p: ArrayLike) -> tuple[jax.Array, jax.Array]:
   """Loss ``2(1-p)`` and ``dL/dp = -2``, whatever the other classes hold."""
   p = jnp.asarray(p, jnp.float32)
   return 2.0 * (1.0 - p), jnp.full_like(p, -2.0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _numerics
@@ -80,20 +81,20 @@ def _asymmetric(z, t, *, gamma_pos, gamma_neg, clip, prediction_as_constant):
 
 def _asl_hyper(gamma_pos, gamma_neg, clip, prediction_as_constant):
   clip = 0.0 if clip is None else clip
-  _inputs.check_range(gamma_pos, "gamma_pos", 0.0)
-  _inputs.check_range(gamma_neg, "gamma_neg", 0.0)
-  _inputs.check_range(clip, "clip", 0.0, 1.0)
   # A traced flag, not a static one: switching it reuses the compiled code.
-  return dict(gamma_pos=_inputs.as_float(gamma_pos),
-              gamma_neg=_inputs.as_float(gamma_neg),
-              clip=_inputs.as_float(clip),
-              prediction_as_constant=jnp.asarray(prediction_as_constant, bool))
+  return dict(gamma_pos=_inputs.scalar(gamma_pos, "gamma_pos", 0.0),
+              gamma_neg=_inputs.scalar(gamma_neg, "gamma_neg", 0.0),
+              clip=_inputs.scalar(clip, "clip", 0.0, 1.0),
+              prediction_as_constant=_inputs.flag(prediction_as_constant,
+                                                  "prediction_as_constant"))
 
 
 @_apply.elementwise_docstring
-def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
-                            clip=0.05, prediction_as_constant=False,
-                            where=None) -> jax.Array:
+def sigmoid_asymmetric_loss(logits: ArrayLike, labels: ArrayLike, *,
+                            gamma_pos: ArrayLike = 1.0,
+                            gamma_neg: ArrayLike = 4.0, clip: ArrayLike = 0.05,
+                            prediction_as_constant: ArrayLike = False,
+                            where: ArrayLike | None = None) -> jax.Array:
   r"""Asymmetric loss (ASL) for multi-label classification, per element.
 
   .. math::
@@ -158,10 +159,12 @@ def sigmoid_asymmetric_loss(logits, labels, *, gamma_pos=1.0, gamma_neg=4.0,
       **_asl_hyper(gamma_pos, gamma_neg, clip, prediction_as_constant))
 
 
-def sigmoid_asymmetric_loss_grad(logits, labels, *, gamma_pos=1.0,
-                                 gamma_neg=4.0, clip=0.05,
-                                 prediction_as_constant=False, where=None
-                                 ) -> jax.Array:
+def sigmoid_asymmetric_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                 gamma_pos: ArrayLike = 1.0,
+                                 gamma_neg: ArrayLike = 4.0,
+                                 clip: ArrayLike = 0.05,
+                                 prediction_as_constant: ArrayLike = False,
+                                 where: ArrayLike | None = None) -> jax.Array:
   """Analytic ``d sum(loss) / d logits``, ``logits.shape``.
 
   A positive: ``(1-p)^g+ (g+ p log p - (1-p))``; a negative with ``p > m``:
@@ -173,10 +176,13 @@ def sigmoid_asymmetric_loss_grad(logits, labels, *, gamma_pos=1.0,
       **_asl_hyper(gamma_pos, gamma_neg, clip, prediction_as_constant))
 
 
-def sigmoid_asymmetric_loss_steepness(p, *, gamma_pos=1.0, gamma_neg=4.0,
-                                      clip=0.05,
-                                      prediction_as_constant=False,
-                                      target=1) -> tuple[jax.Array, jax.Array]:
+def sigmoid_asymmetric_loss_steepness(p: ArrayLike, *,
+                                      gamma_pos: ArrayLike = 1.0,
+                                      gamma_neg: ArrayLike = 4.0,
+                                      clip: ArrayLike = 0.05,
+                                      prediction_as_constant: ArrayLike = False,
+                                      target: ArrayLike = 1
+                                      ) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against the sigmoid probability ``p``.
 
   Positive (``target=1``): ``L = -(1-p)^g+ log p``, ``dL/dp = g+ (1-p)^(g+

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _inputs
@@ -35,7 +36,8 @@ def _binary_cross_entropy(z, t):
 
 
 @_apply.elementwise_docstring
-def sigmoid_binary_cross_entropy(logits, labels, *, where=None) -> jax.Array:
+def sigmoid_binary_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
+                                 where: ArrayLike | None = None) -> jax.Array:
   r"""Binary cross entropy on sigmoid probabilities, per element.
 
   .. math::
@@ -71,14 +73,16 @@ def sigmoid_binary_cross_entropy(logits, labels, *, where=None) -> jax.Array:
                                  where=where)
 
 
-def sigmoid_binary_cross_entropy_grad(logits, labels, *, where=None
+def sigmoid_binary_cross_entropy_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                      where: ArrayLike | None = None
                                       ) -> jax.Array:
   """Analytic ``d sum(loss) / d logits = σ(z) - t``, ``logits.shape``."""
   return _apply.elementwise_gradient(_binary_cross_entropy, logits, labels,
                                      where=where)
 
 
-def sigmoid_binary_cross_entropy_steepness(p) -> tuple[jax.Array, jax.Array]:
+def sigmoid_binary_cross_entropy_steepness(p: ArrayLike
+                                           ) -> tuple[jax.Array, jax.Array]:
   """Loss ``-log p`` and ``dL/dp = -1/p`` of a positive element.
 
   A negative element is the same curve at ``1 - p``. At ``p = 0`` both are

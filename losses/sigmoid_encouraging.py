@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _inputs
@@ -23,7 +24,7 @@ def _encouraging_term(parts, bonus_weight, log_end, floor):
   bonus, linear, log_region, one_minus_le = _numerics.conservative_bonus(
       log_p, log1m_p, log_end, floor)
   dbonus = -p * jnp.where(linear, one_minus_p / one_minus_le,
-                          jnp.where(log_region, 1.0, 0.0))
+                          log_region.astype(p.dtype))
   return -log_p + bonus_weight * bonus, -one_minus_p + bonus_weight * dbonus
 
 
@@ -34,9 +35,10 @@ def _encouraging(z, t, *, bonus_weight, log_end, floor):
 
 
 @_apply.elementwise_docstring
-def sigmoid_encouraging_loss(logits, labels, *, bonus_weight=1.0,
-                             log_end=0.75, floor=1e-5, where=None
-                             ) -> jax.Array:
+def sigmoid_encouraging_loss(logits: ArrayLike, labels: ArrayLike, *,
+                             bonus_weight: ArrayLike = 1.0,
+                             log_end: ArrayLike = 0.75, floor: ArrayLike = 1e-5,
+                             where: ArrayLike | None = None) -> jax.Array:
   r"""Binary (conservative) Encouraging Loss: BCE plus a bonus, per element.
 
   .. math::
@@ -94,9 +96,11 @@ def sigmoid_encouraging_loss(logits, labels, *, bonus_weight=1.0,
                                             floor))
 
 
-def sigmoid_encouraging_loss_grad(logits, labels, *, bonus_weight=1.0,
-                                  log_end=0.75, floor=1e-5, where=None
-                                  ) -> jax.Array:
+def sigmoid_encouraging_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                  bonus_weight: ArrayLike = 1.0,
+                                  log_end: ArrayLike = 0.75,
+                                  floor: ArrayLike = 1e-5,
+                                  where: ArrayLike | None = None) -> jax.Array:
   """Analytic ``d sum(loss) / d logits``, ``logits.shape``.
 
   A positive: ``p - 1 - rho p`` in the log region, ``p - 1 - rho p (1-p) /
@@ -109,8 +113,10 @@ def sigmoid_encouraging_loss_grad(logits, labels, *, bonus_weight=1.0,
                                             floor))
 
 
-def sigmoid_encouraging_loss_steepness(p, *, bonus_weight=1.0, log_end=0.75,
-                                       floor=1e-5
+def sigmoid_encouraging_loss_steepness(p: ArrayLike, *,
+                                       bonus_weight: ArrayLike = 1.0,
+                                       log_end: ArrayLike = 0.75,
+                                       floor: ArrayLike = 1e-5
                                        ) -> tuple[jax.Array, jax.Array]:
   """Loss ``-log p + rho b(p)`` and ``dL/dp`` of a positive element.
 

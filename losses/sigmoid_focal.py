@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _numerics
@@ -15,7 +16,7 @@ def _alpha_weights(alpha):
   if alpha is None:
     return dict(pos_weight=_inputs.as_float(1.0),
                 neg_weight=_inputs.as_float(1.0))
-  alpha = _inputs.as_float(alpha)
+  alpha = _inputs.scalar(alpha, "alpha", 0.0, 1.0)
   return dict(pos_weight=alpha, neg_weight=1.0 - alpha)
 
 
@@ -26,14 +27,14 @@ def _focal(z, t, *, gamma, pos_weight, neg_weight):
 
 
 def _focal_hyper(alpha, gamma):
-  _inputs.check_range(alpha, "alpha", 0.0, 1.0)
-  _inputs.check_range(gamma, "gamma", 0.0)
-  return dict(gamma=_inputs.as_float(gamma), **_alpha_weights(alpha))
+  return dict(gamma=_inputs.scalar(gamma, "gamma", 0.0),
+              **_alpha_weights(alpha))
 
 
 @_apply.elementwise_docstring
-def sigmoid_focal_loss(logits, labels, *, alpha=None, gamma=2.0, where=None
-                       ) -> jax.Array:
+def sigmoid_focal_loss(logits: ArrayLike, labels: ArrayLike, *,
+                       alpha: ArrayLike | None = None, gamma: ArrayLike = 2.0,
+                       where: ArrayLike | None = None) -> jax.Array:
   r"""Sigmoid focal loss, per element.
 
   .. math::
@@ -79,8 +80,10 @@ def sigmoid_focal_loss(logits, labels, *, alpha=None, gamma=2.0, where=None
                                  **_focal_hyper(alpha, gamma))
 
 
-def sigmoid_focal_loss_grad(logits, labels, *, alpha=None, gamma=2.0,
-                            where=None) -> jax.Array:
+def sigmoid_focal_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                            alpha: ArrayLike | None = None,
+                            gamma: ArrayLike = 2.0,
+                            where: ArrayLike | None = None) -> jax.Array:
   """Analytic ``d sum(loss) / d logits``, ``logits.shape``.
 
   A positive: ``alpha (1-p)^g (g p log p - (1 - p))``; a negative: the same
@@ -90,7 +93,9 @@ def sigmoid_focal_loss_grad(logits, labels, *, alpha=None, gamma=2.0,
                                      **_focal_hyper(alpha, gamma))
 
 
-def sigmoid_focal_loss_steepness(p, *, alpha=None, gamma=2.0, target=1
+def sigmoid_focal_loss_steepness(p: ArrayLike, *,
+                                 alpha: ArrayLike | None = None,
+                                 gamma: ArrayLike = 2.0, target: ArrayLike = 1
                                  ) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against the sigmoid probability ``p``.
 

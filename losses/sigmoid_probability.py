@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _inputs
@@ -35,7 +36,8 @@ def _absolute_error(z, t):
 
 
 @_apply.elementwise_docstring
-def sigmoid_squared_error(logits, labels, *, where=None) -> jax.Array:
+def sigmoid_squared_error(logits: ArrayLike, labels: ArrayLike, *,
+                          where: ArrayLike | None = None) -> jax.Array:
   r"""Squared error between the sigmoid probability and the target.
 
   .. math::
@@ -64,20 +66,23 @@ def sigmoid_squared_error(logits, labels, *, where=None) -> jax.Array:
   return _apply.elementwise_loss(_squared_error, logits, labels, where=where)
 
 
-def sigmoid_squared_error_grad(logits, labels, *, where=None) -> jax.Array:
+def sigmoid_squared_error_grad(logits: ArrayLike, labels: ArrayLike, *,
+                               where: ArrayLike | None = None) -> jax.Array:
   """Analytic ``d sum(loss) / d logits = 2 (p - t) p (1 - p)``."""
   return _apply.elementwise_gradient(_squared_error, logits, labels,
                                      where=where)
 
 
-def sigmoid_squared_error_steepness(p) -> tuple[jax.Array, jax.Array]:
+def sigmoid_squared_error_steepness(p: ArrayLike
+                                    ) -> tuple[jax.Array, jax.Array]:
   """Loss ``(1 - p)^2`` and ``dL/dp = -2 (1 - p)`` of a positive element."""
   p = _inputs.check_probability(p)
   return jnp.square(1.0 - p), -2.0 * (1.0 - p)
 
 
 @_apply.elementwise_docstring
-def sigmoid_absolute_error(logits, labels, *, where=None) -> jax.Array:
+def sigmoid_absolute_error(logits: ArrayLike, labels: ArrayLike, *,
+                           where: ArrayLike | None = None) -> jax.Array:
   r"""Absolute error between the sigmoid probability and the target.
 
   .. math::
@@ -108,13 +113,15 @@ def sigmoid_absolute_error(logits, labels, *, where=None) -> jax.Array:
   return _apply.elementwise_loss(_absolute_error, logits, labels, where=where)
 
 
-def sigmoid_absolute_error_grad(logits, labels, *, where=None) -> jax.Array:
+def sigmoid_absolute_error_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                where: ArrayLike | None = None) -> jax.Array:
   """Analytic ``d sum(loss) / d logits = sign(p - t) p (1 - p)``."""
   return _apply.elementwise_gradient(_absolute_error, logits, labels,
                                      where=where)
 
 
-def sigmoid_absolute_error_steepness(p) -> tuple[jax.Array, jax.Array]:
+def sigmoid_absolute_error_steepness(p: ArrayLike
+                                     ) -> tuple[jax.Array, jax.Array]:
   """Loss ``1 - p`` and ``dL/dp = -1`` of a positive element (at ``p = 1``
   the left derivative)."""
   p = _inputs.check_probability(p)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _numerics
@@ -98,17 +99,18 @@ def _integer(logits, labels, gamma_pos, gamma_neg, label_smoothing):
 
 
 def _check(gamma_pos, gamma_neg, label_smoothing):
-  _inputs.check_range(gamma_pos, "gamma_pos", 0.0)
-  _inputs.check_range(gamma_neg, "gamma_neg", 0.0)
-  _inputs.check_range(label_smoothing, "label_smoothing", 0.0, 1.0)
-  return dict(gamma_pos=_inputs.as_float(gamma_pos),
-              gamma_neg=_inputs.as_float(gamma_neg),
-              label_smoothing=_inputs.as_float(label_smoothing))
+  return dict(gamma_pos=_inputs.scalar(gamma_pos, "gamma_pos", 0.0),
+              gamma_neg=_inputs.scalar(gamma_neg, "gamma_neg", 0.0),
+              label_smoothing=_inputs.scalar(label_smoothing,
+                                             "label_smoothing", 0.0, 1.0))
 
 
-def asymmetric_single_label_loss(logits, labels, *, gamma_pos=0.0,
-                                 gamma_neg=4.0, label_smoothing=0.1,
-                                 axis=-1, where=None) -> jax.Array:
+def asymmetric_single_label_loss(logits: ArrayLike, labels: ArrayLike, *,
+                                 gamma_pos: ArrayLike = 0.0,
+                                 gamma_neg: ArrayLike = 4.0,
+                                 label_smoothing: ArrayLike = 0.1,
+                                 axis: int = -1, where: ArrayLike | None = None
+                                 ) -> jax.Array:
   r"""Asymmetric loss, single-label (softmax) version.
 
   .. math::
@@ -156,17 +158,24 @@ def asymmetric_single_label_loss(logits, labels, *, gamma_pos=0.0,
                              **_check(gamma_pos, gamma_neg, label_smoothing))
 
 
-def asymmetric_single_label_loss_grad(logits, labels, *, gamma_pos=0.0,
-                                      gamma_neg=4.0, label_smoothing=0.1,
-                                      axis=-1, where=None) -> jax.Array:
+def asymmetric_single_label_loss_grad(logits: ArrayLike, labels: ArrayLike, *,
+                                      gamma_pos: ArrayLike = 0.0,
+                                      gamma_neg: ArrayLike = 4.0,
+                                      label_smoothing: ArrayLike = 0.1,
+                                      axis: int = -1,
+                                      where: ArrayLike | None = None
+                                      ) -> jax.Array:
   """Analytic ``d sum(asymmetric_single_label_loss) / d logits``."""
   return _apply.softmax_gradient(
       _asymmetric, logits, labels, axis=axis, where=where,
       **_check(gamma_pos, gamma_neg, label_smoothing))
 
 
-def asymmetric_single_label_loss_steepness(p, *, gamma_pos=0.0, gamma_neg=4.0,
-                                           label_smoothing=0.1, num_classes=10
+def asymmetric_single_label_loss_steepness(p: ArrayLike, *,
+                                           gamma_pos: ArrayLike = 0.0,
+                                           gamma_neg: ArrayLike = 4.0,
+                                           label_smoothing: ArrayLike = 0.1,
+                                           num_classes: int = 10
                                            ) -> tuple[jax.Array, jax.Array]:
   """Loss and ``dL/dp`` against ``p_y`` with the rest spread evenly.
 

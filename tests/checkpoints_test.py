@@ -12,6 +12,7 @@ import time
 
 import jax
 import numpy as np
+import pytest
 from absl.testing import absltest
 
 from tests.tiny import tiny_config
@@ -40,6 +41,7 @@ def _without_seconds(summary):
   return {k: v for k, v in summary.items() if k != "seconds"}
 
 
+@pytest.mark.integration
 class ResumeTest(absltest.TestCase):
 
   @classmethod
@@ -106,6 +108,7 @@ class ResumeTest(absltest.TestCase):
 
 class MismatchTest(absltest.TestCase):
 
+  @pytest.mark.integration
   def test_other_config_in_workdir_is_rejected(self):
     workdir = tempfile.mkdtemp()
     trainer.train_and_evaluate(tiny_config(num_epochs=1), workdir)
@@ -182,6 +185,7 @@ class MismatchTest(absltest.TestCase):
     store.close()
 
 
+@pytest.mark.integration
 class DamagedCheckpointTest(absltest.TestCase):
   """A truncated or garbled file of the latest checkpoint: the one before
   it resumes, after a one-line warning; with none readable, one line."""

@@ -3,6 +3,7 @@
 import os
 import tempfile
 
+import pytest
 from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
@@ -93,6 +94,7 @@ class CheckTest(parameterized.TestCase):
 
   @parameterized.parameters("mnist1d", "fashion_mnist", "cifar10",
                             "cifar100")
+  @pytest.mark.slow
   def test_every_loss_and_noise_of_the_sweep_configs(self, dataset):
     for loss in loss_registry.LOSSES:
       if loss_registry.LOSSES[loss].family == "sigmoid":

@@ -3,6 +3,7 @@
 import os
 import tempfile
 
+import pytest
 from absl.testing import absltest
 
 from benchmarks import config_walk
@@ -47,6 +48,7 @@ class WalkTest(absltest.TestCase):
     self.assertEqual(config_walk.walk(lambda: schedules.learning_rate(
         "constant", base=1.0, steps_per_epoch=1, num_epochs=1)), [])
 
+  @pytest.mark.integration
   def test_a_run_flows_down(self):
     # The walk of the whole program (benchmarks/config_walk.py runs it on
     # configs/default.py): it never comes back to the entry point, and

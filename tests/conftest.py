@@ -32,6 +32,9 @@ import shutil
 import tempfile
 
 import jax
+import pytest
+
+from tests import tiers
 
 _ROOT_VARIABLE = "STEEP_TEST_JAX_CACHE"
 _FAST_COMPILE = "--xla_backend_optimization_level=0"
@@ -68,3 +71,16 @@ def pytest_unconfigure(config):
   if _created_root is not None:
     shutil.rmtree(_created_root, ignore_errors=True)
     os.environ.pop(_ROOT_VARIABLE, None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+  tiers.begin()
+  return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+  result = yield
+  tiers.end(item)
+  return result

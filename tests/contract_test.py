@@ -5,6 +5,7 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
 from absl.testing import absltest
 
 from train import contract
@@ -34,6 +35,7 @@ class ContractTest(absltest.TestCase):
     self.assertEqual(contract.read_records(workdir),
                      [{"epoch": 1}, {"epoch": 2}])
 
+  @pytest.mark.integration
   def test_imports_no_jax(self):
     # A launcher reads the contract without paying for JAX.
     code = ("import sys; import train.contract; "

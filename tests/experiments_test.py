@@ -17,6 +17,7 @@ import tempfile
 from unittest import mock
 
 import numpy as np
+import pytest
 from absl.testing import absltest
 
 from experiments import __main__ as cli
@@ -114,6 +115,7 @@ def _drawn(study, collected, *draws):
   return captured
 
 
+@pytest.mark.integration
 class ToyStudyTest(TestCase):
   """The whole command on ten runs of seconds: run, skip, resume, continue
   from the ledger, summary. (First in the file: the longest test starts
@@ -872,6 +874,7 @@ class StudyTest(TestCase):
                      "/r/a/ce/final/x=2/seeds100-104")
 
 
+@pytest.mark.integration
 class RunnerTest(TestCase):
 
   def _run(self, workdir):
@@ -1283,6 +1286,7 @@ class RunnerTest(TestCase):
 class CommandLineTest(TestCase):
   """What a newcomer meets: help, one-line usage errors, summaries."""
 
+  @pytest.mark.integration
   def test_help_names_the_studies_and_bad_input_exits_2(self):
     # The real entry point, twice at once.
     help_, unknown = (subprocess.Popen(
@@ -1447,6 +1451,7 @@ class AcrossStudiesTest(TestCase):
                      "+1.44 [\u22120.02, +2.90]")
 
 
+@pytest.mark.slow
 class CommittedPagesTest(TestCase):
   """Each committed page and CSV is what its committed ledger gives, byte
   for byte: the summary (figures drawn, not saved) from the default
@@ -1487,6 +1492,7 @@ class CommittedPagesTest(TestCase):
     self._rebuilds("noisy_labels")
 
 
+@pytest.mark.slow
 class CommittedReadmeTest(TestCase):
   """The tables of docs/results/README.md are what every study's committed
   ledger gives, byte for byte, and the prose around them is kept."""
@@ -1582,6 +1588,7 @@ class RealStudiesTest(TestCase):
                             kind=kind):
             self.assertLen(set(drawn), len(drawn))
 
+  @pytest.mark.slow
   def test_every_run_config_is_valid(self):
     # pylint: disable=g-import-not-at-top
     from train.data import noise
@@ -1657,6 +1664,7 @@ class RealStudiesTest(TestCase):
 class SummaryTest(TestCase):
   """The summary page, CSV and every figure from fabricated results."""
 
+  @pytest.mark.slow
   def test_summary_from_results(self):
     settings = tuple(
         study_lib.Setting(f"sym{r}", "mnist1d.py", label=f"{r} %",

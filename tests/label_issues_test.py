@@ -13,21 +13,26 @@ import tempfile
 import types
 
 import numpy as np
+import pytest
 from absl.testing import absltest
 
 from tests.tiny import ROOT
 from tests.tiny import tiny_config
 from train import contract
+from train.data import datasets
 from train.data import own_data
+from train.data import sources
 from train.errors import ConfigError
 from train.loop import settings as settings_lib
 from train.loop import trainer
+from train.report import label_figure
 from train.report import label_issues
 from train.report import label_ranking
 
-COLUMNS = ["rank", "index", "source", "given_label", "suggested_label",
-           "given_name", "suggested_name", "given_probability",
-           "suggested_probability", "score", "flipped", "replica"]
+COLUMNS = ["rank", "part", "index", "source", "given_label",
+           "suggested_label", "given_name", "suggested_name",
+           "given_probability", "suggested_probability", "score",
+           "score_from", "flipped", "replica"]
 
 
 def _run(**overrides):
@@ -47,6 +52,7 @@ def _read_labels(path):
   return header, {key: label for key, label in rows}
 
 
+@pytest.mark.integration
 class RunTest(absltest.TestCase):
 
   @classmethod
@@ -58,7 +64,7 @@ class RunTest(absltest.TestCase):
     cls.ce, cls.ce_printed = _run(save_train_probabilities=True)
 
   def test_jo_run_suggests_its_label_state(self):
-    rows = label_issues.read(self.jo)
+    rows = label_issues.read(self.jo, part="train")
     with open(os.path.join(self.jo, contract.LABEL_ISSUES_FILE)) as f:
       self.assertEqual(f.readline().strip().split(","), COLUMNS)
     self.assertLen(rows, 256)
@@ -85,7 +91,7 @@ class RunTest(absltest.TestCase):
     self.assertEqual(contract.read_run(self.ce)["label_issues"]["origin"],
                      "best_validation")
     best = np.load(os.path.join(self.ce, contract.PROBABILITIES_BEST_FILE))
-    rows = label_issues.read(self.ce)
+    rows = label_issues.read(self.ce, part="train")
     index = np.array([int(r["index"]) for r in rows])
     given = np.array([int(r["given_label"]) for r in rows])
     np.testing.assert_array_equal(
@@ -98,7 +104,7 @@ class RunTest(absltest.TestCase):
   def test_the_summary_line_against_a_hand_count(self):
     for workdir, printed in ((self.jo, self.jo_printed),
                              (self.ce, self.ce_printed)):
-      rows = label_issues.read(workdir)
+      rows = label_issues.read(workdir, part="train")
       changed = [r["given_label"] != r["suggested_label"] for r in rows]
       flipped = [r["flipped"] == "1" for r in rows]
       hits = sum(c and f for c, f in zip(changed, flipped))
@@ -109,7 +115,7 @@ class RunTest(absltest.TestCase):
       self.assertAlmostEqual(issues["precision"], hits / sum(changed))
       self.assertAlmostEqual(issues["recall"], hits / k)
       self.assertAlmostEqual(issues["precision_at_k"], sum(flipped[:k]) / k)
-      line = label_issues.summary_line(issues, 256)
+      line = label_issues.summary_line(issues, 256, 200)
       self.assertIn(line, printed.splitlines())
       self.assertIn(f"would change {sum(changed)} of its 256", line)
       self.assertIn(f"precision {100 * hits / sum(changed):.1f} %, recall "
@@ -139,7 +145,7 @@ class RunTest(absltest.TestCase):
     self.assertGreater(os.path.getsize(out), 5000)
 
   def test_apply_round_trips(self):
-    rows = label_issues.read(self.jo)
+    rows = label_issues.read(self.jo, part="train")
     out = os.path.join(tempfile.mkdtemp(), "labels.csv")
     self.assertEqual(label_issues.apply(self.jo, out), sum(
         r["given_label"] != r["suggested_label"] for r in rows))
@@ -148,17 +154,51 @@ class RunTest(absltest.TestCase):
     self.assertLen(labels, 256)
     self.assertEqual(labels, {r["source"]: r["suggested_name"]
                               for r in rows})
-    # Only the changes the suggestion is sure of.
+    # Only the changes the suggestion is sure of; every row still written,
+    # the others as given.
+    sure = {r["source"] for r in rows
+            if r["given_label"] != r["suggested_label"]
+            and float(r["suggested_probability"]) > 0.15}
     self.assertEqual(label_issues.apply(self.jo, out, threshold=0.15),
-                     len(_read_labels(out)[1]))
+                     len(sure))
     self.assertEqual(_read_labels(out)[1], {
-        r["source"]: r["suggested_name"] for r in rows
-        if r["given_label"] != r["suggested_label"]
-        and float(r["suggested_probability"]) > 0.15})
+        r["source"]: r["suggested_name" if r["source"] in sure
+                       else "given_name"] for r in rows})
+    # Both parts: the validation rows too.
+    label_issues.apply(self.jo, out, parts=("train", "val"))
+    self.assertLen(_read_labels(out)[1], 256 + 200)
     with self.assertRaisesRegex(ValueError, r"--threshold=1.5: must lie"):
       label_issues.apply(self.jo, out, threshold=1.5)
     with self.assertRaisesRegex(ValueError, "no replica 1"):
       label_issues.apply(self.jo, out, replica=1)
+    with self.assertRaisesRegex(ValueError, "--parts=test: each must be"):
+      label_issues.apply(self.jo, out, parts=("test",))
+
+  def test_validation_rows_are_ranked_out_of_sample(self):
+    for workdir, train_from in ((self.jo, "label_state"),
+                                (self.ce, "in_sample")):
+      rows = label_issues.read(workdir)
+      val = [r for r in rows if r["part"] == "val"]
+      self.assertLen(val, 200)
+      self.assertEqual({r["score_from"] for r in val}, {"out_of_sample"})
+      self.assertEqual({r["score_from"] for r in rows
+                        if r["part"] == "train"}, {train_from})
+      self.assertEqual([int(r["rank"]) for r in val], list(range(1, 201)))
+      scores = [float(r["score"]) for r in val]
+      self.assertEqual(scores, sorted(scores, reverse=True))
+      # Validation labels carry the noise too: some are flipped.
+      self.assertTrue(any(r["flipped"] == "1" for r in val))
+      issues = contract.read_run(workdir)["label_issues"]["val"]
+      self.assertEqual(issues["origin"], "best_validation")
+      self.assertEqual(issues["changed"], sum(
+          r["given_label"] != r["suggested_label"] for r in val))
+
+  def test_help_exits_0(self):
+    done = subprocess.run(
+        [sys.executable, "-m", "train.report.label_issues", "--help"],
+        cwd=ROOT, capture_output=True, text=True, check=False)
+    self.assertEqual(done.returncode, 0, done.stderr)
+    self.assertIn("--parts", done.stdout)
 
   def test_apply_on_the_command_line(self):
     out = os.path.join(tempfile.mkdtemp(), "labels.csv")
@@ -168,15 +208,20 @@ class RunTest(absltest.TestCase):
          "--threshold=0.3"], cwd=ROOT, capture_output=True, text=True,
         check=False)
     self.assertEqual(done.returncode, 0, done.stderr)
-    count = len(_read_labels(out)[1])
+    count = sum(r["given_label"] != r["suggested_label"]
+                and float(r["suggested_probability"]) > 0.3
+                for r in label_issues.read(self.ce, part="train"))
     self.assertEqual(done.stdout.strip(), f"{out}: {count} labels changed")
+    self.assertLen(_read_labels(out)[1], 256)  # every training row
 
 
 def _rows(count, *, multi_label=False, flipped="1"):
   names = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat")
   rows = []
   for i in range(count):
-    row = {"rank": i + 1, "index": i, "given_name": names[i % 5],
+    row = {"rank": i + 1, "index": i, "source": str(100 + i),
+           "part": "val" if i == 2 else "train",
+           "given_name": names[i % 5],
            "suggested_name": names[(i + 1) % 5], "given_probability": "0.01",
            "suggested_probability": "0.93", "flipped": flipped}
     if multi_label:
@@ -193,10 +238,12 @@ class FigureTest(absltest.TestCase):
         (_rows(10), rng.random((10, 28, 28, 1)), "T-shirt/top → Trouser"),
         (_rows(3, flipped=""), rng.random((3, 16, 16, 3)), "p 0.93 (given "
          "0.01)"),
-        (_rows(9, flipped="0"), rng.normal(size=(9, 40, 1)), "#9  example 8"),
+        (_rows(9, flipped="0"), rng.normal(size=(9, 40, 1)),
+         "#9 train row 108"),
+        (_rows(3), rng.random((3, 8, 8, 1)), "#3 val row 102"),
         (_rows(4, multi_label=True), rng.random((4, 56, 56, 1)),
          "+Coat, Dress\n−Trouser")):
-      fig = label_issues.figure(rows, images, title="t")
+      fig = label_figure.figure(rows, images, title="t")
       (ax,) = fig.get_axes()
       texts = [t.get_text() for t in ax.texts]
       self.assertLen(texts, len(rows))
@@ -204,7 +251,7 @@ class FigureTest(absltest.TestCase):
       kind = ax.images if images.ndim == 4 else ax.lines
       self.assertLen(kind, len(rows))
       out = os.path.join(tempfile.mkdtemp(), "f.png")
-      label_issues.draw(rows, lambda index, x=images: x[index], out,
+      label_figure.draw(rows, lambda part, index, x=images: x[index], out,
                         title="the title")
       self.assertGreater(os.path.getsize(out), 3000)
 
@@ -216,18 +263,29 @@ class WriteTest(absltest.TestCase):
         "class_names": ("cat", "dog", "bird"), "train_sources": None,
         "train_source_index": None, "num_train": 4, **fields})
 
+  def test_examples_without_names_or_source_rows_are_numbered(self):
+    # A conversion's records (the stream benchmark's) carry neither.
+    train = sources.array_source(np.zeros((3, 2), np.float32),
+                                 np.array([0, 1, 0]), ("a", "b"))
+    val = sources.array_source(np.zeros((2, 2), np.float32),
+                               np.array([1, 0]), ("a", "b"))
+    data = datasets.Dataset(name="records", train=train, val=val, test=val)
+    self.assertEqual(list(label_issues.part_sources(data, "train")),
+                     [0, 1, 2])
+    self.assertEqual(list(label_issues.part_sources(data, "val")), [0, 1])
+
   def test_files_name_the_examples_and_the_label_file(self):
     workdir = tempfile.mkdtemp()
     s = label_ranking.suggest(np.array([0, 1, 2, 0]), np.array(
         [[.9, .05, .05], [.7, .2, .1], [.1, .1, .8], [.2, .5, .3]]))
     files = ["a/1.png", "a/2.png", "b/3.png", "b/4.png"]
     issues = label_issues.write(
-        workdir, [s], origin="best_validation", clean=None,
+        workdir, [label_issues.Part("train", [s], "best_validation")],
         dataset=self._dataset(train_sources=files), inputs=None, drawn=0)
     self.assertEqual(issues, {"origin": "best_validation", "changed": 2,
                               "flipped": None, "precision": None,
                               "recall": None, "precision_at_k": None,
-                              "restored": None})
+                              "restored": None, "val": None})
     rows = label_issues.read(workdir)
     # Examples 1 and 3 tie at 0.8: the lower index first.
     self.assertEqual([r["source"] for r in rows],
@@ -262,18 +320,22 @@ class WriteTest(absltest.TestCase):
     s = label_ranking.suggest(np.array([0, 0, 2, 1]), np.array(
         [[.9, .05, .05], [.2, .7, .1], [.1, .1, .8], [.1, .6, .3]]))
     label_issues.write(
-        workdir, [s], origin="best_validation", clean=None,
+        workdir, [label_issues.Part("train", [s], "best_validation")],
         dataset=self._dataset(train_sources=np.array(
             ["x_train[0]", "x_train[1]", "x_train[2]", "x_train[4]"])),
         inputs=None, drawn=0)
     out = os.path.join(workdir, "labels.csv")
     self.assertEqual(label_issues.apply(workdir, out), 1)
-    self.assertEqual(_read_labels(out), (["index", "label"], {
-        "0": "cat", "1": "dog", "2": "bird", "3": "cat", "4": "dog"}))
+    # Every column kept: the clean one as it was, the trained-on one
+    # corrected.
     table = own_data.read_labels_csv(
         out, sources=np.array([f"x_train[{i}]" for i in range(5)]))
-    self.assertEqual(table.columns["label"].tolist(),
+    self.assertEqual(table.columns["noisy"].tolist(),
                      ["cat", "dog", "bird", "cat", "dog"])
+    self.assertEqual(table.columns["clean"].tolist(),
+                     ["cat", "dog", "bird", "cat", "dog"])
+    with open(out) as f:
+      self.assertEqual(f.readline().strip(), "index,noisy,clean")
 
   def test_the_runs_csv_is_read_as_training_read_it(self):
     # A spreadsheet's CSV: a byte-order mark, spaces after the commas and a
@@ -288,13 +350,13 @@ class WriteTest(absltest.TestCase):
     s = label_ranking.suggest(np.array([0, 0, 2]), np.array(
         [[.9, .05, .05], [.2, .7, .1], [.1, .1, .8]]))
     label_issues.write(
-        workdir, [s], origin="best_validation", clean=None,
+        workdir, [label_issues.Part("train", [s], "best_validation")],
         dataset=self._dataset(train_sources=np.array(
             ["x_train[0]", "x_train[1]", "x_train[2]"]), num_train=3),
         inputs=None, drawn=0)
     out = os.path.join(workdir, "labels.csv")
     self.assertEqual(label_issues.apply(workdir, out), 1)
-    self.assertEqual(_read_labels(out), (["index", "label"], {
+    self.assertEqual(_read_labels(out), (["index", "noisy"], {
         "0": "cat", "1": "dog", "2": "bird"}))
 
   def test_multi_label_rows_and_replicas(self):
@@ -306,9 +368,10 @@ class WriteTest(absltest.TestCase):
     each = [label_ranking.suggest(given, q, multi_label=True),
             label_ranking.suggest(flipped, q, multi_label=True)]
     issues = label_issues.write(
-        workdir, each, origin="label_state", clean=[given, given],
+        workdir, [label_issues.Part("train", each, "label_state",
+                                    [given, given])],
         dataset=self._dataset(train_source_index=np.arange(10, 14)),
-        inputs=lambda rows: np.zeros((len(rows), 8, 8, 1)), drawn=2)
+        inputs=lambda part, rows: np.zeros((len(rows), 8, 8, 1)), drawn=2)
     self.assertEqual(issues["changed"], [2, 3])
     self.assertEqual(issues["flipped"], [0, 1])
     self.assertEqual(issues["restored"], [0, 1])

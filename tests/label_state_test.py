@@ -7,6 +7,7 @@ import sys
 
 import jax
 import numpy as np
+import pytest
 from absl.testing import absltest
 from absl.testing import parameterized
 from jax.sharding import NamedSharding
@@ -140,7 +141,8 @@ def compare_targets_with_reference(num_examples=37, num_classes=5, epochs=2,
   @functools.partial(jax.jit, donate_argnums=0)
   def step(state, indices, logits):
     rows = losses.elr_update_targets(
-        label_state.gather(state.targets, indices, mesh), logits, beta=beta)
+        logits, targets=label_state.gather(state.targets, indices, mesh),
+        beta=beta)
     return state._replace(targets=label_state.scatter(
         state.targets, indices, rows, mesh))
 
@@ -273,6 +275,7 @@ class LabelStateTest(parameterized.TestCase):
         slot=jax.numpy.asarray(np.arange(replicas, dtype=np.int32) % history))
 
   @parameterized.parameters("soft", "hard")
+  @pytest.mark.slow
   def test_replica_axis_updates_each_replica_alone(self, mode):
     state = self._filled(3, 40, 5, 4)
     both = label_state.update(state, 2, begin=1, mode=mode)
@@ -289,8 +292,7 @@ class LabelStateTest(parameterized.TestCase):
     num_examples, num_classes = 10_000, 10
     state = self._filled(1, num_examples, num_classes, 3)
     update = steps.make_label_update(sharding.make_mesh(), begin=1,
-                                     mode="soft", multi_label=False,
-                                     replicas=True)
+                                     mode="soft", multi_label=False)
     stats = update.lower(state, 0).compile().memory_analysis()
     self.assertLess(stats.temp_size_in_bytes, num_examples * 16)
     self.assertGreaterEqual(stats.alias_size_in_bytes,
@@ -312,6 +314,7 @@ class LabelStateTest(parameterized.TestCase):
       label_state.update(state, 0, begin=0, mode="mean")
 
 
+@pytest.mark.integration
 class ShardedLabelStateTest(absltest.TestCase):
   """On 8 fake CPU devices, in a subprocess: XLA reads the flag at start."""
 

@@ -87,7 +87,7 @@ class RegistryTest(parameterized.TestCase):
     hparams = {"beta": 0.5}
     new = jax.jit(update)(rows, logits, hparams)
     np.testing.assert_allclose(new, losses.elr_update_targets(
-        rows, logits, beta=0.5, floor=1e-3), rtol=1e-6)
+        logits, targets=rows, beta=0.5, floor=1e-3), rtol=1e-6)
     got = jax.jit(total)(logits, labels,
                          {**hparams, loss_registry.STATE_ARGUMENT: new})
     np.testing.assert_allclose(got, losses.elr_loss(

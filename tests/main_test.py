@@ -14,6 +14,7 @@ import tempfile
 import textwrap
 from unittest import mock
 
+import pytest
 from absl.testing import absltest
 from absl.testing import parameterized
 
@@ -116,6 +117,7 @@ class OneLineErrorTest(parameterized.TestCase):
       ("loss_value", ["--config.loss.name=focal", "--config.loss.gamma=-1"],
        "", r"config.loss \(focal, .*`gamma` must lie in \[0"),
   )
+  @pytest.mark.integration
   def test_one_line_and_no_workdir(self, args, setup, message):
     workdir = os.path.join(tempfile.mkdtemp(), "run")
     result = run_entry_point([*args, f"--workdir={workdir}"], setup)
@@ -126,6 +128,7 @@ class OneLineErrorTest(parameterized.TestCase):
     self.assertRegex(result.stderr, message)
     self.assertFalse(os.path.exists(workdir))
 
+  @pytest.mark.smoke
   def test_missing_workdir_flag(self):
     result = run_entry_point([])
     self.assertEqual(result.returncode, 2)
@@ -133,6 +136,7 @@ class OneLineErrorTest(parameterized.TestCase):
                      "error: --workdir=DIR is required: the folder for "
                      "metrics and checkpoints")
 
+  @pytest.mark.integration
   def test_an_existing_workdir_is_kept(self):
     workdir = tempfile.mkdtemp()
     result = run_entry_point(["--config.batch_size=8192",
@@ -141,6 +145,7 @@ class OneLineErrorTest(parameterized.TestCase):
     self.assertTrue(os.path.isdir(workdir))
 
 
+@pytest.mark.integration
 class DistributedLaunchTest(absltest.TestCase):
 
   def _fails_in_one_line(self, args, message):
@@ -169,6 +174,7 @@ class DistributedLaunchTest(absltest.TestCase):
                               r"^error: --jax_distributed found no cluster")
 
 
+@pytest.mark.integration
 class CollectiveErrorTest(absltest.TestCase):
 
   def test_a_failed_collective_is_found_where_it_was_wrapped(self):
@@ -200,6 +206,7 @@ class CollectiveErrorTest(absltest.TestCase):
     self.assertFalse(found(jax, loop))
 
 
+@pytest.mark.integration
 class HelpTest(absltest.TestCase):
 
   def test_help_lists_configs_and_losses_and_exits_0(self):

@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from absl.testing import absltest
 from sklearn import metrics as sk_metrics
 
@@ -22,6 +23,7 @@ def _numpy_ece(confidence, correct, num_bins=15):
 
 class EvaluationMetricsTest(absltest.TestCase):
 
+  @pytest.mark.slow
   def test_single_label(self):
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(300, 5)).astype(np.float32) * 2
@@ -43,6 +45,7 @@ class EvaluationMetricsTest(absltest.TestCase):
       self.assertAlmostEqual(float(out["accuracy_per_class"][k]),
                              correct[members].mean(), places=6)
 
+  @pytest.mark.slow
   def test_class_without_examples_has_no_accuracy(self):
     out = metrics.evaluation_metrics(
         jnp.eye(3)[jnp.array([0, 1, 1])], jnp.array([0, 1, 2]),
@@ -78,6 +81,7 @@ class ShotGroupsTest(absltest.TestCase):
     # A class without test examples is left out.
     self.assertAlmostEqual(out["accuracy_few"], 0.15)
 
+  @pytest.mark.slow
   def test_multi_label_map_matches_sklearn(self):
     rng = np.random.default_rng(1)
     targets = (rng.random((200, 6)) < 0.3).astype(np.float32)
@@ -122,6 +126,7 @@ if __name__ == "__main__":
 
 class LabelMetricsTest(absltest.TestCase):
 
+  @pytest.mark.slow
   def test_no_label_changed_reads_exactly_zero(self):
     # 7200 rows: under jit, 1 - N fl(1/N) was -2.4e-08 before the clip.
     n = 7200

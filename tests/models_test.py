@@ -8,6 +8,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from absl.testing import absltest
 from absl.testing import parameterized
 from flax import nnx
@@ -36,6 +37,7 @@ class ModelsTest(parameterized.TestCase):
       ("cnn_small", (32, 32, 3)), ("preact_resnet32", (32, 32, 3)),
       ("preact_resnet32", (40, 1)), ("resnet18", (32, 32, 3)),
       ("resnet50", (224, 224, 3)), ("resnet50", (64, 3)))
+  @pytest.mark.slow
   def test_logits_shape(self, name, shape):
     classifier = models.Classifier.split(_abstract(name, shape))
     for train in (True, False):
@@ -46,6 +48,7 @@ class ModelsTest(parameterized.TestCase):
       self.assertEqual(logits.shape, (3, 10))
       self.assertEqual(logits.dtype, jnp.float32)
 
+  @pytest.mark.slow
   def test_parameter_counts_of_the_papers_networks(self):
     # PreAct ResNet-32 on CIFAR: 0.46M (He et al. 2016); ResNet-18: 11.17M;
     # ResNet-50 on ImageNet: 25,557,032, torchvision's count.
@@ -69,6 +72,7 @@ class ModelsTest(parameterized.TestCase):
                                      dense=64)),
                      80 + 1168 + (7 * 7 * 16 * 64 + 64) + 650)
 
+  @pytest.mark.slow
   def test_batch_norm_uses_batch_statistics_only_in_training(self):
     classifier = models.Classifier.split(
         models.create("preact_resnet32", (8, 1), 10, seed=0, width=2))
@@ -93,6 +97,7 @@ class ModelsTest(parameterized.TestCase):
     both, _ = apply(classifier.params, classifier.model_state, x, train=False)
     np.testing.assert_allclose(one, both[:2], rtol=1e-5, atol=1e-6)
 
+  @pytest.mark.slow
   def test_seed_decides_the_initialisation(self):
     a = models.create("mlp", (40, 1), 10, seed=0, width=8)
     b = models.create("mlp", (40, 1), 10, seed=0, width=8)
@@ -194,6 +199,7 @@ class CosineHeadTest(parameterized.TestCase):
       models.check(config.model)
 
 
+@pytest.mark.slow
 class MixedPrecisionTest(absltest.TestCase):
 
   def test_bfloat16_computes_in_bfloat16_and_keeps_float32(self):
@@ -256,6 +262,7 @@ def _tiny_resnet50_config(**overrides):
   return c
 
 
+@pytest.mark.slow
 class ResNet50Test(absltest.TestCase):
 
   def test_bfloat16_forward_is_finite_and_trains_batch_norm(self):
@@ -273,6 +280,7 @@ class ResNet50Test(absltest.TestCase):
         jax.tree.leaves(state), jax.tree.leaves(classifier.model_state))))
 
 
+@pytest.mark.integration
 class InitFromTest(absltest.TestCase):
   """``config.model.init_from``: weights of a saved model, head aside."""
 
@@ -355,6 +363,7 @@ class InitFromTest(absltest.TestCase):
       self.assertNotIn("\n", str(raised.exception))
 
 
+@pytest.mark.slow
 class ConvAsMatmulTest(parameterized.TestCase):
 
   @parameterized.parameters(("cnn1d", (40, 1)), ("cnn_small", (28, 28, 1)),

@@ -12,12 +12,15 @@ import tempfile
 import time
 
 import numpy as np
+import pytest
 from absl.testing import absltest
 
 from tests.tiny import tiny_config
 from tests.tiny import xla_flags
 from train import contract
 from train.loop import trainer
+
+pytestmark = pytest.mark.integration
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

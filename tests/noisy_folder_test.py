@@ -5,6 +5,7 @@ import os
 import tempfile
 
 import numpy as np
+import pytest
 from absl.testing import absltest
 
 from benchmarks import noisy_folder
@@ -12,6 +13,7 @@ from train.data import datasets
 from train.data import local_data
 
 
+@pytest.mark.slow
 @absltest.skipUnless(local_data.find_fashion_mnist(),
                      "needs the Fashion-MNIST IDX files")
 class NoisyFolderTest(absltest.TestCase):

@@ -14,6 +14,7 @@ import shutil
 import tempfile
 from unittest import mock
 
+import pytest
 from absl.testing import absltest
 from absl.testing import parameterized
 
@@ -24,6 +25,8 @@ from train import pretrained
 from train.data import local_data
 from train.loop import settings as settings_lib
 from train.loop import trainer
+
+pytestmark = pytest.mark.integration
 
 # Each program once end to end (the symmetric-noise JO run and ASL at 448
 # px differ from the runs before them only in numbers the tiny run shrinks

@@ -10,6 +10,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from absl.testing import absltest
 from absl.testing import parameterized
 
@@ -73,6 +74,7 @@ class GatherAndAugmentTest(chex.TestCase):
     self.assertBetween(mirrored.mean(), 0.35, 0.65)
 
   @chex.variants(with_jit=True, without_jit=True)
+  @pytest.mark.slow
   def test_crop_is_a_window_of_the_padded_image(self):
     x, p = _images(n=64), 2
     out = np.asarray(self.variant(
@@ -87,6 +89,7 @@ class GatherAndAugmentTest(chex.TestCase):
       offsets.update(found)
     self.assertGreater(len(offsets), 10)  # of the 25 possible offsets
 
+  @pytest.mark.slow
   def test_signals_and_identity(self):
     x = _images(n=8)[:, :, 0, :]  # [B, L, C]
     out = pipeline.augment(jax.random.key(2), x, crop_padding=3, flip=True)
@@ -126,6 +129,7 @@ _SHARDED_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.integration
 class ShardedTest(absltest.TestCase):
   """On 8 fake CPU devices, in a subprocess: XLA reads the flag at start-up."""
 

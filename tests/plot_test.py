@@ -8,6 +8,7 @@ import tempfile
 
 import matplotlib
 matplotlib.use("Agg")
+import pytest
 from absl.testing import absltest
 from matplotlib import pyplot as plt
 import numpy as np
@@ -29,6 +30,7 @@ def _workdir(records, name="run"):
   return workdir
 
 
+@pytest.mark.integration
 class PlotTest(absltest.TestCase):
 
   def test_draws_overlaid_runs(self):

@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 
+import pytest
 from absl.testing import absltest
 
 from tests.tiny import tiny_config
@@ -17,6 +18,8 @@ from train import contract
 from train.loop import checkpoints
 from train.loop import preemption
 from train.loop import trainer
+
+pytestmark = pytest.mark.integration
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 
+import pytest
 from absl.testing import absltest
 
 from experiments import holdings
@@ -205,6 +206,7 @@ class CommittedProseTest(absltest.TestCase):
   """Every number the committed prose quotes is held by its study's data,
   or marked."""
 
+  @pytest.mark.slow
   def test_committed_prose(self):
     errors, counts = prose.committed()
     self.assertEqual(errors, [], "\n".join(errors))

@@ -3,6 +3,7 @@
 import tempfile
 
 import numpy as np
+import pytest
 from absl.testing import absltest
 from absl.testing import parameterized
 
@@ -13,6 +14,8 @@ from train import contract
 from train.data import training_data
 from train.loop import trainer
 from train.report import reporting
+
+pytestmark = pytest.mark.integration
 
 TIMINGS = ("epoch_seconds", "label_update_seconds")
 SEED = 3

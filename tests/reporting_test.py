@@ -21,14 +21,15 @@ class MetricWriterTest(absltest.TestCase):
 
   def test_resume_drops_epochs_after_the_checkpoint(self):
     workdir = tempfile.mkdtemp()
-    writer = reporting.MetricWriter(workdir, resume_epoch=0,
-                                    tensorboard=True)
+    writer = reporting.MetricWriter(workdir, records=[], tensorboard=True)
     for epoch in (1, 2, 3):
       writer.write(_record(epoch, test_accuracy=0.1 * epoch,
                            grad_by_confidence=[0.5, None]))
     writer.close()
     self.assertTrue(os.listdir(os.path.join(workdir, "tensorboard")))
-    reporting.MetricWriter(workdir, resume_epoch=2, tensorboard=False)
+    reporting.MetricWriter(workdir,
+                           records=contract.read_records(workdir)[:2],
+                           tensorboard=False)
     self.assertEqual([r["epoch"] for r in contract.read_records(workdir)],
                      [1, 2])
 
@@ -38,12 +39,13 @@ class MetricWriterTest(absltest.TestCase):
       f.write(json.dumps(_record(1)) + "\n" + '{"epoch": 2, "train_lo')
     self.assertEqual([r["epoch"] for r in contract.read_records(workdir)],
                      [1])
-    reporting.MetricWriter(workdir, resume_epoch=1, tensorboard=False)
+    reporting.MetricWriter(workdir, records=contract.read_records(workdir),
+                           tensorboard=False)
     with open(os.path.join(workdir, contract.METRICS_FILE)) as f:
       self.assertEqual(f.read().count("\n"), 1)
 
   def test_replicas_write_tensorboard_per_replica(self):
-    writer = reporting.MetricWriter(tempfile.mkdtemp(), resume_epoch=0,
+    writer = reporting.MetricWriter(tempfile.mkdtemp(), records=[],
                                     tensorboard=False)
     scalars = {}
 
@@ -99,6 +101,28 @@ class SummaryTest(absltest.TestCase):
     # The best test accuracy over epochs selects on the test set: not shown.
     self.assertNotIn(" 80.00", table)
     json.dumps(s)  # goes into the checkpoint's JSON
+
+  def test_without_clean_labels_no_row_compares_the_labels_with_themselves(
+      self):
+    # Labels as given (no noise drawn, no clean set): the clean labels are
+    # the given ones, so recovery, memorisation and the clean validation
+    # rows would compare them with themselves.
+    records = [_record(e, val_accuracy=0.5 + e / 10,
+                       val_clean_accuracy=0.5 + e / 10,
+                       test_accuracy=0.6, recovery_accuracy=1.0,
+                       train_accuracy_noisy=0.7, train_accuracy_clean=0.7,
+                       memorised=0.0) for e in (1, 2)]
+    s = contract.summarise(records)
+    known = reporting.summary_table(s, "run")
+    given = reporting.summary_table(s, "run", clean_known=False)
+    for row in ("validation accuracy, clean", "label recovery accuracy",
+                "train accuracy, clean labels", "memorised noisy labels",
+                "test accuracy, at best clean val"):
+      self.assertIn(row, known)
+      self.assertNotIn(row, given)
+    self.assertIn("train accuracy, labels as given", given)
+    self.assertIn("validation accuracy ", given)
+    self.assertIn("test accuracy, at best val", given)
 
   def test_multi_label_selects_by_map(self):
     records = [_record(1, val_map=0.4, val_clean_map=0.6, test_map=0.5),

@@ -5,6 +5,7 @@ LDAM-DRW (deferred re-weighting, Cao et al. 2019) is the loss schedule of
 0.9999 at ``loss.schedule.start_epoch``, inside the compiled step.
 """
 
+import pytest
 from absl.testing import absltest
 import jax
 import jax.numpy as jnp
@@ -35,6 +36,7 @@ def _stage(**overrides):
 
 class DeferredReweightingTest(absltest.TestCase):
 
+  @pytest.mark.slow
   def test_weights_are_uniform_before_the_epoch_and_balanced_from_it(self):
     stage = _stage(**DRW)
     beta = jax.jit(stage.hparam_schedules["beta"])

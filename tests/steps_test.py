@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 from absl.testing import absltest
 from flax import nnx
 
@@ -43,15 +44,13 @@ def problem(mesh):
   noisy = rng.integers(0, C, N).astype(np.int32)
   data = {"image": rng.normal(size=(N, 6, 1)).astype(np.float32),
           "label": noisy[None], "clean_label": noisy}
-  data = sharding.put(data, sharding.data_shardings(data, mesh,
-                                                   replicas=True))
+  data = sharding.put(data, sharding.data_shardings(data, mesh))
   classifier = models.Classifier.split(TinyBatchNormNet(nnx.Rngs(0)))
   optimizer = optax.sgd(0.1, momentum=0.9)
   state = jax.tree.map(lambda x: np.asarray(x)[None],
                        steps.init_state(classifier, optimizer, seed=0))
   return (noisy, data, classifier, optimizer,
-          sharding.put(state, sharding.replicate(state, mesh,
-                                                 replicas=True)))
+          sharding.put(state, sharding.split_by_replica(state, mesh)))
 
 
 def start(step, state, labels, mesh):
@@ -60,7 +59,7 @@ def start(step, state, labels, mesh):
                       metrics.zeros_like_sums(10))
   sums = sharding.put(sums, sharding.by_replica(mesh))
   order = sharding.put(pipeline.epoch_indices(0, 0, N, B)[None],
-                       sharding.order_sharding(mesh, replicas=True))
+                       sharding.order_sharding(mesh))
   return step.enter(state, labels, sums), order
 
 
@@ -94,6 +93,7 @@ def run_steps(mesh, loss_name="joint_optimization", num_steps=3,
   return state, labels, sums, step_losses, step
 
 
+@pytest.mark.slow
 class TrainStepTest(absltest.TestCase):
 
   def test_loss_is_the_library_loss_on_the_label_state(self):
@@ -124,8 +124,8 @@ class TrainStepTest(absltest.TestCase):
     # Step 0 by hand: the rows start at zero and take (1 - beta) p~ / sum
     # p~ of this step's logits, which the loss then reads.
     logits = TinyBatchNormNet(nnx.Rngs(0))(jnp.asarray(x[first]), train=True)
-    targets = losses.elr_update_targets(np.zeros((B, C), np.float32), logits,
-                                        beta=0.6)
+    targets = losses.elr_update_targets(
+        logits, targets=np.zeros((B, C), np.float32), beta=0.6)
     expected = losses.elr_loss(logits, noisy[first], targets=targets,
                                lam=5.0)
     self.assertAlmostEqual(step_losses[0], float(jnp.mean(expected)),
@@ -173,6 +173,7 @@ class DispatchTest(absltest.TestCase):
                                  device_input.batches(data, mesh))
     return (step, *start(step, state, labels, mesh))
 
+  @pytest.mark.slow
   def test_steps_in_one_call_match_one_per_call(self):
     mesh = sharding.make_mesh()
     step, one, order = self._setup(mesh, "cross_entropy", False)
@@ -198,6 +199,7 @@ class DispatchTest(absltest.TestCase):
     for a, b in zip(jax.tree.leaves(tree), flat[0]):
       np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
+  @pytest.mark.slow
   def test_integer_labels_bypass_the_label_state(self):
     mesh = sharding.make_mesh()
     for loss_name in ("cross_entropy", "joint_optimization",
@@ -214,6 +216,7 @@ class DispatchTest(absltest.TestCase):
                                  np.asarray(results[1][2]["grad_count"]))
 
 
+@pytest.mark.slow
 class GradientBinsTest(absltest.TestCase):
 
   def test_cross_entropy_magnitude_in_its_bin(self):
@@ -257,6 +260,7 @@ print("ok")
 """
 
 
+@pytest.mark.integration
 class EightDevicesTest(absltest.TestCase):
 
   def test_batch_norm_and_label_state_match_one_device(self):

@@ -19,6 +19,7 @@ import weakref
 from unittest import mock
 
 import numpy as np
+import pytest
 from absl.testing import absltest
 
 from tests.tiny import ROOT
@@ -29,7 +30,6 @@ from train import sharding
 from train.data import device_input
 from train.data import inputs
 from train.data import stream_input
-from train.data import stream_sources
 from train.data import training_data
 from train.errors import ConfigError
 from tests.preemption_test import _StopAt
@@ -147,6 +147,7 @@ class StreamTrainingTest(absltest.TestCase):
                           "dataset.stream_workers": 0,
                           "dataset.cache_dir": self.cache, **overrides})
 
+  @pytest.mark.integration
   def test_same_split_noise_and_label_state_as_on_the_devices(self):
     mesh = sharding.make_mesh()
     config = self.config("device", replicas=2)
@@ -193,24 +194,25 @@ class StreamTrainingTest(absltest.TestCase):
     finally:
       placed.close()
 
+  @pytest.mark.integration
   def test_the_labels_before_compact_are_not_kept(self):
     # The dataset as opened (its int32 labels) must die with the build:
     # held by a closure, it would keep 4 bytes a row for the whole run.
     opened = []
-    real = stream_sources.open_stream
+    real = training_data.open_dataset
 
-    def open_stream(config):
-      streamed = real(config)
-      opened.append(weakref.ref(streamed.dataset))
-      return streamed
+    def open_dataset(config):
+      data = real(config)
+      opened.extend([weakref.ref(data), weakref.ref(data.train_y)])
+      return data
 
-    with mock.patch.object(stream_sources, "open_stream", open_stream):
+    with mock.patch.object(training_data, "open_dataset", open_dataset):
       run_data, placed = training_data.build(self.config("stream"),
                                              sharding.make_mesh())
     try:
       gc.collect()
-      self.assertLen(opened, 1)
-      self.assertIsNone(opened[0]())
+      self.assertLen(opened, 2)
+      self.assertEqual([ref() for ref in opened], [None, None])
       self.assertEqual(run_data.dataset.train_y.dtype, np.int8)
     finally:
       placed.close()
@@ -235,8 +237,10 @@ class StreamTrainingTest(absltest.TestCase):
     self.assertIs(after.clean_labels, small.dataset.train_y)
     self.assertEqual(after.noise_rate, before.noise_rate)
     # A human label set the draw took as it is stays one array.
+    data = run_data.dataset
     human = dataclasses.replace(run_data, dataset=dataclasses.replace(
-        run_data.dataset, train_noisy_labels={"worse": before.labels}))
+        data, train=dataclasses.replace(
+            data.train, label_sets={"worse": before.labels})))
     small = training_data.compact(human)
     self.assertIs(small.dataset.train_noisy_labels["worse"],
                   small.train[0].labels)
@@ -247,16 +251,19 @@ class StreamTrainingTest(absltest.TestCase):
     soft = np.array([[0, 0.5, 1], [1, 0, 0]], np.float32)
     draws = [dataclasses.replace(run_data.train[0], labels=labels,
                                  clean_labels=hot) for labels in (hot, soft)]
+    data = run_data.dataset
     multi = dataclasses.replace(
         run_data, train=draws, dataset=dataclasses.replace(
-            run_data.dataset, train_y=hot, multi_label=True, class_names=(
-                "a", "b", "c")))
+            data, train=dataclasses.replace(
+                data.train, labels=hot, multi_label=True,
+                class_names=("a", "b", "c"))))
     small = training_data.compact(multi)
     self.assertEqual(small.train[0].labels.dtype, np.bool_)
     self.assertIs(small.train[0].clean_labels, small.dataset.train_y)
     self.assertIs(small.train[1].labels, soft)
     np.testing.assert_array_equal(small.train[0].labels, hot)
 
+  @pytest.mark.integration
   def test_without_augmentation_a_streamed_run_is_the_device_run(self):
     # Two replicas (replica 0's order is streamed to both), relabelling,
     # then a stage of ELR (its running targets, per replica), the training
@@ -286,7 +293,8 @@ class StreamTrainingTest(absltest.TestCase):
     np.testing.assert_allclose(probs[0], device_probs[0], atol=1e-5)
     # Both write label_issues.csv, a replica column, replica 0 alike (its
     # rows by index: nearly equal scores may rank in another order).
-    issues = [label_issues.read(d) for d in (device_dir, workdir)]
+    issues = [label_issues.read(d, part="train") for d in (device_dir,
+                                                           workdir)]
     for rows in issues:
       self.assertLen(rows, 512)
       self.assertEqual([r["replica"] for r in rows[::256]], ["0", "1"])
@@ -299,6 +307,7 @@ class StreamTrainingTest(absltest.TestCase):
         [float(r["score"]) for r in rows],
         [float(r["score"]) for r in device_rows], atol=1e-5)
 
+  @pytest.mark.smoke
   def test_with_augmentation_it_learns(self):
     overrides = {"noise.name": "none", "noise.rate": 0.0, "num_epochs": 3,
                  "dataset.train_size": 768, "model.width": 128,
@@ -313,6 +322,7 @@ class StreamTrainingTest(absltest.TestCase):
     self.assertAlmostEqual(streamed[-1]["test_accuracy"],
                            device[-1]["test_accuracy"], delta=0.15)
 
+  @pytest.mark.integration
   def test_resuming_continues_the_stream(self):
     # Stopped inside epoch 2 (after its step 2 of 4, the only checkpoint
     # before the end): the stream resumes at the checkpoint's position.
@@ -330,6 +340,7 @@ class StreamTrainingTest(absltest.TestCase):
                for r in contract.read_records(workdir)]
     self.assertEqual(resumed, whole)
 
+  @pytest.mark.integration
   def test_two_processes_stream_their_shares(self):
     workdir, cache = tempfile.mkdtemp(), tempfile.mkdtemp()
     with socket.socket() as s:
@@ -355,6 +366,7 @@ class StreamTrainingTest(absltest.TestCase):
                                    np.asarray(b[key], float), rtol=1e-4,
                                    atol=1e-5, err_msg=key)
 
+  @pytest.mark.integration
   def test_two_processes_of_two_devices_relabel_as_one_of_four(self):
     cache = tempfile.mkdtemp()
     two, two_issues = _jo_records(self, 2, cache)  # converts the cache

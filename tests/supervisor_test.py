@@ -14,10 +14,13 @@ import sys
 import textwrap
 import time
 
+import pytest
 from absl.testing import absltest
 
 from train import contract
 from train.loop import supervisor
+
+pytestmark = pytest.mark.integration
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -7,6 +7,7 @@ import sys
 import tempfile
 
 import numpy as np
+import pytest
 from absl.testing import absltest
 from absl.testing import parameterized
 
@@ -36,6 +37,7 @@ def _run(config, **kwargs):
   return summary, contract.read_records(workdir), workdir
 
 
+@pytest.mark.integration
 class EveryLossTest(parameterized.TestCase):
 
   @parameterized.named_parameters(
@@ -59,6 +61,7 @@ class EveryLossTest(parameterized.TestCase):
 
 class TrainerTest(parameterized.TestCase):
 
+  @pytest.mark.smoke
   def test_learns_clean_mnist1d(self):
     config = tiny_config(**{"noise.name": "none", "noise.rate": 0.0,
                             "num_epochs": 8, "dataset.train_size": 1024,
@@ -68,6 +71,7 @@ class TrainerTest(parameterized.TestCase):
     self.assertGreater(summary["test_accuracy_last"], 0.35)  # chance: 0.10
     self.assertEqual(summary["recovery_accuracy_last"], 1.0)
 
+  @pytest.mark.integration
   def test_bfloat16_learns_like_float32(self):
     accuracy = {}
     for dtype in ("float32", "bfloat16"):
@@ -81,12 +85,14 @@ class TrainerTest(parameterized.TestCase):
     self.assertAlmostEqual(accuracy["bfloat16"], accuracy["float32"],
                            delta=0.05)
 
+  @pytest.mark.integration
   def test_diverging_loss_raises(self):
     config = tiny_config(**{"optimizer.learning_rate": 1e8,
                             "optimizer.momentum": 0.0})
     with self.assertRaisesRegex(FloatingPointError, r"training loss is"):
       _run(config)
 
+  @pytest.mark.integration
   def test_same_seed_same_metrics(self):
     config = tiny_config(**{"loss.name": "jo", "label_state.mode": "soft",
                             "label_state.begin": 1})
@@ -96,6 +102,7 @@ class TrainerTest(parameterized.TestCase):
     _, other, _ = _run(tiny_config(**{"seed": 1, "loss.name": "jo"}))
     self.assertNotEqual(first[-1]["train_loss"], other[-1]["train_loss"])
 
+  @pytest.mark.integration
   def test_steps_per_dispatch_and_fetches_change_nothing(self):
     overrides = {"loss.name": "jo", "label_state.mode": "soft",
                  "label_state.begin": 1}
@@ -109,6 +116,7 @@ class TrainerTest(parameterized.TestCase):
                                    np.asarray(b[key], float), rtol=1e-4,
                                    atol=1e-5, err_msg=key)
 
+  @pytest.mark.integration
   def test_evaluation_every_other_epoch_and_at_the_end(self):
     _, records, _ = _run(tiny_config(num_epochs=3, eval_every_epochs=2))
     self.assertEqual(["test_accuracy" in r for r in records],
@@ -116,6 +124,7 @@ class TrainerTest(parameterized.TestCase):
     self.assertEqual(["val_clean_accuracy" in r for r in records],
                      [False, True, True])
 
+  @pytest.mark.integration
   def test_relabelling_changes_labels_from_begin_on(self):
     # With the history stored in bfloat16 (float32: test_two_stages).
     config = tiny_config(**{"loss.name": "jo", "label_state.mode": "hard",
@@ -129,6 +138,7 @@ class TrainerTest(parameterized.TestCase):
                         records[0]["recovery_accuracy"])
     self.assertEqual(noise_free, 1.0)
 
+  @pytest.mark.integration
   def test_two_stages(self):
     config = tiny_config(**{"loss.name": "jo", "label_state.mode": "soft",
                             "label_state.begin": 1, "stage2.epochs": 2,
@@ -141,6 +151,7 @@ class TrainerTest(parameterized.TestCase):
     self.assertAlmostEqual(records[2]["learning_rate"], 0.2)
     self.assertAlmostEqual(records[3]["learning_rate"], 0.02)
 
+  @pytest.mark.integration
   def test_finished_run_leaves_its_run_file(self):
     config = tiny_config(**{"num_epochs": 2})
     _, _, workdir = _run(config, stop_after_epochs=1)
@@ -152,6 +163,7 @@ class TrainerTest(parameterized.TestCase):
     self.assertEqual(run["num_test"], 1000)  # MNIST-1D's test set
     self.assertEqual(run["num_train"], 256)
 
+  @pytest.mark.integration
   def test_long_tailed_run_records_shot_groups(self):
     config = tiny_config(**{"dataset.imbalance_ratio": 10.0,
                             "noise.name": "none", "noise.rate": 0.0,
@@ -187,6 +199,7 @@ class TrainerTest(parameterized.TestCase):
       trainer.train_and_evaluate(tiny_config(**overrides), workdir)
     self.assertFalse(os.path.exists(workdir))
 
+  @pytest.mark.integration
   def test_encouraging_schedule_is_recorded(self):
     config = tiny_config(**{
         "loss.name": "encouraging", "loss.bonus_weight": 1.0,
@@ -199,6 +212,7 @@ class TrainerTest(parameterized.TestCase):
     np.testing.assert_allclose([r["bonus_weight"] for r in records], expected,
                                atol=1e-6)
 
+  @pytest.mark.integration
   def test_ldam_drw_on_a_long_tailed_set(self):
     """LDAM with deferred re-weighting: beta steps to 0.9999 at epoch 1."""
     config = tiny_config(**{
@@ -213,6 +227,7 @@ class TrainerTest(parameterized.TestCase):
 
   @absltest.skipUnless(local_data.find_fashion_mnist(),
                        "Fashion-MNIST IDX files not installed")
+  @pytest.mark.integration
   def test_multi_label_mosaic(self):
     config = tiny_config(**{
         "dataset.name": "fashion_mnist_mosaic", "dataset.num_train": 400,
@@ -224,6 +239,7 @@ class TrainerTest(parameterized.TestCase):
     self.assertBetween(record["test_map"], 0.0, 1.0)
     self.assertEqual(sum(record["grad_bin_count"]), 256 * 10)
 
+  @pytest.mark.integration
   def test_validation_labels_carry_the_noise(self):
     config = tiny_config(**{"noise.rate": 0.5})
     loaded = training_data.load(config)
@@ -241,6 +257,7 @@ class TrainerTest(parameterized.TestCase):
     (other,) = training_data.load(config).val
     self.assertFalse(np.array_equal(other.labels, val.labels))
 
+  @pytest.mark.integration
   def test_validation_accuracy_on_noisy_and_clean_labels(self):
     _, noisy, _ = _run(tiny_config(**{"noise.rate": 0.8, "num_epochs": 1}))
     _, clean, _ = _run(tiny_config(**{"noise.rate": 0.8, "num_epochs": 1,
@@ -253,6 +270,7 @@ class TrainerTest(parameterized.TestCase):
     self.assertNotEqual(noisy[0]["val_accuracy"],
                         noisy[0]["val_clean_accuracy"])
 
+  @pytest.mark.integration
   def test_train_probabilities_and_a_transition_matrix_file(self):
     _, records, workdir = _run(tiny_config(**{
         "num_epochs": 1, "replicas": 2, "save_train_probabilities": True}))
@@ -275,6 +293,7 @@ class TrainerTest(parameterized.TestCase):
       _run(tiny_config(**{"loss.name": "forward_correction",
                           "loss.transition_matrix": path}))
 
+  @pytest.mark.integration
   def test_training_starts_from_initial_labels(self):
     # Self-training's second stage: the label state starts from a file of
     # distributions; the given (noisy) labels stay the ones noise is
@@ -316,6 +335,7 @@ class TrainerTest(parameterized.TestCase):
     with self.assertRaisesRegex(errors.ConfigError, "initial_mode"):
       _run(tiny_config(**{"label_state.initial_mode": "argmax"}))
 
+  @pytest.mark.integration
   def test_test_predictions_at_the_best_validation_epoch_and_the_last(self):
     # 4 epochs of a high learning rate: validation rises and falls, so the
     # best epoch is rarely the last; two replicas pick their own.
@@ -373,13 +393,16 @@ class TrainerTest(parameterized.TestCase):
     issues = [open(os.path.join(w, contract.LABEL_ISSUES_FILE)).read()
               for w in (workdir, resumed)]
     self.assertEqual(issues[0], issues[1])
-    self.assertEqual(issues[0].count("\n"), 1 + 2 * 256)
+    # Both parts of both replicas: 256 training and 200 validation rows.
+    self.assertEqual(issues[0].count("\n"), 1 + 2 * (256 + 200))
 
+  @pytest.mark.integration
   def test_instance_noise_trains(self):
     _, (record,), _ = _run(tiny_config(**{"num_epochs": 1,
                                           "noise.name": "instance"}))
     self.assertTrue(math.isfinite(record["train_loss"]))
 
+  @pytest.mark.integration
   def test_summary_table(self):
     summary, _, workdir = _run(tiny_config())
     table = reporting.summary_table(summary, "title")
@@ -406,6 +429,7 @@ print("RECORDS" + json.dumps(contract.read_records(workdir)))
 """
 
 
+@pytest.mark.smoke
 class CommandLineTest(absltest.TestCase):
 
   def test_elr_on_mnist1d_with_40_percent_noise(self):
@@ -443,6 +467,7 @@ def sharding_config():
                         "eval_batch_size": 100})
 
 
+@pytest.mark.integration
 class EightDevicesTest(absltest.TestCase):
   """8 fake CPU devices (a subprocess: XLA reads the flag at start-up)."""
 

@@ -4,6 +4,7 @@ import os
 import tempfile
 
 import numpy as np
+import pytest
 from absl.testing import absltest
 
 from configs import common
@@ -95,6 +96,7 @@ class EstimateTest(absltest.TestCase):
       estimate_transition_matrix(np.eye(3), percentile=0)
 
 
+@pytest.mark.integration
 class TrainedNetworkTest(absltest.TestCase):
   """The estimator on a network trained on noisy labels (not posteriors
   made up to fit it): digits with 30 % pair flips, a few seconds."""

@@ -53,6 +53,10 @@ def peer_lost_line(process: int) -> str:
 METRICS_FILE = "metrics.jsonl"
 # The config the run was started with; a resume must match it.
 CONFIG_FILE = "config.json"
+# A researcher's own data: ``{"fingerprint": ...}``, a hash of what its
+# files hold (paths, sizes, modification times, the labels CSV's bytes),
+# saved beside the config; a resume must match it.
+DATA_FILE = "data.json"
 # Written once, when the last epoch is done: see ``RUN_FIELDS``.
 RUN_FILE = "run.json"
 # ``config.save_train_probabilities``: the softmax of every training example
@@ -87,10 +91,13 @@ TEST_PROBABILITIES_BEST_FILE = "probabilities_test_best.npy"
 LABEL_ISSUES_FILE = "label_issues.csv"
 # The most doubted examples drawn (``config.label_issues.drawn``).
 LABEL_ISSUES_FIGURE = "label_issues.png"
-# A run that does not relabel: each replica's suggestions from the training
-# softmax at its best validation epoch, kept as the epochs come (so that a
-# resumed run has them), an ``.npz`` of ``[R, ...]`` arrays: best_epoch,
-# suggested, suggested_probability, given_probability.
+# ``config.label_issues``: each replica's label suggestions from the
+# validation softmax at its best validation epoch and, for a run that does
+# not relabel, from the training softmax there, kept as the epochs come (so
+# that a resumed run has them), an ``.npz`` of ``[R, ...]`` arrays:
+# best_epoch; suggested, suggested_probability, given_probability (the
+# training set's); val_suggested, val_suggested_probability,
+# val_given_probability.
 SUGGESTIONS_BEST_FILE = "label_suggestions_best.npz"
 CHECKPOINT_DIR = "checkpoints"
 
@@ -234,6 +241,29 @@ def as_saved(array: Any) -> Any:
 def from_saved(array: Any, replicas: int) -> Any:
   """``as_saved``'s inverse: ``[R, ...]``."""
   return array[None] if single(replicas) else array
+
+
+def replica_name(r: int, replicas: int) -> str:
+  """How a run's outputs name replica ``r``: ``'replica R'``, or ``''``
+  for a single run (which has no replicas to tell apart)."""
+  return "" if single(replicas) else f"replica {r}"
+
+
+def replica_records(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+  """Each replica's values of a record, one record a replica."""
+  replicas = record.get("replicas", 1)
+  if single(replicas):
+    return [dict(record)]
+  return [replica_record(record, r) for r in range(replicas)]
+
+
+def mean_and_spread(summary: Mapping[str, Any], key: str
+                    ) -> tuple[Any, float | None]:
+  """A summary's ``key``: ``(value, None)`` for a single run, ``(mean,
+  standard deviation)`` over the replicas of several."""
+  if single(summary.get("replicas", 1)):
+    return summary.get(key), None
+  return summary.get(f"{key}_mean"), summary.get(f"{key}_std")
 
 
 def replica_record(record: Mapping[str, Any], r: int) -> dict[str, Any]:

@@ -74,25 +74,27 @@ def by_replica(mesh: jax.sharding.Mesh) -> NamedSharding:
   return NamedSharding(mesh, P(REPLICA_AXIS))
 
 
-def replicate(tree, mesh: jax.sharding.Mesh, *, replicas: bool = False):
-  """A sharding per leaf of ``tree``: on every device, or split by replica
-  (its leading axis) with ``replicas``."""
-  sharding = by_replica(mesh) if replicas else replicated(mesh)
-  return jax.tree.map(lambda _: sharding, tree)
+def replicate(tree, mesh: jax.sharding.Mesh):
+  """A sharding per leaf of ``tree``: on every device."""
+  return jax.tree.map(lambda _: replicated(mesh), tree)
 
 
-def data_shardings(data: Mapping[str, Any], mesh: jax.sharding.Mesh, *,
-                   replicas: bool = False) -> dict[str, NamedSharding]:
+def split_by_replica(tree, mesh: jax.sharding.Mesh):
+  """A sharding per leaf of ``tree``: its leading (replica) axis along
+  ``'replica'``."""
+  return jax.tree.map(lambda _: by_replica(mesh), tree)
+
+
+def data_shardings(data: Mapping[str, Any], mesh: jax.sharding.Mesh
+                   ) -> dict[str, NamedSharding]:
   """The training data on every device; per-replica arrays split by replica."""
-  return {k: by_replica(mesh) if replicas and k in PER_REPLICA_DATA
-          else replicated(mesh) for k in data}
+  return {k: by_replica(mesh) if k in PER_REPLICA_DATA else replicated(mesh)
+          for k in data}
 
 
-def order_sharding(mesh: jax.sharding.Mesh, *, replicas: bool = False
-                   ) -> NamedSharding:
-  """An epoch's ``[(R,) num_batches, B]`` indices: ``B`` along ``'data'``."""
-  lead = (REPLICA_AXIS,) if replicas else ()
-  return NamedSharding(mesh, P(*lead, None, DATA_AXIS))
+def order_sharding(mesh: jax.sharding.Mesh) -> NamedSharding:
+  """An epoch's ``[R, num_batches, B]`` indices: ``B`` along ``'data'``."""
+  return NamedSharding(mesh, P(REPLICA_AXIS, None, DATA_AXIS))
 
 
 def batch_shardings(ndims: Mapping[str, int], mesh: jax.sharding.Mesh
@@ -150,19 +152,15 @@ def rows_sharding(mesh: jax.sharding.Mesh, ndim: int, *,
 
 
 def label_state_specs(*, replicas: bool = False) -> dict[str, P]:
-  """The label state's fields: rows along ``'data'``, ``slot`` replicated."""
+  """The label state's fields: rows along ``'data'``, ``slot`` replicated;
+  with ``replicas`` a leading replica axis along ``'replica'`` (the
+  training program's; the label state's own tests go without)."""
   lead = (REPLICA_AXIS,) if replicas else ()
   return {"labels": P(*lead, DATA_AXIS, None),
           "history": P(*lead, None, DATA_AXIS, None),
           "written": P(*lead, None, DATA_AXIS),
           "slot": P(*lead),
           "targets": P(*lead, DATA_AXIS, None)}
-
-
-def label_state_shardings(mesh: jax.sharding.Mesh, *, replicas: bool = False
-                          ) -> dict[str, NamedSharding]:
-  return {k: NamedSharding(mesh, spec)
-          for k, spec in label_state_specs(replicas=replicas).items()}
 
 
 def put(arrays, shardings):

@@ -13,6 +13,7 @@ robust (CE against NCE, RCE, MAE, GCE, Taylor CE and NCE+RCE).
 
 from __future__ import annotations
 
+import sys
 from typing import Sequence
 
 from absl import app
@@ -99,4 +100,8 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
+  if any(a in ("-h", "--help", "-help", "--helpfull", "-?")
+         for a in sys.argv[1:]):  # absl exits 1 after its help: this, 0
+    sys.exit(print(f"{__doc__.strip()}\n\nFlags:\n"
+                   f"{flags.FLAGS.module_help(sys.modules[__name__])}"))
   app.run(main)

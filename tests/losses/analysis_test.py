@@ -7,6 +7,7 @@ import os
 import shutil
 import tempfile
 
+import pytest
 from absl import app
 from absl import flags
 from absl.testing import absltest
@@ -29,6 +30,7 @@ SETTINGS = tables.Settings(grid_size=48)
 FORMATS = ("png",)
 
 
+@pytest.mark.slow
 class AnalysisTest(parameterized.TestCase):
 
   @classmethod

@@ -2,7 +2,8 @@
 
 ``pytest -m "not slow" tests/losses`` runs, of each parameterized test, its
 first case only, except the tests that check every loss's value and
-gradient against its plain formula, which run every case. The other cases
+gradient against its plain formula and those of errors raised before
+anything compiles, which run every case. The other cases
 are marked ``slow`` here, beside the sweeps that their classes mark slow
 themselves; CI runs everything.
 """
@@ -14,7 +15,10 @@ import pytest
 # Tests whose every case (one per loss or configuration) stays fast.
 EVERY_CASE = ("test_value_matches_formula",
               "test_gradients_match_autodiff_of_formula",
-              "test_plain_form_is_the_loss")
+              "test_plain_form_is_the_loss",
+              # Errors raised before anything compiles (every_loss_test.py).
+              "test_a_hyperparameter_of_the_wrong_shape_is_named",
+              "test_logits_without_a_class_axis_are_named")
 
 
 _HERE = pathlib.Path(__file__).parent

@@ -88,6 +88,29 @@ class WhereTest(parameterized.TestCase):
         losses.cross_entropy(Z, t, where=MASK),
         optax.softmax_cross_entropy(Z, t, where=MASK), rtol=1e-6)
 
+  def test_a_masked_label_class_is_where_optax_differs(self):
+    """docs/losses.md ("Differences from optax", "Masked classes"): the
+    label's own class masked is ``p_y = 0`` here, infinite cross entropy
+    with a finite gradient; optax gives 0 for soft targets and the masked
+    label's logit against the unmasked classes for integer ones."""
+    mask = np.ones_like(MASK)
+    mask[0, Y[0]] = False
+    t = np.eye(C, dtype=np.float32)[Y]
+    for labels in (Y, t):
+      value = np.asarray(losses.cross_entropy(Z, labels, where=mask))
+      self.assertEqual(value[0], np.inf)
+      np.testing.assert_allclose(value[1:], losses.cross_entropy(
+          Z[1:], labels[1:]), rtol=1e-6)
+      g = jax.grad(lambda x, y=labels: jnp.sum(losses.cross_entropy(
+          x, y, where=mask)))(Z)
+      self.assertTrue(np.all(np.isfinite(g)))
+      self.assertEqual(g[0, Y[0]], 0.0)
+    self.assertEqual(float(optax.softmax_cross_entropy(
+        Z, t, where=mask)[0]), 0.0)
+    np.testing.assert_allclose(
+        optax.softmax_cross_entropy_with_integer_labels(Z, Y, where=mask)[0],
+        jax.nn.logsumexp(Z[0][mask[0]]) - Z[0, Y[0]], rtol=1e-6)
+
   @parameterized.named_parameters((c[0], c[0]) for c in CASES
                                   if c[0] != "ce_smooth")
   def test_masked_classes_leave_the_softmax(self, name):

@@ -113,7 +113,7 @@ class EarlyLearningTest(loss_contracts.Float64Test):
     g = jax.grad(lambda t: jnp.sum(losses.elr_loss(z, labels, targets=t)))(
         jnp.asarray(targets))
     np.testing.assert_array_equal(g, 0.0)
-    g = jax.grad(lambda x: jnp.sum(losses.elr_update_targets(targets, x)))(
+    g = jax.grad(lambda x: jnp.sum(losses.elr_update_targets(x, targets=targets)))(
         jnp.asarray(z))
     np.testing.assert_array_equal(g, 0.0)
 
@@ -136,27 +136,28 @@ class EarlyLearningTest(loss_contracts.Float64Test):
   @parameterized.parameters(0.7, 0.9)
   def test_update_matches_formula(self, beta):
     z, _, _, targets = _inputs(soft=False)
-    got = losses.elr_update_targets(targets, z, beta=beta)
+    got = losses.elr_update_targets(z, targets=targets, beta=beta)
     want = jax.jit(ref.elr_update)(jnp.asarray(targets), jnp.asarray(z), beta=beta)
     self.assertEqual(got.dtype, targets.dtype)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
     # From zeros, n updates leave rows summing to 1 - beta^n.
     t = np.zeros_like(targets)
     for _ in range(4):
-      t = losses.elr_update_targets(t, z, beta=beta)
+      t = losses.elr_update_targets(z, targets=t, beta=beta)
     np.testing.assert_allclose(np.sum(t, -1), 1 - beta ** 4, rtol=1e-12)
 
   def test_update_where_keeps_masked_rows_and_axis(self):
     z, _, _, targets = _inputs(soft=False)
     rows = np.array([1, 0, 1, 1, 0, 1], bool)
     padded = np.where(rows[:, None], z, np.nan)
-    got = losses.elr_update_targets(targets, padded, where=rows)
+    got = losses.elr_update_targets(padded, targets=targets, where=rows)
     np.testing.assert_array_equal(got[~rows], targets[~rows])
     np.testing.assert_allclose(
-        got[rows], losses.elr_update_targets(targets, z)[rows], rtol=1e-14)
+        got[rows], losses.elr_update_targets(z, targets=targets)[rows],
+        rtol=1e-14)
     np.testing.assert_allclose(
-        losses.elr_update_targets(targets.T, z.T, axis=0),
-        losses.elr_update_targets(targets, z).T, rtol=1e-14)
+        losses.elr_update_targets(z.T, targets=targets.T, axis=0),
+        losses.elr_update_targets(z, targets=targets).T, rtol=1e-14)
 
 
 class EarlyLearningPropertiesTest(parameterized.TestCase):
@@ -189,7 +190,7 @@ class EarlyLearningPropertiesTest(parameterized.TestCase):
     g_public = jax.grad(lambda x: jnp.sum(losses.elr_loss(
         x, y, targets=t32)))(z32)
     g_analytic = losses.elr_loss_grad(z32, y, targets=t32)
-    update = losses.elr_update_targets(t32, z32)
+    update = losses.elr_update_targets(z32, targets=t32)
     for arr in (value, g_public, g_analytic, update):
       self.assertTrue(np.all(np.isfinite(arr)), f"{arr}")
     with jax.enable_x64(True):
@@ -234,11 +235,11 @@ class EarlyLearningPropertiesTest(parameterized.TestCase):
           losses.elr_loss(x, y, targets=targets))))
     # bfloat16 targets (a state kept in half precision) stay bfloat16.
     t16 = jnp.asarray(targets, jnp.bfloat16)
-    new = losses.elr_update_targets(t16, z16)
+    new = losses.elr_update_targets(z16, targets=t16)
     self.assertEqual(new.dtype, jnp.bfloat16)
     np.testing.assert_array_equal(
         new, losses.elr_update_targets(
-            t16.astype(jnp.float32), z16.astype(jnp.float32)).astype(
+            z16.astype(jnp.float32), targets=t16.astype(jnp.float32)).astype(
                 jnp.bfloat16))
 
   def test_where_per_example_masks_padding(self):
@@ -274,8 +275,8 @@ class EarlyLearningPropertiesTest(parameterized.TestCase):
         g, jax.grad(lambda x: jnp.sum(losses.elr_loss(
             x, y, targets=targets)))(minus_inf), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(
-        losses.elr_update_targets(targets, z, where=mask),
-        losses.elr_update_targets(targets, minus_inf), rtol=1e-6)
+        losses.elr_update_targets(z, targets=targets, where=mask),
+        losses.elr_update_targets(minus_inf, targets=targets), rtol=1e-6)
 
   def test_axis(self):
     z, y, _, targets = _inputs(soft=False, dtype=np.float32)
@@ -321,11 +322,50 @@ class EarlyLearningPropertiesTest(parameterized.TestCase):
   def test_update_errors_name_the_argument(self):
     z, _, _, targets = _inputs(soft=False, dtype=np.float32)
     with self.assertRaisesRegex(ValueError, r"`beta` must lie in \[0.0, 1.0\]"):
-      losses.elr_update_targets(targets, z, beta=1.5)
+      losses.elr_update_targets(z, targets=targets, beta=1.5)
     with self.assertRaisesRegex(ValueError, "`targets` must have the logits'"):
-      losses.elr_update_targets(targets[:, :2], z)
+      losses.elr_update_targets(z, targets=targets[:, :2])
     with self.assertRaisesRegex(TypeError, "targets"):
       losses.elr_loss(z, np.zeros(B, np.int32))  # pylint: disable=missing-kwoa
+
+
+class HalfPrecisionTargetsTest(parameterized.TestCase):
+  """Running targets kept in half precision, straight from a softmax."""
+
+  @parameterized.parameters(jnp.bfloat16, jnp.float16)
+  def test_a_rounded_softmax_is_accepted(self, dtype):
+    z, y, _, _ = _inputs(soft=False, dtype=np.float32)
+    # Confident rows: the largest probability rounds to 1 and the others
+    # add what the rounding lost (bfloat16: rows summing to 1.003).
+    t = jax.nn.softmax(jnp.asarray(3.0 * z, dtype))
+    self.assertGreater(float(np.max(np.sum(np.asarray(t, np.float64), -1))),
+                       1.0 + 1e-5)
+    for out in (losses.elr_loss(z, y, targets=t),
+                losses.elr_loss_grad(z, y, targets=t),
+                losses.elr_update_targets(z, targets=t)):
+      self.assertTrue(np.all(np.isfinite(np.asarray(out, np.float32))))
+
+  @parameterized.parameters(jnp.float32, jnp.bfloat16, jnp.float16)
+  def test_a_row_summing_to_1_1_is_refused(self, dtype):
+    z, y, _, _ = _inputs(soft=False, dtype=np.float32)
+    t = jnp.asarray(np.full((B, C), 1.1 / C), dtype)
+    with self.assertRaisesRegex(ValueError, "sum to at most 1"):
+      losses.elr_loss(z, y, targets=t)
+    with self.assertRaisesRegex(ValueError, "sum to at most 1"):
+      losses.elr_update_targets(z, targets=t)
+
+
+class UpdateArgumentsTest(absltest.TestCase):
+  """The update takes the logits first, as every function; ``targets`` by
+  name, so swapped arrays fail loudly."""
+
+  def test_the_old_order_and_a_swap_fail(self):
+    z, _, _, targets = _inputs(soft=False, dtype=np.float32)
+    with self.assertRaisesRegex(TypeError, "positional"):
+      losses.elr_update_targets(targets, z)  # pylint: disable=too-many-function-args
+    # Logits passed as the targets: negative values, named.
+    with self.assertRaisesRegex(ValueError, "`targets` must be non-negative"):
+      losses.elr_update_targets(targets, targets=z)
 
 
 _TARGETS = _inputs(soft=False, dtype=np.float32)[3]
@@ -333,7 +373,7 @@ _TARGETS = _inputs(soft=False, dtype=np.float32)[3]
 
 def _update(z, labels, *, beta):
   del labels
-  return losses.elr_update_targets(_TARGETS, z, beta=beta)
+  return losses.elr_update_targets(z, targets=_TARGETS, beta=beta)
 
 
 TRACED = [

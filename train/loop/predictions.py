@@ -8,13 +8,14 @@ score beats its best so far (the earliest of ties stays, as
 ``contract.summarise`` selects), keeps that epoch's test predictions and,
 with ``save_train_probabilities``, the training set's softmax (forward
 correction's transition matrix is estimated from the selected network,
-not the last one), and, for a run that does not relabel, the label
-suggestions of that softmax (``label_ranking.suggest``: three numbers per
-example, where the softmax is ``C``): what ``label_issues.csv`` ranks. All
-are written to the workdir at each new best, so a killed run resumes with
-them; a best that the resumed records no longer name (the run was killed
-between the file and the checkpoint) is dropped, and found again when its
-epoch reruns.
+not the last one), and the label suggestions (``label_ranking.suggest``:
+three numbers per example, where the softmax is ``C``) of the validation
+softmax (out of sample: the network never trained on those examples) and,
+for a run that does not relabel, of the training softmax (in sample): what
+``label_issues.csv`` ranks. All are written to the workdir at each new
+best, so a killed run resumes with them (``resume``); a best that the
+resumed records no longer name (the run was killed between the file and
+the checkpoint) is dropped, and found again when its epoch reruns.
 
 Files (``train.contract``): ``TEST_PREDICTIONS_FILE`` (see
 ``compact``), ``PROBABILITIES_BEST_FILE``, ``TRANSITION_TRUE_FILE`` and
@@ -23,8 +24,9 @@ Files (``train.contract``): ``TEST_PREDICTIONS_FILE`` (see
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from typing import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -32,9 +34,10 @@ from train import contract
 from train.report import label_ranking
 
 # What is kept of each replica's suggestions (the given labels are the
-# run's own).
+# run's own), and the prefix of each part's keys in the file.
 _SUGGESTION_KEYS = ("suggested", "suggested_probability",
                     "given_probability")
+_SUGGESTION_PREFIX = {"train": "", "val": "val_"}
 
 
 def compact(outputs: np.ndarray, labels: np.ndarray, multi_label: bool
@@ -61,8 +64,30 @@ def compact(outputs: np.ndarray, labels: np.ndarray, multi_label: bool
           "p_true": true.astype(np.float16)}
 
 
+@dataclasses.dataclass(frozen=True)
+class Kept:
+  """What ``BestPredictions`` keeps of each replica's best epoch.
+
+  Attributes:
+    test_predictions: the test set's ``compact`` predictions.
+    train_probabilities: the training set's class probabilities.
+    test_probabilities: the test set's softmax (single-label).
+    suggest: part (``'train'``, ``'val'``) -> each replica's given labels
+      of it, ``[R, N]`` or ``[R, N, C]``: keep the label suggestions of
+      that part's class probabilities (``label_ranking.suggest``).
+  """
+  test_predictions: bool = False
+  train_probabilities: bool = False
+  test_probabilities: bool = False
+  suggest: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
+
+  def __bool__(self) -> bool:
+    return bool(self.test_predictions or self.train_probabilities
+                or self.test_probabilities or self.suggest)
+
+
 class BestPredictions:
-  """Test predictions (and training softmax) at each replica's best epoch.
+  """The outputs of each replica's best validation epoch, as they come.
 
   Args:
     workdir: where the files go (by process 0, ``write``).
@@ -71,39 +96,63 @@ class BestPredictions:
     test_labels: the test set's labels, ``[N]`` or ``[N, C]``.
     multi_label: as the data.
     replicas: R.
-    train_probabilities: also keep the training set's softmax.
-    test_probabilities: also keep the test set's softmax (single-label).
-    records: the records the run resumes with (empty for a new run).
-    test_predictions: keep the test predictions.
-    train_labels: each replica's given training labels, ``[R, N]`` or
-      ``[R, N, C]``: keep the suggestions of the training softmax for them
-      (``suggestions``); None: keep none.
+    kept: what to keep (``Kept``).
+    write: whether this process writes the files.
   """
 
   def __init__(self, workdir: str, *, select: str, test_labels: np.ndarray,
-               multi_label: bool, replicas: int, train_probabilities: bool,
-               records: Sequence[dict], write: bool = True,
-               test_probabilities: bool = False,
-               test_predictions: bool = True,
-               train_labels: np.ndarray | None = None):
+               multi_label: bool, replicas: int, kept: Kept,
+               write: bool = True):
     self.workdir, self.select, self.multi_label = workdir, select, multi_label
     self.labels, self.replicas = np.asarray(test_labels), replicas
-    self.train_probabilities, self._write = train_probabilities, write
-    self.test_probabilities = test_probabilities
-    self.test_predictions, self.train_labels = test_predictions, train_labels
+    self.kept, self._write = kept, write
     self.best_value = [-np.inf] * replicas
     self.best_epoch = np.zeros(replicas, np.int64)  # 0: none kept
     self.best: dict[str, np.ndarray] = {}
     self.best_train: np.ndarray | None = None
     self.best_test: np.ndarray | None = None
     self.best_suggestions: dict[str, np.ndarray] = {}
+
+  @property
+  def test_predictions(self) -> bool:
+    return self.kept.test_predictions
+
+  # -- resuming ----------------------------------------------------------------
+  def resume(self, records: Sequence[dict]) -> None:
+    """Takes back what the files hold of the best epochs ``records`` name.
+
+    The best values are the records'; a replica's outputs are taken back
+    where every file kept holds its best epoch. One whose files hold
+    another (the run was killed between a file and its checkpoint) keeps
+    ``best_epoch`` 0: no outputs, until a later epoch beats its best.
+    """
+    wanted = np.zeros(self.replicas, np.int64)
     for record in records:
-      self._improved(record)  # the best values so far; their outputs:
-    self._resume()
+      wanted[self._improved(record)] = record["epoch"]
+    if not wanted.any():
+      return
+    held = [wanted]  # the epochs each kept part holds
+    if self.kept.test_predictions:
+      epochs, self.best = self._saved(contract.TEST_PREDICTIONS_FILE, "best_")
+      held.append(epochs)
+    if self.kept.suggest:
+      epochs, self.best_suggestions = self._saved(
+          contract.SUGGESTIONS_BEST_FILE, "")
+      held.append(epochs)
+    train = self._saved_probabilities(self.kept.train_probabilities,
+                                      contract.PROBABILITIES_BEST_FILE)
+    test = self._saved_probabilities(self.kept.test_probabilities,
+                                     contract.TEST_PROBABILITIES_BEST_FILE)
+    for r in range(self.replicas):
+      if all(h[r] == wanted[r] for h in held) and (
+          not self.kept.train_probabilities or train is not None) and (
+              not self.kept.test_probabilities or test is not None):
+        self.best_epoch[r] = wanted[r]
+    self.best_train, self.best_test = train, test
 
   def _improved(self, record) -> list[int]:
     """The replicas whose validation score beats their best at
-    ``record``; updates the bests."""
+    ``record``; updates the best values."""
     values = record.get(self.select)
     if values is None:
       return []
@@ -112,7 +161,6 @@ class BestPredictions:
       if value is not None and value > self.best_value[r]:
         self.best_value[r] = value
         out.append(r)
-        self.best_epoch[r] = -record["epoch"]  # found, outputs not yet kept
     return out
 
   def _saved(self, name: str, prefix: str
@@ -127,33 +175,6 @@ class BestPredictions:
           k[len(prefix):]: saved[k].copy() for k in saved.files
           if k.startswith(prefix) and k != "best_epoch"}
 
-  def _resume(self) -> None:
-    """Takes back the outputs of the files where they are of the best
-    epochs the resumed records name."""
-    wanted = -self.best_epoch
-    self.best_epoch = np.zeros(self.replicas, np.int64)
-    if not wanted.any():
-      return
-    # The epochs each kept part holds: a replica resumes where all agree.
-    kept = [wanted]
-    if self.test_predictions:
-      epochs, self.best = self._saved(contract.TEST_PREDICTIONS_FILE, "best_")
-      kept.append(epochs)
-    if self.train_labels is not None:
-      epochs, self.best_suggestions = self._saved(
-          contract.SUGGESTIONS_BEST_FILE, "")
-      kept.append(epochs)
-    train = self._saved_probabilities(self.train_probabilities,
-                                      contract.PROBABILITIES_BEST_FILE)
-    test = self._saved_probabilities(self.test_probabilities,
-                                     contract.TEST_PROBABILITIES_BEST_FILE)
-    for r in range(self.replicas):
-      if all(k[r] == wanted[r] for k in kept) and (
-          not self.train_probabilities or train is not None) and (
-              not self.test_probabilities or test is not None):
-        self.best_epoch[r] = wanted[r]
-    self.best_train, self.best_test = train, test
-
   def _saved_probabilities(self, kept: bool, name: str) -> np.ndarray | None:
     """``[R, N, C]`` of a probabilities file ``write`` wrote, or None."""
     path = os.path.join(self.workdir, name)
@@ -162,63 +183,72 @@ class BestPredictions:
     saved = np.load(path)
     return contract.from_saved(saved, self.replicas)
 
-  def observe(self, record: dict, test_outputs: Callable[[], np.ndarray],
-              train_outputs: Callable[[], np.ndarray]) -> None:
+  # -- the epochs --------------------------------------------------------------
+  def observe(self, record: dict, outputs: Callable[[str], np.ndarray]
+              ) -> None:
     """After an epoch's record: keeps the outputs of every replica whose
-    validation score improved (computed only then)."""
+    validation score improved (computed only then). ``outputs(split)``:
+    ``[R, N, C]`` of ``'test'`` (the predictions' outputs), ``'train'``
+    or ``'val'`` (class probabilities)."""
     improved = self._improved(record)
     if not improved:
       return
-    if self.test_predictions:
-      outputs = test_outputs()
-      _keep(self.best, compact(outputs, self.labels, self.multi_label),
+    if self.kept.test_predictions:
+      test = outputs("test")
+      _keep(self.best, compact(test, self.labels, self.multi_label),
             improved)
-      if self.test_probabilities:
+      if self.kept.test_probabilities:
         if self.best_test is None:
-          self.best_test = np.zeros_like(outputs)
-        self.best_test[improved] = outputs[improved]
-    if self.train_probabilities or self.train_labels is not None:
-      probabilities = train_outputs()
-      if self.train_probabilities:
+          self.best_test = np.zeros_like(test)
+        self.best_test[improved] = test[improved]
+    for part in ("train", "val"):
+      keep_train = part == "train" and self.kept.train_probabilities
+      if not keep_train and part not in self.kept.suggest:
+        continue
+      probabilities = outputs(part)
+      if keep_train:
         if self.best_train is None:
           self.best_train = np.zeros_like(probabilities)
         self.best_train[improved] = probabilities[improved]
-      if self.train_labels is not None:
+      if part in self.kept.suggest:
         _keep(self.best_suggestions,
-              self._suggested(probabilities, improved), improved)
+              self._suggested(part, probabilities, improved), improved)
     self.best_epoch[improved] = record["epoch"]
     self.write()
 
-  def _suggested(self, probabilities: np.ndarray, replicas: list[int]
-                 ) -> dict[str, np.ndarray]:
-    """``[R, ...]`` arrays of ``_SUGGESTION_KEYS`` (zeros but for
-    ``replicas``)."""
+  def _suggested(self, part: str, probabilities: np.ndarray,
+                 rows: list[int]) -> dict[str, np.ndarray]:
+    """``[R, ...]`` arrays of ``_SUGGESTION_KEYS`` of ``part`` (zeros but
+    for the replicas ``rows``), keyed as the file keeps them."""
     out = {}
-    for r in replicas:
-      s = label_ranking.suggest(self.train_labels[r], probabilities[r],
+    for r in rows:
+      s = label_ranking.suggest(self.kept.suggest[part][r], probabilities[r],
                                 multi_label=self.multi_label)
       for key in _SUGGESTION_KEYS:
         value = getattr(s, key)
         value = value.astype(np.float32) if value.dtype == np.float64 else (
             value if value.dtype == bool else value.astype(np.int32))
+        key = _SUGGESTION_PREFIX[part] + key
         if key not in out:
           out[key] = np.zeros((self.replicas, *value.shape), value.dtype)
         out[key][r] = value
     return out
 
-  def suggestions(self, train_outputs: Callable[[], np.ndarray]
+  def suggestions(self, part: str, outputs: Callable[[str], np.ndarray]
                   ) -> list[label_ranking.Suggestions]:
-    """Each replica's suggestions at its best validation epoch; a replica
-    without one (no validation score) gets those of ``train_outputs()``,
-    the network's now (called on every process alike)."""
+    """Each replica's suggestions of ``part`` at its best validation epoch;
+    a replica without one (no validation score) gets those of
+    ``outputs(part)``, the network's now (called on every process alike)."""
     missing = [r for r in range(self.replicas) if not self.best_epoch[r]]
     if missing:
-      _keep(self.best_suggestions, self._suggested(train_outputs(), missing),
-            missing)
-    kept = self.best_suggestions
+      _keep(self.best_suggestions,
+            self._suggested(part, outputs(part), missing), missing)
+    given = self.kept.suggest[part]
+    kept = {key: self.best_suggestions[_SUGGESTION_PREFIX[part] + key]
+            for key in _SUGGESTION_KEYS}
     return [label_ranking.Suggestions(
-        given=(self.train_labels[r] > 0.5 if self.multi_label
-               else self.train_labels[r].astype(np.int64)),
+        given=(given[r] > 0.5 if self.multi_label
+               else given[r].astype(np.int64)),
         suggested=kept["suggested"][r],
         given_probability=kept["given_probability"][r],
         suggested_probability=kept["suggested_probability"][r])
@@ -229,7 +259,7 @@ class BestPredictions:
     """The files; ``last`` (``compact``'s) once the last epoch is done."""
     if not self._write:
       return
-    if self.test_predictions:
+    if self.kept.test_predictions:
       arrays = {"labels": self.labels, "best_epoch": self.best_epoch,
                 **{f"best_{k}": v for k, v in self.best.items()}}
       if last is not None:
@@ -255,12 +285,13 @@ class BestPredictions:
 
 
 def _keep(best: dict[str, np.ndarray], new: dict[str, np.ndarray],
-          replicas: list[int]) -> None:
-  """``best[key][replicas] = new[key][replicas]`` for every key."""
+          rows: list[int]) -> None:
+  """``best[key][rows] = new[key][rows]`` for every key (``rows``:
+  replicas)."""
   for key, value in new.items():
     if key not in best:
       best[key] = np.zeros_like(value)
-    best[key][replicas] = value[replicas]
+    best[key][rows] = value[rows]
 
 
 def _save(path: str, save, value) -> None:

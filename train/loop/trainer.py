@@ -11,7 +11,8 @@ back to one already left:
     -> models.factory            (the network, per seed)
     -> report.reporting.headings (what the run prints about itself)
     -> loop.workdir, checkpoints -> ``loop.epochs.train``: the epochs, which
-       see the built pieces and ``Settings``, never the config.
+       see the built pieces (``loop.run.Run``) and ``Settings``, never the
+       config.
 
 ``benchmarks/config_walk.py`` measures this walk.
 """
@@ -29,9 +30,11 @@ from train import contract
 from train import errors
 from train import models
 from train import sharding
+from train.data import datasets
 from train.data import training_data
 from train.loop import checkpoints
 from train.loop import epochs
+from train.loop import run as run_lib
 from train.loop import settings as settings_lib
 from train.loop import workdir as workdir_lib
 from train.objective import stages
@@ -87,13 +90,17 @@ def train_and_evaluate(config: config_dict.ConfigDict, workdir: str,
   store = checkpoints.Checkpoints(os.path.join(workdir,
                                                contract.CHECKPOINT_DIR),
                                   keep=settings.keep_checkpoints)
-  workdir_lib.check_resume(workdir, config, resuming=bool(store.numbers()),
-                           write=jax.process_index() == 0)
+  d = config.dataset
+  workdir_lib.check_resume(
+      workdir, config, resuming=bool(store.numbers()),
+      write=jax.process_index() == 0,
+      data_fingerprint=datasets.fingerprint(d.name, path=d.path,
+                                            labels_csv=d.labels_csv))
   # ----- Epochs --------------------------------------------------------------
   # From here on the loop reads its settings, never the config.
-  return epochs.train(settings, workdir, mesh=mesh, run_data=run_data,
-                      input_=input_, stages_=stages_, model=model,
-                      store=store, headings=headings,
+  run = run_lib.Run(settings, mesh=mesh, run_data=run_data, input_=input_,
+                    stages_=stages_, model=model)
+  return epochs.train(run, workdir, store=store, headings=headings,
                       stop_after_epochs=stop_after_epochs, stop=stop)
 
 

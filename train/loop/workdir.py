@@ -70,8 +70,10 @@ def _differences(saved: Mapping, current: Mapping, prefix: str = ""
 
 
 def check_resume(workdir: str, config: config_dict.ConfigDict, *,
-                 resuming: bool, write: bool = True) -> None:
-  """Saves the config in the workdir; a resumed run's must match the saved.
+                 resuming: bool, write: bool = True,
+                 data_fingerprint: str | None = None) -> None:
+  """Saves the config (and the data's fingerprint) in the workdir; a
+  resumed run's must match the saved.
 
   Args:
     workdir: the run's folder.
@@ -79,12 +81,29 @@ def check_resume(workdir: str, config: config_dict.ConfigDict, *,
     resuming: whether the workdir holds a checkpoint to resume (without one,
       a saved config is that of a run that never checkpointed: replaced).
     write: whether to save the config (one process of a multi-process run).
+    data_fingerprint: what a researcher's own data holds
+      (``datasets.fingerprint``), None for a shipped dataset: a labels CSV
+      edited in place is other data under the same config.
 
   Raises:
-    ConfigError: the workdir holds a checkpoint of a different config.
+    ConfigError: the workdir holds a checkpoint of a different config, or
+      of other data.
   """
   path = os.path.join(workdir, CONFIG_FILE)
+  data_path = os.path.join(workdir, contract.DATA_FILE)
   current = json.loads(config.to_json())
+  if resuming and os.path.exists(data_path):
+    with open(data_path) as f:
+      saved = json.load(f).get("fingerprint")
+    if saved != data_fingerprint:
+      d = config.dataset
+      files = " and ".join(f"{k} {d[k]}" for k in ("path", "labels_csv")
+                           if d.get(k))
+      raise ConfigError(
+          f"--workdir={workdir!r} holds a run of other data: {files} "
+          f"changed since it was trained (a labels CSV edited in place, "
+          f"say), so its checkpoint cannot be resumed. Use a new workdir, "
+          f"or delete this one to start over.")
   if resuming and os.path.exists(path):
     with open(path) as f:
       saved = json.load(f)
@@ -101,6 +120,8 @@ def check_resume(workdir: str, config: config_dict.ConfigDict, *,
           f"new workdir, or delete this one to start over.")
   if write:
     # Replaced whole: the other processes of a run read it meanwhile.
-    with open(path + ".tmp", "w") as f:
-      json.dump(current, f, indent=2, sort_keys=True)
-    os.replace(path + ".tmp", path)
+    for file, value in ((path, current),
+                        (data_path, {"fingerprint": data_fingerprint})):
+      with open(file + ".tmp", "w") as f:
+        json.dump(value, f, indent=2, sort_keys=True)
+      os.replace(file + ".tmp", file)

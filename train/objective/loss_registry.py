@@ -6,7 +6,7 @@ scalar, Joint Optimization) and the hyperparameters it takes, read from its
 signature so that the registry follows the library.
 
 A loss with a per-example state (ELR: each example's running target) names
-the function that updates it, ``update(rows, logits, **hyperparameters)``;
+the function that updates it, ``update(logits, targets=rows, **h)``;
 the training step reads the batch's rows from the label state, updates
 them with the step's logits, writes them back and passes them to the loss
 as its ``STATE_ARGUMENT`` (``targets``): the state is never a config value.
@@ -58,8 +58,9 @@ def _keywords(fn: Callable[..., Any]) -> dict[str, Any]:
 class LossSpec:
   fn: Callable[..., jax.Array]
   family: str  # 'softmax' | 'sigmoid' | 'batch'
-  # A per-example state's step update, ``update(rows, logits, **h) ->
-  # rows``, whose result ``fn`` reads as ``STATE_ARGUMENT``; None: no state.
+  # A per-example state's step update, ``update(logits, targets=rows,
+  # **h) -> rows``, whose result ``fn`` reads as ``STATE_ARGUMENT``; None:
+  # no state.
   update: Callable[..., jax.Array] | None = None
 
   @property
@@ -288,7 +289,7 @@ def build_update(name: str, hyperparameters: Mapping[str, Any], *,
   own = set(_keywords(loss.update))
 
   def update(rows, logits, hparams=None):
-    return loss.update(rows, logits, **fixed, **{
+    return loss.update(logits, **{STATE_ARGUMENT: rows}, **fixed, **{
         k: v for k, v in (hparams or {}).items() if k in own})
 
   return update
@@ -313,7 +314,8 @@ def check(name: str, hyperparameters: Mapping[str, Any], *,
     if loss.update is None:
       jax.block_until_ready(loss.fn(logits, targets, **hyperparameters))
     else:
-      rows = loss.update(jnp.zeros_like(logits), logits, **update)
+      rows = loss.update(logits, **{STATE_ARGUMENT: jnp.zeros_like(logits)},
+                         **update)
       jax.block_until_ready(loss.fn(logits, targets, **own,
                                     **{STATE_ARGUMENT: rows}))
   except (ValueError, TypeError) as e:

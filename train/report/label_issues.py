@@ -1,4 +1,4 @@
-r"""Which training labels a run would change: a ranked file, a figure, a fix.
+r"""Which labels a run doubts: a ranked file, a figure, a fix.
 
     python -m train --config=configs/default.py --workdir=/tmp/steep_default
     python -m train.report.label_issues --workdir=/tmp/steep_default --k=40
@@ -6,20 +6,36 @@ r"""Which training labels a run would change: a ranked file, a figure, a fix.
         --apply --out=/tmp/labels.csv --threshold=0.9
 
 A run that finishes (``config.label_issues``, on by default) writes into
-its workdir ``label_issues.csv``: every training example, the most doubted
-given label first (``label_ranking``: the score is the probability, under
-the run's suggestion, that the given label is wrong); ``label_issues.png``:
-the ``config.label_issues_drawn`` most doubted examples drawn; and prints
-one line: how many labels the run would change and, where the clean
-labels are known (synthetic noise), the precision and recall of those
-changes against the labels the noise flipped. The suggestion is Joint
-Optimization's label state where the run relabels, else the softmax of
-the network at each replica's best validation epoch.
+its workdir ``label_issues.csv``: every training and validation example,
+ranked within its part, the most doubted given label first
+(``label_ranking``: the score is the probability, under the run's
+suggestion, that the given label is wrong); ``label_issues.png``: the
+``config.label_issues_drawn`` most doubted examples drawn (``label_figure``);
+and prints one line: how many labels of each part the run would change
+and, where the clean labels are known (synthetic noise, a clean label
+set), the precision and recall of those changes against the labels the
+noise flipped.
 
-The columns (one row per training example and replica):
+The two parts' scores differ in kind:
 
-  rank              1 for the most doubted label of its replica
-  index             the example's row in the training split
+* **train**: Joint Optimization's label state where the run relabels (the
+  mean of its last epochs' softmax over each training example), else the
+  training softmax at each replica's best validation epoch: *in sample*,
+  from a network that trained on these very labels, so it tends to agree
+  with them (the longer it trains, the more), and flags fewer than it
+  would out of sample;
+* **val**: the validation softmax at the best validation epoch: *out of
+  sample*, what cleanlab asks for: the network never trained on these
+  labels (it only chose its epoch on them).
+
+So a train score and a val score are not on one scale: each part is
+ranked on its own.
+
+The columns (one row per example and replica):
+
+  rank              1 for the most doubted label of its part and replica
+  part              ``train`` or ``val``
+  index             the example's row in its split
   source            its file (``Dataset.train_sources``), else its row in
                     the dataset's own training set (before the validation
                     split is cut), else ``index``
@@ -31,43 +47,43 @@ The columns (one row per training example and replica):
   given_probability      of the given label (set) under the suggestion
   suggested_probability  of the suggested one
   score             1 - given_probability, what the rows are ranked by
+  score_from        ``label_state``, ``in_sample`` or ``out_of_sample``
   flipped           1 where the noise changed the given label, else 0;
                     empty where the clean labels are not known
   replica           the seed replica (``config.replicas``); each replica
                     has its own noisy labels and ranks its own rows
 
 ``--apply`` writes the corrected labels as a label file that
-``dataset.labels_csv`` reads back: where the run read its labels from a CSV,
-every row of that CSV with the training examples' labels replaced by the
-suggestions (with ``--threshold=P``, only the changes whose suggested
-probability exceeds P); else the training examples alone, ``index,label``
-(``index``: the row in the dataset's own training set) or ``file,label``
-where the examples are files. Labels are written as class names.
+``dataset.labels_csv`` reads back and trains on as given
+(``label_apply``); ``--parts=train,val`` corrects the validation labels
+too (by default only the training labels change).
 """
 
 from __future__ import annotations
 
 import csv
-import itertools
+import dataclasses
 import json
 import math
 import os
 import sys
-import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from train import command_line
 from train import contract
-from train.data import own_data
+from train.report import label_apply
+from train.report import label_figure
 from train.report import label_ranking
 
 # Where the suggestions come from (run.json's label_issues.origin).
 ORIGINS = {"label_state": "its label state",
            "best_validation": "its network at the best validation epoch",
            "last_epoch": "its last network"}
-_FLIPPED_COLOUR, _CLEAN_COLOUR = "#1a7f37", "#b42318"
+PARTS = label_apply.PARTS
+_PART_NAMES = {"train": "training", "val": "validation"}
 
 
 def _define_flags():
@@ -84,7 +100,28 @@ def _define_flags():
                     "file instead of drawing.")
   flags.DEFINE_float("threshold", None, "With --apply: only the changes "
                      "whose suggested probability exceeds this.")
+  flags.DEFINE_list("parts", ["train"], "With --apply: whose labels the "
+                    "suggestions replace, train and/or val; the others are "
+                    "written as given.")
   flags.DEFINE_integer("replica", 0, "Whose labels (config.replicas).")
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+  """A part's suggestions: ``name`` (``'train'``, ``'val'``), each
+  replica's ``suggestions``, their ``origin`` (a key of ``ORIGINS``) and
+  each replica's clean labels of the part (None where unknown)."""
+  name: str
+  suggestions: Sequence[label_ranking.Suggestions]
+  origin: str
+  clean: Sequence[np.ndarray] | None = None
+
+  @property
+  def score_from(self) -> str:
+    """``label_state``, ``in_sample`` or ``out_of_sample``."""
+    if self.origin == "label_state":
+      return "label_state"
+    return "in_sample" if self.name == "train" else "out_of_sample"
 
 
 # ---------------------------------------------------------------------------
@@ -94,13 +131,15 @@ def _names(classes: Sequence[int], class_names: Sequence[str]) -> str:
   return ";".join(class_names[k] for k in classes)
 
 
-def _columns(s: label_ranking.Suggestions, clean: np.ndarray | None,
-             class_names: Sequence[str], sources: Sequence,
-             replica: int) -> dict[str, list]:
-  """The CSV columns of one replica, its rows ranked."""
+def _columns(part: Part, r: int, class_names: Sequence[str],
+             sources: Sequence) -> dict[str, list]:
+  """The CSV columns of one part of one replica, its rows ranked."""
+  s = part.suggestions[r]
+  clean = None if part.clean is None else part.clean[r]
   order = label_ranking.rank(s.score)
   number = lambda x: np.char.mod("%.6g", x[order]).tolist()
   columns = {"rank": list(range(1, len(order) + 1)),
+             "part": [part.name] * len(order),
              "index": order.tolist(),
              "source": [sources[i] for i in order]}
   if s.multi_label:
@@ -129,22 +168,27 @@ def _columns(s: label_ranking.Suggestions, clean: np.ndarray | None,
     flipped = differ[order].astype(int).tolist()
   columns.update(given_probability=number(s.given_probability),
                  suggested_probability=number(s.suggested_probability),
-                 score=number(s.score), flipped=flipped,
-                 replica=[replica] * len(order))
+                 score=number(s.score),
+                 score_from=[part.score_from] * len(order), flipped=flipped,
+                 replica=[r] * len(order))
   return columns
 
 
-def example_sources(dataset) -> Sequence:
-  """Each training example's ``source`` (see the module's docstring)."""
-  if dataset.train_sources is not None:
-    return dataset.train_sources
-  if dataset.train_source_index is not None:
-    return np.asarray(dataset.train_source_index).tolist()
-  return range(dataset.num_train)
+def part_sources(dataset, part: str) -> Sequence:
+  """Each example of ``part``'s ``source`` (see the module's docstring)."""
+  files = getattr(dataset, f"{part}_sources")
+  if files is not None:
+    return files
+  rows = getattr(dataset, f"{part}_source_index")
+  if rows is not None and len(rows):
+    return np.asarray(rows).tolist()
+  return range(len(getattr(dataset, part)))
 
 
-def read(workdir: str, replica: int | None = None) -> list[dict[str, str]]:
-  """The rows of a workdir's ``label_issues.csv`` (of one replica), ranked.
+def read(workdir: str, replica: int | None = None,
+         part: str | None = None) -> list[dict[str, str]]:
+  """The rows of a workdir's ``label_issues.csv`` (of one replica, one
+  part), by replica, part and rank.
 
   Raises:
     FileNotFoundError: the run wrote none (it has not finished, or ran
@@ -157,214 +201,142 @@ def read(workdir: str, replica: int | None = None) -> list[dict[str, str]]:
                             f"writes it")
   with open(path, newline="") as f:
     rows = list(csv.DictReader(f))
+  for row in rows:
+    row.setdefault("part", "train")  # a file of a run before parts
   if replica is not None:
     rows = [r for r in rows if int(r["replica"]) == replica]
-  return sorted(rows, key=lambda r: (int(r["replica"]), int(r["rank"])))
+  if part is not None:
+    rows = [r for r in rows if r["part"] == part]
+  return sorted(rows, key=lambda r: (int(r["replica"]),
+                                     PARTS.index(r["part"]), int(r["rank"])))
 
 
-def write(workdir: str, suggestions: Sequence[label_ranking.Suggestions], *,
-          origin: str, clean: Sequence[np.ndarray] | None, dataset,
-          inputs: Callable[[np.ndarray], np.ndarray], drawn: int
+def write(workdir: str, parts: Sequence[Part], *, dataset,
+          inputs: Callable[[str, np.ndarray], np.ndarray], drawn: int
           ) -> dict[str, Any]:
   """Writes ``label_issues.csv`` (and, with ``drawn``, the figure).
 
   Args:
     workdir: the run's folder.
-    suggestions: each replica's (``label_ranking.suggest``).
-    origin: where they come from, a key of ``ORIGINS``.
-    clean: each replica's clean training labels, or None where unknown.
+    parts: the training part, then the validation part where the run has
+      one.
     dataset: the run's ``datasets.Dataset`` (class names, sources).
-    inputs: training rows -> their inputs, for the figure.
+    inputs: ``(part, rows) -> their inputs``, for the figure.
     drawn: how many examples the figure draws (0: no figure).
 
   Returns:
     What ``run.json`` keeps (``contract.RUN_FIELDS``' ``label_issues``):
-    ``origin`` and ``label_ranking.agreement``'s numbers (those that need
-    the clean labels None without them), lists of R with replicas.
+    the training part's ``origin`` and ``label_ranking.agreement``'s
+    numbers (those that need the clean labels None without them), lists of
+    R with replicas; ``val``: the same of the validation part, or None.
   """
-  sources = example_sources(dataset)
+  sources = {p.name: part_sources(dataset, p.name) for p in parts}
   path = os.path.join(workdir, contract.LABEL_ISSUES_FILE)
-  each = []
+  replicas = len(parts[0].suggestions)
+  first = []  # replica 0's rows, for the figure
   with open(path + ".tmp", "w", newline="") as f:
     writer = csv.writer(f)
-    for r, s in enumerate(suggestions):
-      mine = None if clean is None else clean[r]
-      columns = _columns(s, mine, dataset.class_names, sources, r)
-      if not r:
-        writer.writerow(columns)
-        first = [dict(zip(columns, row)) for row in
-                 itertools.islice(zip(*columns.values()), drawn)]
-      writer.writerows(zip(*columns.values()))
-      each.append(label_ranking.agreement(s, mine) if mine is not None else
-                  {"changed": int(s.changed.sum()), "flipped": None,
-                   "precision": None, "recall": None,
-                   "precision_at_k": None, "restored": None})
+    for r in range(replicas):
+      for p in parts:
+        columns = _columns(p, r, dataset.class_names, sources[p.name])
+        if not r and p is parts[0]:
+          writer.writerow(columns)
+        if not r:
+          first += [{k: str(v) for k, v in zip(columns, row)}
+                    for row in zip(*columns.values())]
+        writer.writerows(zip(*columns.values()))
   os.replace(path + ".tmp", path)
   if drawn:
     try:
-      draw(first, inputs, os.path.join(workdir, contract.LABEL_ISSUES_FIGURE),
-           title=_title(workdir, len(first), len(suggestions),
-                        clean is not None, suggestions[0].multi_label))
+      _draw(workdir, first, drawn, contract.replica_name(0, replicas),
+            inputs, os.path.join(workdir, contract.LABEL_ISSUES_FIGURE))
     except Exception as e:  # pylint: disable=broad-except
       # A trained run is not lost to its figure (it can be drawn again).
       print(f"warning: {contract.LABEL_ISSUES_FIGURE} not drawn: "
             f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
-  issues = {"origin": origin}
-  for key in each[0]:
-    issues[key] = (each[0][key] if contract.single(len(each))
-                   else [e[key] for e in each])
-  return issues
+  kept = {p.name: _agreement(p) for p in parts}
+  return {**kept["train"], "val": kept.get("val")}
 
 
-def summary_line(issues: Mapping[str, Any], num_train: int) -> str:
+def _agreement(part: Part) -> dict[str, Any]:
+  """A part's ``origin`` and ``label_ranking.agreement`` (a list of R with
+  replicas)."""
+  each = []
+  for r, s in enumerate(part.suggestions):
+    if part.clean is None:
+      each.append({"changed": int(s.changed.sum()), "flipped": None,
+                   "precision": None, "recall": None,
+                   "precision_at_k": None, "restored": None})
+    else:
+      each.append(label_ranking.agreement(s, part.clean[r]))
+  return {"origin": part.origin,
+          **{key: contract.as_saved([e[key] for e in each])
+             for key in each[0]}}
+
+
+def summary_line(issues: Mapping[str, Any], num_train: int,
+                 num_val: int = 0) -> str:
   """The line a run ends with (``write``'s numbers; with replicas, mean
-  ± standard deviation over them)."""
+  ± standard deviation over them): the training labels, then the
+  validation labels where the run ranked them."""
+  line = (f"label issues: {_part_line(issues, num_train, 'training')}, "
+          f"from {ORIGINS[issues['origin']]}; "
+          f"{contract.LABEL_ISSUES_FILE})")
+  line += _agreement_text(issues)
+  val = issues.get("val")
+  if val is not None and num_val:
+    line += (f"; and {_part_line(val, num_val, 'validation')}, out of "
+             f"sample, from {ORIGINS[val['origin']]}){_agreement_text(val)}")
+  return line
 
-  def values(key):
-    value = issues[key]
-    value = value if isinstance(value, list) else [value]
-    return [v for v in value if v is not None]
 
-  def count(key):
-    v = values(key)
-    if len(set(v)) == 1:
-      return f"{v[0]:,}"
-    return f"{sum(v) / len(v):,.1f}±{_std(v):,.1f}"
+def _values(issues: Mapping[str, Any], key: str) -> list:
+  value = issues[key]
+  value = value if isinstance(value, list) else [value]
+  return [v for v in value if v is not None]
 
+
+def _count(issues: Mapping[str, Any], key: str) -> str:
+  v = _values(issues, key)
+  if len(set(v)) == 1:
+    return f"{v[0]:,}"
+  return f"{sum(v) / len(v):,.1f}±{_std(v):,.1f}"
+
+
+def _part_line(issues: Mapping[str, Any], total: int, name: str) -> str:
+  changed = _values(issues, "changed")
+  return (f"the run would change {_count(issues, 'changed')} of its "
+          f"{total:,} {name} labels "
+          f"({100 * sum(changed) / len(changed) / total:.1f} %")
+
+
+def _agreement_text(issues: Mapping[str, Any]) -> str:
+  """``; against the N labels the noise flipped: ...`` ('' where the
+  clean labels are not known)."""
   def percent(key):
-    v = [100 * x for x in values(key)]
+    v = [100 * x for x in _values(issues, key)]
     if not v:
       return "-"
     spread = f"±{_std(v):.1f}" if len(v) > 1 else ""
     return f"{sum(v) / len(v):.1f}{spread} %"
 
-  changed = values("changed")
-  line = (f"label issues: the run would change {count('changed')} of its "
-          f"{num_train:,} training labels "
-          f"({100 * sum(changed) / len(changed) / num_train:.1f} %, from "
-          f"{ORIGINS[issues['origin']]}; {contract.LABEL_ISSUES_FILE})")
-  if not values("flipped"):
-    return line
-  if not any(values("flipped")):
+  if not _values(issues, "flipped"):
+    return ""
+  if not any(_values(issues, "flipped")):
     # No precision or recall to give: nothing was flipped to find.
-    return (f"{line}; the noise flipped none of them, so every change "
-            f"would replace a clean label")
-  flips = count("flipped")
-  return (f"{line}; against the {flips} labels the noise flipped: "
-          f"precision {percent('precision')}, recall {percent('recall')}, "
-          f"precision of the {flips} most doubted "
-          f"{percent('precision_at_k')}; {count('restored')} changes "
-          f"restore the clean label")
+    return ("; the noise flipped none of them, so every change would "
+            "replace a clean label")
+  flips = _count(issues, "flipped")
+  return (f"; against the {flips} labels the noise flipped: precision "
+          f"{percent('precision')}, recall {percent('recall')}, precision "
+          f"of the {flips} most doubted {percent('precision_at_k')}; "
+          f"{_count(issues, 'restored')} changes restore the clean label")
 
 
 def _std(values: Sequence[float]) -> float:
   mean = sum(values) / len(values)
   return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
-
-# ---------------------------------------------------------------------------
-# The figure.
-# ---------------------------------------------------------------------------
-def _title(workdir: str, k: int, replicas: int, known: bool,
-           multi_label: bool) -> str:
-  name = os.path.basename(os.path.normpath(workdir))
-  change = ("+ the labels it adds, − those it removes" if multi_label
-            else "given → suggested")
-  title = (f"{name}: the {k} most doubted training labels"
-           f"{'' if contract.single(replicas) else ' of replica 0'} "
-           f"({change}; p: the suggestion's probability)")
-  if known:
-    title += ("\ngreen: the noise flipped the given label; red: the given "
-              "label is the clean one")
-  return title
-
-
-def _caption(row: Mapping[str, str]) -> str:
-  lines = [f"#{row['rank']}  example {row['index']}"]
-  if "added" in row:
-    for sign, key in (("+", "added"), ("−", "removed")):
-      if row[key]:
-        # At most two lines of a cell's width each.
-        wrapped = textwrap.wrap(sign + row[key].replace(";", ", "), 28)
-        lines += wrapped[:2]
-        if len(wrapped) > 2:
-          lines[-1] = lines[-1][:25] + "..."
-  else:
-    lines.append(f"{row['given_name']} → {row['suggested_name']}")
-  lines.append(f"p {_probability(row['suggested_probability'])} (given "
-               f"{_probability(row['given_probability'])})")
-  return "\n".join(lines)
-
-
-def _probability(text: str) -> str:
-  """Two decimals; a probability that rounds to 0 or 1 says so."""
-  p = float(text)
-  return "<0.01" if 0 < p < 0.005 else (">0.99" if 0.995 <= p < 1
-                                        else f"{p:.2f}")
-
-
-def figure(rows: Sequence[Mapping[str, Any]], images: np.ndarray, *,
-           title: str):
-  """The examples of ``rows`` (``label_issues.csv``'s, ranked) with their
-  inputs ``images``: a picture each, a line for a 1-D signal (``[L, 1]``),
-  captioned with the change and its probabilities, eight to a row.
-
-  One set of axes in inches holds every example: a grid of 24 axes took
-  ten times as long to lay out and draw.
-  """
-  from matplotlib.figure import Figure  # pylint: disable=g-import-not-at-top
-  from matplotlib.patches import Rectangle  # pylint: disable=g-import-not-at-top
-  columns = max(1, min(len(rows), 8))
-  grid = max(1, math.ceil(len(rows) / columns))
-  captions = [_caption(row) for row in rows]
-  lines = max([c.count("\n") + 1 for c in captions], default=1)
-  width, box = 2.0, 1.5  # a cell's width and its picture's side, inches
-  # About 12 characters of 10-point text to an inch.
-  title = "\n".join(textwrap.fill(line, int(12 * width * columns))
-                    for line in title.split("\n"))
-  caption = 0.16 * lines + 0.1
-  height = box + caption + 0.15
-  head = 0.2 + 0.2 * (title.count("\n") + 1)
-  fig = Figure(figsize=(width * columns, height * grid + head))
-  ax = fig.add_axes((0, 0, 1, height * grid / (height * grid + head)))
-  for i, (row, text, image) in enumerate(zip(rows, captions, images)):
-    r, c = divmod(i, columns)
-    left, top = c * width + (width - box) / 2, r * height + caption
-    colour = {"1": _FLIPPED_COLOUR, "0": _CLEAN_COLOUR}.get(
-        str(row["flipped"]), "black")
-    ax.text(c * width + width / 2, r * height + 0.05, text, ha="center",
-            va="top", fontsize=8, color=colour)
-    image = np.asarray(image, np.float32)
-    if image.ndim == 2:  # a 1-D signal [L, 1]
-      signal = image[:, 0]
-      low, high = float(signal.min()), float(signal.max())
-      scale = (high - low) or 1.0
-      ax.add_patch(Rectangle((left, top), box, box, fill=False,
-                             edgecolor="0.75", linewidth=0.8))
-      ax.plot(left + 0.05 * box + 0.9 * box * np.linspace(0, 1, len(signal)),
-              top + 0.05 * box + 0.9 * box * (high - signal) / scale,
-              color="0.15", linewidth=1.1)
-    else:
-      ax.imshow(np.clip(image[..., 0] if image.shape[-1] == 1 else image,
-                        0, 1), cmap="gray", vmin=0, vmax=1, aspect="auto",
-                interpolation="nearest",
-                extent=(left, left + box, top + box, top))
-  ax.set_xlim(0, width * columns)
-  ax.set_ylim(height * grid, 0)
-  ax.set_axis_off()
-  fig.suptitle(title, fontsize=10, y=1 - 0.1 / (height * grid + head),
-               va="top")
-  return fig
-
-
-def draw(rows: Sequence[Mapping[str, Any]],
-         inputs: Callable[[np.ndarray], np.ndarray], out: str, *,
-         title: str) -> str:
-  """``figure`` of ``rows`` into ``out``; returns ``out``."""
-  images = inputs(np.asarray([int(r["index"]) for r in rows], np.int64))
-  fig = figure(rows, images, title=title)
-  fig.savefig(out, dpi=100)
-  return out
 
 
 # ---------------------------------------------------------------------------
@@ -380,100 +352,76 @@ def saved_config(workdir: str):
     return config_dict.ConfigDict(json.load(f))
 
 
+def drawn_rows(rows: Sequence[Mapping[str, str]], k: int
+               ) -> list[Mapping[str, str]]:
+  """The ``k`` rows a figure draws of one replica's ranked ``rows``: the
+  most doubted of each part, the parts' shares of ``k`` as their sizes'
+  (at least one of a part that has rows, while ``k`` allows)."""
+  by_part = {p: [r for r in rows if r["part"] == p] for p in PARTS}
+  sizes = {p: len(v) for p, v in by_part.items() if v}
+  total = sum(sizes.values())
+  share = {p: round(k * n / total) for p, n in sizes.items()}
+  if "val" in share and k > 1:
+    share["val"] = max(share["val"], 1)
+  share["train"] = k - share.get("val", 0) if "train" in share else 0
+  return [row for p in PARTS if p in share
+          for row in by_part[p][:share[p]]]
+
+
+def _draw(workdir: str, rows: Sequence[Mapping[str, str]], k: int,
+          replica: str, inputs: Callable[[str, np.ndarray], np.ndarray],
+          out: str) -> str:
+  """``label_figure.draw`` of the ``k`` rows ``drawn_rows`` picks of one
+  replica's ``rows`` (``replica``: its name)."""
+  rows = drawn_rows(rows, k)
+  title = label_figure.figure_title(workdir, len(rows), replica,
+                                    rows[0]["flipped"] != "",
+                                    "added" in rows[0])
+  return label_figure.draw(rows, inputs, out, title=title)
+
+
 def redraw(workdir: str, k: int, out: str, replica: int = 0) -> str:
-  """The ``k`` most doubted examples of a finished run drawn into ``out``:
-  its dataset reloaded from its saved config as the run read it."""
+  """The ``k`` most doubted examples of a finished run drawn into ``out``
+  (``drawn_rows``): its dataset reloaded from its saved config as the run
+  read it."""
   from train.data import training_data  # pylint: disable=g-import-not-at-top
   rows = read(workdir, replica)
   if not rows:
     raise ValueError(f"{contract.LABEL_ISSUES_FILE} in {workdir} has no "
                      f"replica {replica}")
   config = saved_config(workdir)
-  known = rows[0]["flipped"] != ""
-  title = _title(workdir, min(k, len(rows)), config.replicas, known,
-                 "added" in rows[0])
-  if not contract.single(config.replicas):
-    title = title.replace("replica 0", f"replica {replica}")
-  return draw(rows[:k], training_data.train_inputs_of(config), out,
-              title=title)
-
-
-def _csv_key(source: str) -> str:
-  """A ``label_issues.csv`` source as a labels CSV keys it: an ``.npz``
-  row ``x_train[17]`` by its index, anything else as it is."""
-  if source.startswith("x_train[") and source.endswith("]"):
-    return source[len("x_train["):-1]
-  return source
-
-
-def _given_file(workdir: str) -> tuple[str, list[dict[str, str]], str] | None:
-  """The run's own labels CSV: its key column, rows and the label column
-  it trained on; None where the run read none."""
-  if not os.path.exists(os.path.join(workdir, contract.CONFIG_FILE)):
-    return None
-  config = saved_config(workdir)
-  path = config.dataset.get("labels_csv")
-  if not path:
-    return None
-  # Read as training read it (spaces around a cell, blank lines).
-  header, rows = own_data.read_rows(path)
-  rows = [dict(zip(header, cells)) for _, cells in rows]
-  key = "file" if "file" in header else "index"
-  labels = [c for c in header if c not in own_data.KEY_COLUMNS]
-  column = config.dataset.get("label_set") or (
-      labels[0] if len(labels) == 1 else "label")
-  return key, rows, column
+  return _draw(workdir, rows, k,
+               contract.replica_name(replica, config.replicas),
+               training_data.inputs_of(config), out)
 
 
 def apply(workdir: str, out: str, *, threshold: float | None = None,
-          replica: int = 0) -> int:
-  """Writes the corrected labels as a label file; returns the rows changed.
+          parts: Sequence[str] = ("train",), replica: int = 0) -> int:
+  """Writes the run's corrected labels to ``out`` as a label file that
+  ``dataset.labels_csv`` reads back (``label_apply``); returns the labels
+  changed. ``parts``: whose labels the suggestions replace; ``threshold``:
+  only the changes whose suggested probability exceeds it.
 
-  Labels are written as class names (a folder named ``10`` is the class
-  ``10``, whatever its index). Where the run read its labels from a CSV
-  (``dataset.labels_csv``), the file is that CSV's every row, keyed as it
-  was, with the training examples' labels replaced: ``dataset.labels_csv``
-  reads it back for the same data (its validation and held-out rows keep
-  their labels). Otherwise it holds the training examples alone
-  (``index,label`` or ``file,label``, see the module's docstring).
-  ``threshold``: only the changes whose suggested probability exceeds it;
-  None: every suggestion.
+  Raises:
+    ValueError: a bad threshold or part, a replica the run lacks, a
+      correction the label file cannot hold.
   """
-  if threshold is not None and not 0 <= threshold < 1:
-    raise ValueError(f"--threshold={threshold}: must lie in [0, 1)")
   rows = read(workdir, replica)
   if not rows:
     raise ValueError(f"{contract.LABEL_ISSUES_FILE} in {workdir} has no "
                      f"replica {replica}")
-  changed = [r for r in rows if r["given_label"] != r["suggested_label"]]
-  if threshold is not None:
-    changed = [r for r in changed
-               if float(r["suggested_probability"]) > threshold]
-  name = "suggested_name" if rows[0].get("suggested_name") else (
-      "suggested_label")
-  given = _given_file(workdir)
-  if given is None:
-    keyed = rows if threshold is None else changed
-    keyed = sorted(keyed, key=lambda r: int(r["index"]))
-    key = ("index" if all(_csv_key(r["source"]).isdigit() for r in keyed)
-           else "file")
-    table = [(_csv_key(r["source"]), r[name]) for r in keyed]
-  else:
-    key, base, column = given
-    suggested = {_csv_key(r["source"]): r[name] for r in changed}
-    table = []
-    for row in base:
-      cell = row[key]
-      # A folder's source is relative to the folder; the CSV may key a
-      # file relative to its train/ folder.
-      new = suggested.get(cell, suggested.get(os.path.join("train", cell)))
-      table.append((cell, row[column] if new is None else new))
+  has_config = os.path.exists(os.path.join(workdir, contract.CONFIG_FILE))
+  run = contract.read_run(workdir) or {}
+  header, table, changed = label_apply.corrected(
+      rows, dataset=saved_config(workdir).dataset if has_config else {},
+      class_names=run.get("class_names", ()), parts=parts,
+      threshold=threshold)
   with open(out + ".tmp", "w", newline="") as f:
     writer = csv.writer(f)
-    writer.writerow([key, "label"])
+    writer.writerow(header)
     writer.writerows(table)
   os.replace(out + ".tmp", out)
-  return len(changed)
+  return changed
 
 
 def main(argv):
@@ -483,7 +431,8 @@ def main(argv):
   try:
     if f.apply:
       out = f.out or os.path.join(f.workdir, "labels_corrected.csv")
-      count = apply(f.workdir, out, threshold=f.threshold, replica=f.replica)
+      count = apply(f.workdir, out, threshold=f.threshold, parts=f.parts,
+                    replica=f.replica)
       print(f"{out}: {count} labels changed")
     else:
       if f.threshold is not None:
@@ -499,6 +448,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  from absl import app  # pylint: disable=g-import-not-at-top
   _define_flags()
-  app.run(main)
+  command_line.run(main, __doc__)

@@ -21,9 +21,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-from absl import app
 from absl import flags
 
+from train import command_line
 from train import contract
 
 
@@ -177,4 +177,4 @@ def main(argv):
 
 if __name__ == "__main__":
   _define_flags()
-  app.run(main)
+  command_line.run(main, __doc__)

@@ -16,7 +16,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from train import contract
@@ -36,8 +36,10 @@ def headings(config, run_data, stages_) -> Headings:
   data = run_data.dataset
   noise = config.noise
   realised = f"{run_data.train[0].noise_rate:.1%}"
+  # Without noise or a clean set nothing tells a wrong label from a right
+  # one: the labels are the data's own.
   noise_text = (f"{noise.name} noise {noise.rate:.0%} (realised {realised})"
-                if noise.name != "none" else "clean labels")
+                if noise.name != "none" else "labels as given (no clean set)")
   if data.train_clean_y is not None:
     # The given labels are noisy already: the rate is against the clean set.
     noise_text = ("given labels" + (
@@ -58,19 +60,20 @@ def headings(config, run_data, stages_) -> Headings:
 class MetricWriter:
   """Appends epoch records to JSON lines and TensorBoard."""
 
-  def __init__(self, workdir: str, *, resume_epoch: int,
+  def __init__(self, workdir: str, *, records: Sequence[Mapping[str, Any]],
                tensorboard: bool = True, enabled: bool = True):
+    """Starts ``METRICS_FILE`` anew with ``records``, the epochs a run
+    resumes after (none for a new run)."""
     self.path = os.path.join(workdir, contract.METRICS_FILE)
     # Only one process of a multi-process run writes.
     self.enabled = enabled
     self._tensorboard = None
     if not enabled:
       return
-    kept = [r for r in contract.read_records(workdir) if r["epoch"] <= resume_epoch]
     # Replaced whole, so that a kill now leaves the old file or the new.
     partial = self.path + ".tmp"
     with open(partial, "w") as f:
-      f.writelines(json.dumps(r) + "\n" for r in kept)
+      f.writelines(json.dumps(r) + "\n" for r in records)
     os.replace(partial, self.path)
     if tensorboard:
       from tensorboardX import SummaryWriter  # pylint: disable=g-import-not-at-top
@@ -84,15 +87,14 @@ class MetricWriter:
     if self._tensorboard is None:
       return
     epoch = record["epoch"]
-    replicas = record.get("replicas", 1)
-    single = contract.single(replicas)
-    for r in range(replicas):
+    each = contract.replica_records(record)
+    for r, mine in enumerate(each):
       # One scalar per replica where replicas differ, under replicaR/.
-      mine = record if single else contract.replica_record(record, r)
-      prefix = "" if single else f"replica{r}/"
+      name = contract.replica_name(r, len(each))
+      prefix = f"{name.replace(' ', '')}/" if name else ""
       for key, value in mine.items():
         if isinstance(value, (int, float)) and key != "epoch":
-          shared = not single and not isinstance(record[key], list)
+          shared = bool(name) and not isinstance(record[key], list)
           if not shared or r == 0:
             self._tensorboard.add_scalar(("" if shared else prefix) + key,
                                          value, epoch)
@@ -190,43 +192,57 @@ def epoch_line(record: Mapping[str, Any]) -> str:
   return "  ".join(parts)
 
 
-def summary_table(summary: Mapping[str, Any], title: str) -> str:
+# The rows that compare a prediction or a label with the clean labels:
+# without a clean set (``clean_known`` False) the clean labels are the given
+# ones, and these rows would compare the labels with themselves.
+_AGAINST_CLEAN = ("val_clean_accuracy", "val_clean_map", "recovery_accuracy",
+                  "train_accuracy_clean", "memorised", "at_best_val_clean")
+
+
+def summary_table(summary: Mapping[str, Any], title: str, *,
+                  clean_known: bool = True) -> str:
   """The table printed at the end of a run.
 
   Validation and training metrics show their best epoch and the last; test
   metrics only at epochs chosen without test labels (best validation, best
-  clean validation, last). With replicas: mean ± std over them.
+  clean validation, last). With replicas: mean ± std over them. Without
+  clean labels (``clean_known`` False: no noise was drawn and the data has
+  no clean set) the rows against the clean labels are left out.
   """
-  replicas = summary.get("replicas", 1)
-  single = contract.single(replicas)
+  # Several replicas: mean ± std of each value, and no single best epoch.
+  seeds = summary.get("replicas")
 
   def pct(key):
-    if not single:
-      if summary.get(f"{key}_mean") is None:
-        return "-"
-      return (f"{100 * summary[f'{key}_mean']:6.2f}"
-              f"±{100 * summary[f'{key}_std']:.2f}")
-    value = summary.get(key)
-    return "-" if value is None else f"{100 * value:6.2f}"
+    value, spread = contract.mean_and_spread(summary, key)
+    if value is None:
+      return "-"
+    return f"{100 * value:6.2f}" + ("" if spread is None
+                                    else f"±{100 * spread:.2f}")
 
   def epoch(key):
-    return summary.get(key) or "-" if single else "-"
+    value = summary.get(key)
+    return value if isinstance(value, int) else "-"
 
   rows = [("validation accuracy", "val_accuracy"),
           ("validation accuracy, clean", "val_clean_accuracy"),
           ("validation mAP", "val_map"),
           ("validation mAP, clean", "val_clean_map"),
           ("label recovery accuracy", "recovery_accuracy"),
-          ("train accuracy, noisy labels", "train_accuracy_noisy"),
+          ("train accuracy, " + ("noisy labels" if clean_known
+                                 else "labels as given"),
+           "train_accuracy_noisy"),
           ("train accuracy, clean labels", "train_accuracy_clean"),
           ("memorised noisy labels", "memorised")]
-  width = 8 if single else 13
-  lines = [title + ("" if single else f" ({replicas} seeds: mean ± std)"),
+  width = 13 if seeds else 8
+  lines = [title + (f" ({seeds} seeds: mean ± std)" if seeds else ""),
            f"{'metric (%)':<34}{'best':>{width}}{'epoch':>7}"
            f"{'last':>{width}}"]
   lines.append("-" * len(lines[-1]))
 
   def present(key):
+    if not clean_known and any(key.startswith(k) or key.endswith(k)
+                               for k in _AGAINST_CLEAN):
+      return False
     value = summary.get(key)
     return value is not None and (not isinstance(value, list) or any(
         v is not None for v in value))

@@ -40,6 +40,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from train import sharding
@@ -120,7 +121,8 @@ def shardings(mesh: jax.sharding.Mesh, *, replicas: bool = False
   With ``replicas`` every field has a leading replica axis, split along the
   mesh's ``'replica'`` axis.
   """
-  return LabelState(**sharding.label_state_shardings(mesh, replicas=replicas))
+  return LabelState(**{k: NamedSharding(mesh, spec) for k, spec in
+                       sharding.label_state_specs(replicas=replicas).items()})
 
 
 def bytes_per_device(num_examples: int, num_classes: int, *, history: int,

@@ -128,19 +128,29 @@ def _first(args, in_axes):
       is_leaf=lambda x: x is None)
 
 
-def over_replicas(fn, in_axes, replicas: int, *, restore: bool = True):
-  """``fn`` over the leading replica axis of ``replicas``: vmapped, the
-  axis split along ``'replica'``, or for one replica (the fast path) its
-  arrays indexed, the results given the axis back unless not ``restore``.
-  """
-  if replicas != 1:
-    return jax.vmap(fn, in_axes=in_axes, spmd_axis_name=sharding.REPLICA_AXIS)
+def _replicas(args, in_axes) -> int:
+  """``R``: the leading axis of the arguments ``in_axes`` marks."""
+  sizes = jax.tree.leaves(jax.tree.map(
+      lambda axis, arg: None if axis is None else [
+          x.shape[0] for x in jax.tree.leaves(arg)], in_axes, args,
+      is_leaf=lambda x: x is None))
+  return sizes[0] if sizes else 1
 
-  def first(*args):
+
+def over_replicas(fn, in_axes, *, restore: bool = True):
+  """``fn`` over the leading replica axis of its arguments (``in_axes``, a
+  prefix of their tree, marks which have it): vmapped, the axis split along
+  ``'replica'``, or for one replica (the fast path, chosen from the shapes
+  as the call is traced) its arrays indexed, the results given the axis
+  back unless not ``restore``."""
+  def call(*args):
+    if _replicas(args, in_axes) != 1:
+      return jax.vmap(fn, in_axes=in_axes,
+                      spmd_axis_name=sharding.REPLICA_AXIS)(*args)
     out = fn(*_first(args, in_axes))
     return jax.tree.map(lambda x: x[None], out) if restore else out
 
-  return first
+  return call
 
 
 def probabilities(logits: jax.Array, family: str) -> jax.Array:
@@ -262,15 +272,15 @@ def make_train_step(cfg: StepConfig, state: TrainState,
     # Straight-line steps: XLA:CPU ran the same steps inside a while loop
     # (fori_loop, rolled or unrolled) eight times slower.
     for j in range(count):
-      carry = over_replicas(functools.partial(step, j=j), axes, replicas,
+      carry = over_replicas(functools.partial(step, j=j), axes,
                             restore=False)(
                                 *carry, dict(cfg.replica_hparams), data, args)
     return carry
 
   sums = metrics.zeros_like_sums(cfg.grad_bins)
-  outer = (sharding.replicate(state, mesh, replicas=True),
+  outer = (sharding.split_by_replica(state, mesh),
            label_state_lib.shardings(mesh, replicas=True),
-           sharding.replicate(sums, mesh, replicas=True))
+           sharding.split_by_replica(sums, mesh))
   off = lambda tree: jax.tree.map(lambda x: x[0], tree)
   inner = (jax.tree.leaves(sharding.replicate(off(state), mesh)),
            label_state_lib.shardings(mesh),
@@ -302,7 +312,7 @@ def make_train_step(cfg: StepConfig, state: TrainState,
 
 
 def make_predict(classifier: models.Classifier,
-                 logits_of: Callable[..., jax.Array], *, replicas: int,
+                 logits_of: Callable[..., jax.Array], *,
                  logits: bool = False):
   """``predict(params, model_state, *args) -> softmax [R, n, C]``, jitted:
   the network applied by the input's batch function ``logits_of(apply,
@@ -314,8 +324,7 @@ def make_predict(classifier: models.Classifier,
     return out if logits else jax.nn.softmax(out)
 
   return jax.jit(lambda params, model_state, *args: over_replicas(
-      predict, (0, 0) + (None,) * len(args), replicas)(
-          params, model_state, *args))
+      predict, (0, 0) + (None,) * len(args))(params, model_state, *args))
 
 
 def split_metrics(logits: jax.Array, labels: Mapping[str, jax.Array],
@@ -338,8 +347,7 @@ def split_metrics(logits: jax.Array, labels: Mapping[str, jax.Array],
   return out
 
 
-def make_evaluate(mesh: jax.sharding.Mesh, *, multi_label: bool,
-                  replicas: int):
+def make_evaluate(mesh: jax.sharding.Mesh, *, multi_label: bool):
   """``evaluate(logits, labels, order, mask) -> metrics``: ``split_metrics``
   of a split's ``[R, B' * B, C]`` logits in ``order``'s rows; jitted.
 
@@ -348,18 +356,19 @@ def make_evaluate(mesh: jax.sharding.Mesh, *, multi_label: bool,
   """
   evaluate = over_replicas(
       functools.partial(split_metrics, multi_label=multi_label),
-      (0, 0, None, None), replicas)
+      (0, 0, None, None))
   split = sharding.eval_sharding(mesh)
   return jax.jit(evaluate, in_shardings=(None, None, split, split))
 
 
 def make_label_update(mesh: jax.sharding.Mesh, *, begin: int, mode: str,
-                      multi_label: bool, replicas: bool = False):
-  """``update(label_state, epoch) -> label_state`` (``label_state.update``).
+                      multi_label: bool):
+  """``update(label_state, epoch) -> label_state`` (``label_state.update``)
+  of an ``[R, ...]`` label state.
 
   Jitted once per stage, the state donated and kept split along ``'data'``.
   """
-  rows = label_state_lib.shardings(mesh, replicas=replicas)
+  rows = label_state_lib.shardings(mesh, replicas=True)
   # (label_state.update takes the replica axis as it comes: no vmap.)
   update = functools.partial(label_state_lib.update, begin=begin, mode=mode,
                              multi_label=multi_label)
@@ -368,7 +377,7 @@ def make_label_update(mesh: jax.sharding.Mesh, *, begin: int, mode: str,
 
 
 def make_label_metrics(mesh: jax.sharding.Mesh, *, multi_label: bool,
-                       num_examples: int, replicas: int):
+                       num_examples: int):
   """``measure(labels, clean, noisy) -> metrics.label_metrics`` of
   ``[R, ...]`` label rows, jitted."""
   rows = label_state_lib.shardings(mesh, replicas=True).labels
@@ -376,6 +385,6 @@ def make_label_metrics(mesh: jax.sharding.Mesh, *, multi_label: bool,
                                                           replicas=True)
   measure = over_replicas(
       functools.partial(metrics.label_metrics, num_examples=num_examples,
-                        multi_label=multi_label), 0, replicas)
+                        multi_label=multi_label), 0)
   return jax.jit(measure, in_shardings=(rows, padded, padded),
                  out_shardings=sharding.replicated(mesh))
