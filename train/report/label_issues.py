@@ -61,6 +61,7 @@ too (by default only the training labels change).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import json
@@ -76,6 +77,7 @@ from train import command_line
 from train import contract
 from train.report import label_apply
 from train.report import label_figure
+from train.report import label_pairs
 from train.report import label_ranking
 
 # Where the suggestions come from (run.json's label_issues.origin).
@@ -127,45 +129,26 @@ class Part:
 # ---------------------------------------------------------------------------
 # The file.
 # ---------------------------------------------------------------------------
-def _names(classes: Sequence[int], class_names: Sequence[str]) -> str:
-  return ";".join(class_names[k] for k in classes)
-
-
 def _columns(part: Part, r: int, class_names: Sequence[str],
              sources: Sequence) -> dict[str, list]:
-  """The CSV columns of one part of one replica, its rows ranked."""
+  """The CSV columns of one part of one replica, its rows ranked
+  (single-label; multi-label: ``label_pairs.columns``)."""
   s = part.suggestions[r]
   clean = None if part.clean is None else part.clean[r]
   order = label_ranking.rank(s.score)
   number = lambda x: np.char.mod("%.6g", x[order]).tolist()
+  names = np.asarray(class_names, object)
   columns = {"rank": list(range(1, len(order) + 1)),
              "part": [part.name] * len(order),
              "index": order.tolist(),
-             "source": [sources[i] for i in order]}
-  if s.multi_label:
-    given = [np.flatnonzero(s.given[i]) for i in order]
-    suggested = [np.flatnonzero(s.suggested[i]) for i in order]
-    columns.update(
-        given_label=[" ".join(map(str, g)) for g in given],
-        suggested_label=[" ".join(map(str, g)) for g in suggested],
-        given_name=[_names(g, class_names) for g in given],
-        suggested_name=[_names(g, class_names) for g in suggested],
-        added=[_names(np.setdiff1d(b, a), class_names)
-               for a, b in zip(given, suggested)],
-        removed=[_names(np.setdiff1d(a, b), class_names)
-                 for a, b in zip(given, suggested)])
-  else:
-    names = np.asarray(class_names, object)
-    columns.update(given_label=s.given[order].tolist(),
-                   suggested_label=s.suggested[order].tolist(),
-                   given_name=names[s.given[order]].tolist(),
-                   suggested_name=names[s.suggested[order]].tolist())
+             "source": [sources[i] for i in order],
+             "given_label": s.given[order].tolist(),
+             "suggested_label": s.suggested[order].tolist(),
+             "given_name": names[s.given[order]].tolist(),
+             "suggested_name": names[s.suggested[order]].tolist()}
   flipped = [""] * len(order)
   if clean is not None:
-    clean = np.asarray(clean)
-    differ = (s.given != (clean > 0.5)).any(-1) if s.multi_label else (
-        s.given != clean)
-    flipped = differ[order].astype(int).tolist()
+    flipped = (s.given != np.asarray(clean))[order].astype(int).tolist()
   columns.update(given_probability=number(s.given_probability),
                  suggested_probability=number(s.suggested_probability),
                  score=number(s.score),
@@ -186,19 +169,20 @@ def part_sources(dataset, part: str) -> Sequence:
 
 
 def read(workdir: str, replica: int | None = None,
-         part: str | None = None) -> list[dict[str, str]]:
-  """The rows of a workdir's ``label_issues.csv`` (of one replica, one
-  part), by replica, part and rank.
+         part: str | None = None, *, name: str = contract.LABEL_ISSUES_FILE
+         ) -> list[dict[str, str]]:
+  """The rows of a workdir's ``label_issues.csv`` (``name``: or
+  ``label_issues_images.csv``; of one replica, one part), by replica,
+  part and rank.
 
   Raises:
     FileNotFoundError: the run wrote none (it has not finished, or ran
       with ``config.label_issues = False``).
   """
-  path = os.path.join(workdir, contract.LABEL_ISSUES_FILE)
+  path = os.path.join(workdir, name)
   if not os.path.exists(path):
-    raise FileNotFoundError(f"no {contract.LABEL_ISSUES_FILE} in {workdir}: "
-                            f"a finished run with config.label_issues "
-                            f"writes it")
+    raise FileNotFoundError(f"no {name} in {workdir}: a finished run with "
+                            f"config.label_issues writes it")
   with open(path, newline="") as f:
     rows = list(csv.DictReader(f))
   for row in rows:
@@ -214,7 +198,8 @@ def read(workdir: str, replica: int | None = None,
 def write(workdir: str, parts: Sequence[Part], *, dataset,
           inputs: Callable[[str, np.ndarray], np.ndarray], drawn: int
           ) -> dict[str, Any]:
-  """Writes ``label_issues.csv`` (and, with ``drawn``, the figure).
+  """Writes ``label_issues.csv`` (multi-label: and
+  ``label_issues_images.csv``) and, with ``drawn``, the figure.
 
   Args:
     workdir: the run's folder.
@@ -227,29 +212,42 @@ def write(workdir: str, parts: Sequence[Part], *, dataset,
   Returns:
     What ``run.json`` keeps (``contract.RUN_FIELDS``' ``label_issues``):
     the training part's ``origin`` and ``label_ranking.agreement``'s
-    numbers (those that need the clean labels None without them), lists of
-    R with replicas; ``val``: the same of the validation part, or None.
+    numbers (multi-label: ``label_pairs.agreement``'s; those that need the
+    clean labels None without them), lists of R with replicas; ``val``:
+    the same of the validation part, or None.
   """
   sources = {p.name: part_sources(dataset, p.name) for p in parts}
-  path = os.path.join(workdir, contract.LABEL_ISSUES_FILE)
-  replicas = len(parts[0].suggestions)
-  first = []  # replica 0's rows, for the figure
-  with open(path + ".tmp", "w", newline="") as f:
-    writer = csv.writer(f)
-    for r in range(replicas):
+  multi_label = parts[0].suggestions[0].multi_label
+  names = [contract.LABEL_ISSUES_FILE] + (
+      [contract.LABEL_ISSUES_IMAGES_FILE] if multi_label else [])
+  paths = [os.path.join(workdir, name) for name in names]
+  first = [[] for _ in names]  # replica 0's rows of each file, the figure's
+  with contextlib.ExitStack() as stack:
+    writers = [csv.writer(stack.enter_context(
+        open(path + ".tmp", "w", newline=""))) for path in paths]
+    for r in range(len(parts[0].suggestions)):
       for p in parts:
-        columns = _columns(p, r, dataset.class_names, sources[p.name])
-        if not r and p is parts[0]:
-          writer.writerow(columns)
-        if not r:
-          first += [{k: str(v) for k, v in zip(columns, row)}
-                    for row in zip(*columns.values())]
-        writer.writerows(zip(*columns.values()))
-  os.replace(path + ".tmp", path)
+        if multi_label:
+          tables = label_pairs.columns(
+              p.suggestions[r], None if p.clean is None else p.clean[r],
+              part=p.name, score_from=p.score_from, replica=r,
+              class_names=dataset.class_names, sources=sources[p.name])
+        else:
+          tables = [_columns(p, r, dataset.class_names, sources[p.name])]
+        for writer, rows, columns in zip(writers, first, tables):
+          if not r and p is parts[0]:
+            writer.writerow(columns)
+          if not r:
+            rows += [{k: str(v) for k, v in zip(columns, row)}
+                     for row in zip(*columns.values())]
+          writer.writerows(zip(*columns.values()))
+  for path in paths:
+    os.replace(path + ".tmp", path)
   if drawn:
     try:
-      _draw(workdir, first, drawn, contract.replica_name(0, replicas),
-            inputs, os.path.join(workdir, contract.LABEL_ISSUES_FIGURE))
+      _draw(workdir, first, drawn,
+            contract.replica_name(0, len(parts[0].suggestions)), inputs,
+            os.path.join(workdir, contract.LABEL_ISSUES_FIGURE))
     except Exception as e:  # pylint: disable=broad-except
       # A trained run is not lost to its figure (it can be drawn again).
       print(f"warning: {contract.LABEL_ISSUES_FIGURE} not drawn: "
@@ -259,16 +257,20 @@ def write(workdir: str, parts: Sequence[Part], *, dataset,
 
 
 def _agreement(part: Part) -> dict[str, Any]:
-  """A part's ``origin`` and ``label_ranking.agreement`` (a list of R with
-  replicas)."""
+  """A part's ``origin`` and ``label_ranking.agreement`` (multi-label:
+  ``label_pairs.agreement``), a list of R with replicas."""
   each = []
   for r, s in enumerate(part.suggestions):
-    if part.clean is None:
+    clean = None if part.clean is None else part.clean[r]
+    if s.multi_label:
+      each.append({**label_pairs.agreement(s, clean),
+                   "labels": int(s.given.size)})
+    elif clean is None:
       each.append({"changed": int(s.changed.sum()), "flipped": None,
                    "precision": None, "recall": None,
                    "precision_at_k": None, "restored": None})
     else:
-      each.append(label_ranking.agreement(s, part.clean[r]))
+      each.append(label_ranking.agreement(s, clean))
   return {"origin": part.origin,
           **{key: contract.as_saved([e[key] for e in each])
              for key in each[0]}}
@@ -279,14 +281,17 @@ def summary_line(issues: Mapping[str, Any], num_train: int,
   """The line a run ends with (``write``'s numbers; with replicas, mean
   ± standard deviation over them): the training labels, then the
   validation labels where the run ranked them."""
+  multi_label = "images_changed" in issues
+  files = contract.LABEL_ISSUES_FILE + (
+      f", {contract.LABEL_ISSUES_IMAGES_FILE}" if multi_label else "")
   line = (f"label issues: {_part_line(issues, num_train, 'training')}, "
-          f"from {ORIGINS[issues['origin']]}; "
-          f"{contract.LABEL_ISSUES_FILE})")
-  line += _agreement_text(issues)
+          f"from {ORIGINS[issues['origin']]}; {files})")
+  line += _positives_text(issues) + _agreement_text(issues)
   val = issues.get("val")
   if val is not None and num_val:
     line += (f"; and {_part_line(val, num_val, 'validation')}, out of "
-             f"sample, from {ORIGINS[val['origin']]}){_agreement_text(val)}")
+             f"sample, from {ORIGINS[val['origin']]})"
+             f"{_positives_text(val)}{_agreement_text(val)}")
   return line
 
 
@@ -304,10 +309,33 @@ def _count(issues: Mapping[str, Any], key: str) -> str:
 
 
 def _part_line(issues: Mapping[str, Any], total: int, name: str) -> str:
+  """``the run would change N of its M NAME labels (P %`` (multi-label:
+  of its (example, class) pairs, in the examples with a change)."""
   changed = _values(issues, "changed")
+  if "images_changed" not in issues:
+    return (f"the run would change {_count(issues, 'changed')} of its "
+            f"{total:,} {name} labels "
+            f"({100 * sum(changed) / len(changed) / total:.1f} %")
+  pairs = _values(issues, "labels")[0]
   return (f"the run would change {_count(issues, 'changed')} of its "
-          f"{total:,} {name} labels "
-          f"({100 * sum(changed) / len(changed) / total:.1f} %")
+          f"{pairs:,} {name} (example, class) labels, in "
+          f"{_count(issues, 'images_changed')} of its {total:,} examples "
+          f"({100 * sum(changed) / len(changed) / pairs:.2f} %")
+
+
+def _positives_text(issues: Mapping[str, Any]) -> str:
+  """``; positive labels per example: G given, S suggested, C clean``
+  (multi-label; '' else)."""
+  if "images_changed" not in issues:
+    return ""
+  def mean(key):
+    v = _values(issues, key)
+    spread = f"±{_std(v):.2f}" if len(set(v)) > 1 else ""
+    return f"{sum(v) / len(v):.2f}{spread}"
+  clean = (f", {mean('positives_clean')} clean"
+           if _values(issues, "positives_clean") else "")
+  return (f"; positive labels per example: {mean('positives_given')} "
+          f"given, {mean('positives_suggested')} suggested{clean}")
 
 
 def _agreement_text(issues: Mapping[str, Any]) -> str:
@@ -327,10 +355,13 @@ def _agreement_text(issues: Mapping[str, Any]) -> str:
     return ("; the noise flipped none of them, so every change would "
             "replace a clean label")
   flips = _count(issues, "flipped")
-  return (f"; against the {flips} labels the noise flipped: precision "
+  line = (f"; against the {flips} labels the noise flipped: precision "
           f"{percent('precision')}, recall {percent('recall')}, precision "
-          f"of the {flips} most doubted {percent('precision_at_k')}; "
-          f"{_count(issues, 'restored')} changes restore the clean label")
+          f"of the {flips} most doubted {percent('precision_at_k')}")
+  if "images_changed" in issues:
+    return line  # a changed pair that was flipped is restored
+  return (f"{line}; {_count(issues, 'restored')} changes restore the clean "
+          f"label")
 
 
 def _std(values: Sequence[float]) -> float:
@@ -368,16 +399,38 @@ def drawn_rows(rows: Sequence[Mapping[str, str]], k: int
           for row in by_part[p][:share[p]]]
 
 
-def _draw(workdir: str, rows: Sequence[Mapping[str, str]], k: int,
-          replica: str, inputs: Callable[[str, np.ndarray], np.ndarray],
-          out: str) -> str:
+def _draw(workdir: str, tables: Sequence[Sequence[Mapping[str, str]]],
+          k: int, replica: str,
+          inputs: Callable[[str, np.ndarray], np.ndarray], out: str) -> str:
   """``label_figure.draw`` of the ``k`` rows ``drawn_rows`` picks of one
-  replica's ``rows`` (``replica``: its name)."""
-  rows = drawn_rows(rows, k)
+  replica's rows (``replica``: its name): ``tables`` holds the rows of
+  ``label_issues.csv`` and, multi-label, of ``label_issues_images.csv``,
+  whose examples are drawn, each with its two most doubted pairs
+  (``doubts``)."""
+  rows = drawn_rows(tables[-1], k)
+  if len(tables) == 2:
+    doubts = {}
+    for pair in tables[0]:
+      doubts.setdefault((pair["part"], pair["index"]), []).append(pair)
+    rows = [{**row, "doubts": doubts.get((row["part"], row["index"]),
+                                         [])[:2]} for row in rows]
   title = label_figure.figure_title(workdir, len(rows), replica,
                                     rows[0]["flipped"] != "",
-                                    "added" in rows[0])
+                                    len(tables) == 2)
   return label_figure.draw(rows, inputs, out, title=title)
+
+
+def _tables(workdir: str, replica: int) -> list[list[dict[str, str]]]:
+  """One replica's rows of ``label_issues.csv`` and, multi-label (its
+  rows are pairs), of ``label_issues_images.csv``."""
+  rows = read(workdir, replica)
+  if not rows:
+    raise ValueError(f"{contract.LABEL_ISSUES_FILE} in {workdir} has no "
+                     f"replica {replica}")
+  if "class" not in rows[0]:
+    return [rows]
+  return [rows, read(workdir, replica,
+                     name=contract.LABEL_ISSUES_IMAGES_FILE)]
 
 
 def redraw(workdir: str, k: int, out: str, replica: int = 0) -> str:
@@ -385,37 +438,49 @@ def redraw(workdir: str, k: int, out: str, replica: int = 0) -> str:
   (``drawn_rows``): its dataset reloaded from its saved config as the run
   read it."""
   from train.data import training_data  # pylint: disable=g-import-not-at-top
-  rows = read(workdir, replica)
-  if not rows:
-    raise ValueError(f"{contract.LABEL_ISSUES_FILE} in {workdir} has no "
-                     f"replica {replica}")
+  tables = _tables(workdir, replica)
   config = saved_config(workdir)
-  return _draw(workdir, rows, k,
+  return _draw(workdir, tables, k,
                contract.replica_name(replica, config.replicas),
                training_data.inputs_of(config), out)
 
 
+def default_out(workdir: str) -> str:
+  """Where ``--apply`` writes without ``--out``: ``labels_corrected.csv``
+  in the workdir, ``labels_corrected.npz`` for a multi-label ``.npz``."""
+  has_config = os.path.exists(os.path.join(workdir, contract.CONFIG_FILE))
+  run = contract.read_run(workdir) or {}
+  npz = (has_config and run.get("multi_label")
+         and saved_config(workdir).dataset.name == "arrays")
+  return os.path.join(workdir,
+                      f"labels_corrected.{'npz' if npz else 'csv'}")
+
+
 def apply(workdir: str, out: str, *, threshold: float | None = None,
           parts: Sequence[str] = ("train",), replica: int = 0) -> int:
-  """Writes the run's corrected labels to ``out`` as a label file that
-  ``dataset.labels_csv`` reads back (``label_apply``); returns the labels
-  changed. ``parts``: whose labels the suggestions replace; ``threshold``:
-  only the changes whose suggested probability exceeds it.
+  """Writes the run's corrected labels to ``out`` (``label_apply``): a
+  label file that ``dataset.labels_csv`` reads back; multi-label, a copy
+  of the run's ``.npz`` with its label sets corrected, or a CSV of the
+  corrected label sets of a shipped dataset. Returns the labels changed
+  (multi-label: (example, class) pairs). ``parts``: whose labels the
+  suggestions replace; ``threshold``: only the changes whose suggested
+  probability exceeds it.
 
   Raises:
     ValueError: a bad threshold or part, a replica the run lacks, a
       correction the label file cannot hold.
   """
-  rows = read(workdir, replica)
-  if not rows:
-    raise ValueError(f"{contract.LABEL_ISSUES_FILE} in {workdir} has no "
-                     f"replica {replica}")
+  tables = _tables(workdir, replica)
   has_config = os.path.exists(os.path.join(workdir, contract.CONFIG_FILE))
+  dataset = saved_config(workdir).dataset if has_config else {}
   run = contract.read_run(workdir) or {}
+  if len(tables) == 2:
+    return label_apply.write_label_sets(
+        *tables, out, dataset=dataset, class_names=run.get("class_names"),
+        parts=parts, threshold=threshold)
   header, table, changed = label_apply.corrected(
-      rows, dataset=saved_config(workdir).dataset if has_config else {},
-      class_names=run.get("class_names", ()), parts=parts,
-      threshold=threshold)
+      tables[0], dataset=dataset, class_names=run.get("class_names", ()),
+      parts=parts, threshold=threshold)
   with open(out + ".tmp", "w", newline="") as f:
     writer = csv.writer(f)
     writer.writerow(header)
@@ -430,7 +495,7 @@ def main(argv):
   f = flags.FLAGS
   try:
     if f.apply:
-      out = f.out or os.path.join(f.workdir, "labels_corrected.csv")
+      out = f.out or default_out(f.workdir)
       count = apply(f.workdir, out, threshold=f.threshold, parts=f.parts,
                     replica=f.replica)
       print(f"{out}: {count} labels changed")
