@@ -27,6 +27,7 @@ from train.report import label_figure
 from train.report import label_issues
 from train.report import label_pairs
 from train.report import label_ranking
+from train.report import label_summary
 
 PAIR_COLUMNS = ["rank", "part", "index", "source", "class", "class_name",
                 "given", "suggested", "probability", "threshold", "score",
@@ -121,7 +122,7 @@ class RunTest(absltest.TestCase):
       self.assertAlmostEqual(issues["precision"], hits / sum(changed))
       self.assertAlmostEqual(issues["recall"], hits / k)
       self.assertAlmostEqual(issues["precision_at_k"], sum(flipped[:k]) / k)
-      line = label_issues.summary_line(issues, 256, 200)
+      line = label_summary.summary_line(issues, 256, 200)
       self.assertIn(line, printed.splitlines())
       self.assertIn(f"would change {sum(changed)} of its 256", line)
       self.assertIn(f"precision {100 * hits / sum(changed):.1f} %, recall "
@@ -135,9 +136,9 @@ class RunTest(absltest.TestCase):
               "precision": [0.0, 0.0], "recall": [None, None],
               "precision_at_k": [None, None], "restored": [0, 0]}
     self.assertEqual(
-        label_issues.summary_line(issues, 100),
+        label_summary.summary_line(issues, 100),
         "label issues: the run would change 4.0±1.4 of its 100 training "
-        f"labels (4.0 %, from {label_issues.ORIGINS['label_state']}; "
+        f"labels (4.0 %, from {label_summary.ORIGINS['label_state']}; "
         "label_issues.csv); the noise flipped none of them, so every change "
         "would replace a clean label")
 
@@ -295,7 +296,7 @@ class WriteTest(absltest.TestCase):
     self.assertEqual([r["flipped"] for r in rows], [""] * 4)
     self.assertEqual((rows[0]["given_name"], rows[0]["suggested_name"]),
                      ("dog", "cat"))
-    line = label_issues.summary_line(issues, 4)
+    line = label_summary.summary_line(issues, 4)
     self.assertEqual(line, "label issues: the run would change 2 of its 4 "
                      "training labels (50.0 %, from its network at the best "
                      "validation epoch; label_issues.csv)")
@@ -431,7 +432,7 @@ class WriteTest(absltest.TestCase):
                      [int(s.changed_pairs.sum()) for s in each])
     self.assertEqual(issues["recall"][1], 5 / 6)
     self.assertEqual(issues["labels"], [120, 120])
-    line = label_issues.summary_line(issues, 40)
+    line = label_summary.summary_line(issues, 40)
     self.assertIn("training (example, class) labels, in ", line)
     self.assertIn("of its 40 examples", line)
     self.assertIn(f"positive labels per example: "

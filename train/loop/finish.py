@@ -25,6 +25,7 @@ from train.loop import run as run_lib
 from train.report import label_issues
 from train.report import label_pairs
 from train.report import label_ranking
+from train.report import label_summary
 from train.report import reporting
 from train.step import label_state as label_state_lib
 
@@ -65,7 +66,7 @@ def finish(run: run_lib.Run, workdir: str, *, classifier, state,
                                   clean_known=run.clean_labels_known),
           flush=True)
     if issues is not None:
-      print(label_issues.summary_line(issues, data.num_train,
+      print(label_summary.summary_line(issues, data.num_train,
                                       len(data.val_x)), flush=True)
   return summary
 

@@ -6,12 +6,14 @@ r"""Which labels a run doubts: a ranked file, a figure, a fix.
         --apply --out=/tmp/labels.csv --threshold=0.9
 
 A run that finishes (``config.label_issues``, on by default) writes into
-its workdir ``label_issues.csv``: every training and validation example,
+its workdir ``label_issues.csv``: every training and validation example
+(multi-label: every doubted (example, class) pair, below),
 ranked within its part, the most doubted given label first
 (``label_ranking``: the score is the probability, under the run's
 suggestion, that the given label is wrong); ``label_issues.png``: the
 ``config.label_issues_drawn`` most doubted examples drawn (``label_figure``);
-and prints one line: how many labels of each part the run would change
+and prints one line (``label_summary``): how many labels of each part the
+run would change
 and, where the clean labels are known (synthetic noise, a clean label
 set), the precision and recall of those changes against the labels the
 noise flipped.
@@ -39,12 +41,11 @@ The columns (one row per example and replica):
   source            its file (``Dataset.train_sources``), else its row in
                     the dataset's own training set (before the validation
                     split is cut), else ``index``
-  given_label       the class index (multi-label: the classes, by spaces)
+  given_label       the class index
   suggested_label   the same for the suggestion
-  given_name        class names (multi-label: joined by ';')
+  given_name        class names
   suggested_name
-  added, removed    (multi-label) the classes the suggestion adds, removes
-  given_probability      of the given label (set) under the suggestion
+  given_probability      of the given label under the suggestion
   suggested_probability  of the suggested one
   score             1 - given_probability, what the rows are ranked by
   score_from        ``label_state``, ``in_sample`` or ``out_of_sample``
@@ -53,10 +54,31 @@ The columns (one row per example and replica):
   replica           the seed replica (``config.replicas``); each replica
                     has its own noisy labels and ranks its own rows
 
+Multi-label runs judge each (example, class) label on its own, against
+the class's thresholds estimated from the part's own probabilities
+(``label_pairs``), and write two files. ``label_issues.csv``: one row per
+doubted pair (nearer the other label's mean than its own), ranked within
+its part and replica: ``rank``, ``part``, ``index``, ``source``, ``class``
+(its index), ``class_name``, ``given`` and ``suggested`` (0 or 1),
+``probability`` (the class's), ``threshold`` (where the pair would
+change: the class's positives' mean for a given 0, its negatives' for a
+given 1; empty for a class without thresholds), ``score`` (``label_pairs``:
+1 at the threshold), ``score_from``, ``flipped`` (the pair),
+``replica``. ``label_issues_images.csv``: one row per example, ranked by
+its most doubted pair: ``rank``, ``part``, ``index``, ``source``,
+``given_label`` and ``suggested_label`` (the classes, by spaces),
+``given_name`` and ``suggested_name`` (joined by ';'), ``added``,
+``removed``, ``changes`` (its changed pairs), ``score`` (its most doubted
+pair's), ``score_from``, ``flipped`` (1 where the noise changed any of its
+labels), ``replica``.
+
 ``--apply`` writes the corrected labels as a label file that
 ``dataset.labels_csv`` reads back and trains on as given
 (``label_apply``); ``--parts=train,val`` corrects the validation labels
-too (by default only the training labels change).
+too (by default only the training labels change). Multi-label: a copy of
+the run's ``.npz`` with its label sets corrected (``--out`` ending in
+``.npz``), or for a shipped dataset a CSV ``index`` then a 0/1 column per
+class.
 """
 
 from __future__ import annotations
@@ -65,7 +87,6 @@ import contextlib
 import csv
 import dataclasses
 import json
-import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -80,10 +101,6 @@ from train.report import label_figure
 from train.report import label_pairs
 from train.report import label_ranking
 
-# Where the suggestions come from (run.json's label_issues.origin).
-ORIGINS = {"label_state": "its label state",
-           "best_validation": "its network at the best validation epoch",
-           "last_epoch": "its last network"}
 PARTS = label_apply.PARTS
 _PART_NAMES = {"train": "training", "val": "validation"}
 
@@ -111,7 +128,8 @@ def _define_flags():
 @dataclasses.dataclass(frozen=True)
 class Part:
   """A part's suggestions: ``name`` (``'train'``, ``'val'``), each
-  replica's ``suggestions``, their ``origin`` (a key of ``ORIGINS``) and
+  replica's ``suggestions``, their ``origin`` (a key of
+  ``label_summary.ORIGINS``) and
   each replica's clean labels of the part (None where unknown)."""
   name: str
   suggestions: Sequence[label_ranking.Suggestions]
@@ -274,100 +292,6 @@ def _agreement(part: Part) -> dict[str, Any]:
   return {"origin": part.origin,
           **{key: contract.as_saved([e[key] for e in each])
              for key in each[0]}}
-
-
-def summary_line(issues: Mapping[str, Any], num_train: int,
-                 num_val: int = 0) -> str:
-  """The line a run ends with (``write``'s numbers; with replicas, mean
-  ± standard deviation over them): the training labels, then the
-  validation labels where the run ranked them."""
-  multi_label = "images_changed" in issues
-  files = contract.LABEL_ISSUES_FILE + (
-      f", {contract.LABEL_ISSUES_IMAGES_FILE}" if multi_label else "")
-  line = (f"label issues: {_part_line(issues, num_train, 'training')}, "
-          f"from {ORIGINS[issues['origin']]}; {files})")
-  line += _positives_text(issues) + _agreement_text(issues)
-  val = issues.get("val")
-  if val is not None and num_val:
-    line += (f"; and {_part_line(val, num_val, 'validation')}, out of "
-             f"sample, from {ORIGINS[val['origin']]})"
-             f"{_positives_text(val)}{_agreement_text(val)}")
-  return line
-
-
-def _values(issues: Mapping[str, Any], key: str) -> list:
-  value = issues[key]
-  value = value if isinstance(value, list) else [value]
-  return [v for v in value if v is not None]
-
-
-def _count(issues: Mapping[str, Any], key: str) -> str:
-  v = _values(issues, key)
-  if len(set(v)) == 1:
-    return f"{v[0]:,}"
-  return f"{sum(v) / len(v):,.1f}±{_std(v):,.1f}"
-
-
-def _part_line(issues: Mapping[str, Any], total: int, name: str) -> str:
-  """``the run would change N of its M NAME labels (P %`` (multi-label:
-  of its (example, class) pairs, in the examples with a change)."""
-  changed = _values(issues, "changed")
-  if "images_changed" not in issues:
-    return (f"the run would change {_count(issues, 'changed')} of its "
-            f"{total:,} {name} labels "
-            f"({100 * sum(changed) / len(changed) / total:.1f} %")
-  pairs = _values(issues, "labels")[0]
-  return (f"the run would change {_count(issues, 'changed')} of its "
-          f"{pairs:,} {name} (example, class) labels, in "
-          f"{_count(issues, 'images_changed')} of its {total:,} examples "
-          f"({100 * sum(changed) / len(changed) / pairs:.2f} %")
-
-
-def _positives_text(issues: Mapping[str, Any]) -> str:
-  """``; positive labels per example: G given, S suggested, C clean``
-  (multi-label; '' else)."""
-  if "images_changed" not in issues:
-    return ""
-  def mean(key):
-    v = _values(issues, key)
-    spread = f"±{_std(v):.2f}" if len(set(v)) > 1 else ""
-    return f"{sum(v) / len(v):.2f}{spread}"
-  clean = (f", {mean('positives_clean')} clean"
-           if _values(issues, "positives_clean") else "")
-  return (f"; positive labels per example: {mean('positives_given')} "
-          f"given, {mean('positives_suggested')} suggested{clean}")
-
-
-def _agreement_text(issues: Mapping[str, Any]) -> str:
-  """``; against the N labels the noise flipped: ...`` ('' where the
-  clean labels are not known)."""
-  def percent(key):
-    v = [100 * x for x in _values(issues, key)]
-    if not v:
-      return "-"
-    spread = f"±{_std(v):.1f}" if len(v) > 1 else ""
-    return f"{sum(v) / len(v):.1f}{spread} %"
-
-  if not _values(issues, "flipped"):
-    return ""
-  if not any(_values(issues, "flipped")):
-    # No precision or recall to give: nothing was flipped to find.
-    return ("; the noise flipped none of them, so every change would "
-            "replace a clean label")
-  flips = _count(issues, "flipped")
-  line = (f"; against the {flips} labels the noise flipped: precision "
-          f"{percent('precision')}, recall {percent('recall')}, precision "
-          f"of the {flips} most doubted {percent('precision_at_k')}")
-  if "images_changed" in issues:
-    return line  # a changed pair that was flipped is restored
-  return (f"{line}; {_count(issues, 'restored')} changes restore the clean "
-          f"label")
-
-
-def _std(values: Sequence[float]) -> float:
-  mean = sum(values) / len(values)
-  return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-
 
 
 # ---------------------------------------------------------------------------
