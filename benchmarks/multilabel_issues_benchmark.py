@@ -85,7 +85,7 @@ _SEEDS = flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds: noise, folds "
                            "and initialisation.")
 _FOLDS = flags.DEFINE_integer("folds", 5, "cleanlab's cross-validation "
                               "folds.", lower_bound=2)
-_NUM_TRAIN = flags.DEFINE_integer("num_train", 4000, "Training mosaics.")
+_NUM_TRAIN = flags.DEFINE_integer("num_train", 3000, "Training mosaics.")
 _NUM_VAL = flags.DEFINE_integer("num_val", 1000, "Validation mosaics.")
 _NUM_TEST = flags.DEFINE_integer("num_test", 1000, "Test mosaics.")
 _EPOCHS = flags.DEFINE_integer("epochs", 10, "Epochs of every run.")

@@ -24,10 +24,10 @@ def _plain(given, q):
     for k in range(c):
       has = t1[k] != 1 or t0[k] != 0
       if given[i, k]:
-        score[i, k] = (t1[k] - q[i, k]) / (t1[k] - t0[k])
+        score[i, k] = t0[k] - q[i, k]
         suggested[i, k] = not (has and q[i, k] <= t0[k])
       else:
-        score[i, k] = (q[i, k] - t0[k]) / (t1[k] - t0[k])
+        score[i, k] = q[i, k] - t1[k]
         suggested[i, k] = has and q[i, k] >= t1[k]
   return t1, t0, suggested, score
 
@@ -51,11 +51,12 @@ class SuggestTest(absltest.TestCase):
     np.testing.assert_array_equal(s.suggested, suggested)
     np.testing.assert_allclose(s.score, score)
     self.assertGreater(s.changed_pairs.sum(), 10)
-    # Every change scores at least 1, and a pair scores 1 at the threshold.
-    self.assertTrue(np.all(s.score[s.changed_pairs] >= 1 - 1e-12))
+    # Every change scores at least 0, and a pair scores 0 at the threshold.
+    self.assertTrue(np.all(s.score[s.changed_pairs] >= 0))
+    self.assertTrue(np.all(s.score[~s.changed_pairs] < 0))
     np.testing.assert_allclose(
         label_pairs.suggest([[0], [1], [0]], [[0.8], [0.8], [0.2]]).score,
-        [[1.0], [0.0], [-1.0]])  # negatives at .5
+        [[0.0], [-0.3], [-0.6]], atol=1e-12)  # negatives at .5
 
   def test_a_hand_example(self):
     given = np.array([[1, 0], [1, 0], [0, 1], [0, 0]])
@@ -68,8 +69,8 @@ class SuggestTest(absltest.TestCase):
     # negatives' mean; example 3's class 1 (.3) is nearer .2 than .6.
     np.testing.assert_array_equal(s.changed_pairs,
                                   [[0, 0], [0, 0], [1, 0], [0, 0]])
-    np.testing.assert_allclose(s.score[2], [(.8 - .45) / .35, 0.0])
-    np.testing.assert_allclose(s.score[3, 1], (.3 - .2) / .4)
+    np.testing.assert_allclose(s.score[2], [.8 - .8, .2 - .6], atol=1e-12)
+    np.testing.assert_allclose(s.score[3, 1], .3 - .6)
     np.testing.assert_allclose(s.threshold, [[.45, .6], [.45, .6],
                                              [.8, .2], [.8, .6]])
     np.testing.assert_array_equal(label_pairs.doubted(s),
@@ -78,15 +79,18 @@ class SuggestTest(absltest.TestCase):
     np.testing.assert_allclose(s.image_score, s.score.max(-1))
 
   def test_calibration_does_not_move_a_suggestion(self):
-    # Any increasing affine map of a class's probabilities (a loss that
-    # puts its negatives higher) leaves the suggestions and scores as they
-    # were; a fixed 1/2 would not.
+    # A class's probabilities moved by the same amount (a loss that puts
+    # its negatives higher) leave the suggestions and scores as they were,
+    # and any increasing affine map the suggestions; a fixed 1/2 would not.
     _, given, q = _noisy(1)
     s = label_pairs.suggest(given, q)
     a, b = np.array([.5, .2, .9, .3, .4]), np.array([.45, .7, 0, .1, .5])
+    shifted = label_pairs.suggest(given, .5 * q + np.minimum(b, .5))
+    half = label_pairs.suggest(given, .5 * q)
+    np.testing.assert_array_equal(shifted.suggested, s.suggested)
+    np.testing.assert_allclose(shifted.score, half.score, atol=1e-9)
     moved = label_pairs.suggest(given, a * q + b)
     np.testing.assert_array_equal(moved.suggested, s.suggested)
-    np.testing.assert_allclose(moved.score, s.score, atol=1e-9)
     self.assertFalse(np.array_equal(s.suggested, q > 0.5))
     self.assertFalse(np.array_equal(q > 0.5, a * q + b > 0.5))
 
@@ -98,11 +102,10 @@ class SuggestTest(absltest.TestCase):
     s = label_pairs.suggest(given, q)
     np.testing.assert_array_equal(s.has_threshold, [False, False, True])
     self.assertFalse(s.changed_pairs[:, :2].any())
-    np.testing.assert_allclose(s.score[:, 0], q[:, 0])  # q of a given 0
-    np.testing.assert_allclose(s.score[0, 1], 1 - .2)  # 1 - q of a given 1
+    np.testing.assert_allclose(s.score[:, 0], q[:, 0] - 1)  # a given 0
+    np.testing.assert_allclose(s.score[0, 1], -.2)  # a given 1
     # Class 2: positives' mean .85, negatives' .2; example 2 stays at .2.
-    np.testing.assert_allclose(s.score[:, 2], [(.85 - .9) / .65,
-                                               (.85 - .8) / .65, 0.0])
+    np.testing.assert_allclose(s.score[:, 2], [.2 - .9, .2 - .8, .2 - .85])
     # Every class alike and probabilities at 0 and 1: all finite.
     for q in (np.zeros((3, 3)), np.ones((3, 3))):
       s = label_pairs.suggest(given, q)
@@ -145,8 +148,8 @@ class AgreementTest(absltest.TestCase):
     np.testing.assert_array_equal(s.changed_pairs,
                                   [[0, 0], [1, 0], [0, 1], [0, 0]])
     stats = label_pairs.agreement(s, clean)
-    # Scores: (1, 0) 1.2, (2, 1) 1.14, (3, 0) .6: the 2 most doubted hold
-    # one flip.
+    # Scores: (1, 0) .05, (2, 1) .05, then (3, 0) -.6 + .5 = -.1 and
+    # (0, 0) -.4: the 2 most doubted hold one flip.
     self.assertEqual(stats, {
         "changed": 2, "flipped": 2, "precision": 0.5, "recall": 0.5,
         "precision_at_k": 0.5, "restored": 1, "images_changed": 2,
