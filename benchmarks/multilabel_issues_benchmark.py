@@ -6,7 +6,8 @@ r"""Wrong multi-label labels: Steep's one run against cleanlab's K folds.
 Fashion-MNIST mosaics (``train/data/mosaic.py``: 1 to 4 items in a 2x2
 grid, a multi-hot target of their classes; ``--num_train`` training,
 ``--num_val`` validation and ``--num_test`` test mosaics, the same for
-every seed) get multi-label noise (``train/data/noise.py``'s
+every seed; a new ``--num_train`` needs a new ``--out``) get multi-label
+noise (``train/data/noise.py``'s
 ``multilabel``): 30 % of each class's positive labels dropped
 (``drop30``), or 10 % of its negatives turned positive (``add10``), drawn
 per seed on the training and the validation labels (a practitioner
@@ -271,10 +272,12 @@ def setting(root: str, clean: dict[str, np.ndarray], noise_name: str,
   npz = save(os.path.join(data_dir, "data.npz"), data)
   given, truth = data["y_train"] > 0.5, data["y_train_clean"] > 0.5
   held_out = folds(len(given), _FOLDS.value, seed)
+  # Named by K too: a resumed command with another --folds starts afresh.
+  fold_name = lambda i: f"fold{i}of{_FOLDS.value}"
   fold_npz = []
   for i, held in enumerate(held_out):
     keep = np.setdiff1d(np.arange(len(given)), held)
-    fold_npz.append(save(os.path.join(data_dir, f"fold{i}.npz"), {
+    fold_npz.append(save(os.path.join(data_dir, f"{fold_name(i)}.npz"), {
         **{k: data[k] for k in ("x_val", "y_val", "class_names")},
         "x_train": data["x_train"][keep], "y_train": data["y_train"][keep],
         "x_test": data["x_train"][held], "y_test": data["y_train"][held]}))
@@ -282,14 +285,14 @@ def setting(root: str, clean: dict[str, np.ndarray], noise_name: str,
   one = train(os.path.join(folder, "steep"), npz, loss, seed,
               {"save_test_predictions": True})
   steep, probability = one_run_pairs(os.path.join(folder, "steep"), given)
-  fold_runs = [train(os.path.join(folder, f"fold{i}"), path, loss, seed,
+  fold_runs = [train(os.path.join(folder, fold_name(i)), path, loss, seed,
                      {"label_issues": False,
                       "save_test_probabilities": True})
                for i, path in enumerate(fold_npz)]
   out_of_sample = np.zeros(given.shape, np.float64)
   for i, held in enumerate(held_out):
     logits = contract.from_saved(np.load(os.path.join(
-        folder, f"fold{i}", contract.TEST_PROBABILITIES_BEST_FILE)), 1)[0]
+        folder, fold_name(i), contract.TEST_PROBABILITIES_BEST_FILE)), 1)[0]
     out_of_sample[held] = sigmoid(logits)  # multi-label: the test logits
 
   found = {}  # method -> (pair scores, changed pairs, own CPU seconds)
