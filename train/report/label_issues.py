@@ -62,10 +62,11 @@ its part and replica: ``rank``, ``part``, ``index``, ``source``, ``class``
 (its index), ``class_name``, ``given`` and ``suggested`` (0 or 1),
 ``probability`` (the class's), ``threshold`` (where the pair would
 change: the class's positives' mean for a given 0, its negatives' for a
-given 1; empty for a class without thresholds), ``score`` (``label_pairs``:
-1 at the threshold), ``score_from``, ``flipped`` (the pair),
-``replica``. ``label_issues_images.csv``: one row per example, ranked by
-its most doubted pair: ``rank``, ``part``, ``index``, ``source``,
+given 1; empty for a class without thresholds), ``score``
+(``label_pairs``: how far the probability crossed the threshold, 0 at
+it), ``score_from``, ``flipped`` (the pair), ``replica``.
+``label_issues_images.csv``: one row per example, ranked by its most
+doubted pair: ``rank``, ``part``, ``index``, ``source``,
 ``given_label`` and ``suggested_label`` (the classes, by spaces),
 ``given_name`` and ``suggested_name`` (joined by ';'), ``added``,
 ``removed``, ``changes`` (its changed pairs), ``score`` (its most doubted
