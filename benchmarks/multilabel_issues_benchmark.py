@@ -69,6 +69,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
+from benchmarks import label_issues_runs
 from train import contract
 from train.data import local_data
 from train.data import mosaic
@@ -159,36 +160,15 @@ def save(path: str, arrays: dict[str, np.ndarray]) -> str:
 def train(workdir: str, npz: str, loss: str, seed: int,
           overrides: dict | None = None) -> dict:
   """``python -m train`` with ``configs/mosaic_asl.py:loss=LOSS``'s network
-  and training on ``npz`` (resumed if unfinished, skipped if finished);
-  returns its summary and process time."""
-  timing = os.path.join(workdir, "process_seconds.json")
-  if contract.read_run(workdir) is not None and os.path.exists(timing):
-    with open(timing) as f:
-      return json.load(f)
+  and training on ``npz`` (``label_issues_runs.train``): its process time
+  and test mAP at the best validation epoch."""
   settings = {"dataset.name": "arrays", "dataset.path": npz,
               "noise.name": "multilabel", "num_epochs": _EPOCHS.value,
               "seed": seed, "progress": False, "tensorboard": False,
               "label_issues_drawn": 0, **(overrides or {})}
-  command = [sys.executable, "-m", "train",
-             f"--config=configs/mosaic_asl.py:loss={loss}",
-             f"--workdir={workdir}",
-             *(f"--config.{k}={v}" for k, v in settings.items())]
-  os.makedirs(workdir, exist_ok=True)
-  start = time.perf_counter()
-  with open(os.path.join(workdir, "log.txt"), "a") as log:
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL)
-    _, status, usage = os.wait4(process.pid, 0)
-  if os.waitstatus_to_exitcode(status) != 0:
-    raise RuntimeError(f"{workdir}: train exited with "
-                       f"{os.waitstatus_to_exitcode(status)} (its log.txt)")
-  summary = contract.summarise(contract.read_records(workdir))
-  out = {"process_seconds": usage.ru_utime + usage.ru_stime,
-         "wall_seconds": time.perf_counter() - start,
-         "test_map": summary["test_map_at_best_val"]}
-  with open(timing, "w") as f:
-    json.dump(out, f)
-  return out
+  return label_issues_runs.train(workdir,
+                                 f"configs/mosaic_asl.py:loss={loss}",
+                                 settings, {"test_map": "test_map_at_best_val"})
 
 
 def sigmoid(logits: np.ndarray) -> np.ndarray:
@@ -427,13 +407,7 @@ def differences(rows: list[dict], ranks: dict, test_labels: np.ndarray
 
 def main(argv):
   del argv
-  try:
-    import cleanlab  # pylint: disable=import-outside-toplevel,unused-import
-  except ImportError:
-    raise app.UsageError("cleanlab is a benchmark extra: pip install -c "
-                         "constraints.txt -e '.[train,cleanlab]'") from None
-  root = os.path.abspath(_OUT.value)
-  os.makedirs(root, exist_ok=True)
+  root = label_issues_runs.output_folder(_OUT.value)
   clean = clean_mosaics(_NUM_TRAIN.value, _NUM_VAL.value, _NUM_TEST.value)
   rows, ranks = [], {}
   started = time.time()
