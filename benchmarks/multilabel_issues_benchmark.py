@@ -91,6 +91,9 @@ _NUM_TRAIN = flags.DEFINE_integer("num_train", 3000, "Training mosaics.")
 _NUM_VAL = flags.DEFINE_integer("num_val", 1000, "Validation mosaics.")
 _NUM_TEST = flags.DEFINE_integer("num_test", 1000, "Test mosaics.")
 _EPOCHS = flags.DEFINE_integer("epochs", 10, "Epochs of every run.")
+_RETRAIN = flags.DEFINE_bool("retrain", True, "Train a fresh network on "
+                             "each method's corrected labels; --noretrain "
+                             "measures the pairs alone (a first pass).")
 
 METHODS = ("steep", "cleanlab", "steep_rule_on_folds", "cleanlab_on_one_run",
            "half")
@@ -147,10 +150,12 @@ def folds(num: int, k: int, seed: int) -> list[np.ndarray]:
 
 
 def save(path: str, arrays: dict[str, np.ndarray]) -> str:
-  """``np.savez`` whole or not at all; an existing file is kept."""
+  """``np.savez`` whole or not at all; an existing file is kept (two
+  commands may write the same file at once: each its own temporary)."""
   if not os.path.exists(path):
-    np.savez(path[:-4] + ".tmp.npz", **arrays)
-    os.replace(path[:-4] + ".tmp.npz", path)
+    tmp = f"{path[:-4]}.{os.getpid()}.tmp.npz"
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
   return path
 
 
@@ -241,9 +246,10 @@ def one_run_pairs(workdir: str, given: np.ndarray
 
 
 def setting(root: str, clean: dict[str, np.ndarray], noise_name: str,
-            loss: str, seed: int) -> tuple[list[dict], dict]:
+            loss: str, seed: int) -> tuple[list[dict], dict | None]:
   """Every method on one noisy training set: its rows, and the retrained
-  runs' test ranks (``{method: [N, C]}``, for the intervals)."""
+  runs' test ranks (``{method: [N, C]}``, for the intervals; None with
+  ``--noretrain``)."""
   name = f"{noise_name}_{loss}_seed{seed}"
   data_dir = os.path.join(root, f"{noise_name}_seed{seed}")
   folder = os.path.join(root, name)
@@ -307,7 +313,7 @@ def setting(root: str, clean: dict[str, np.ndarray], noise_name: str,
   retrained = {m: train(os.path.join(folder, f"retrain_{m}"), corrected[m],
                         loss, seed, {"label_issues": False,
                                      "save_test_predictions": True})
-               for m in RETRAINED}
+               for m in (RETRAINED if _RETRAIN.value else ())}
   rows = []
   for m in METHODS:
     score, changed, seconds = found[m]
@@ -320,6 +326,8 @@ def setting(root: str, clean: dict[str, np.ndarray], noise_name: str,
         "retrain_seconds": (retrained[m]["process_seconds"]
                             if m in retrained else None),
         "noisy_map": one["test_map"]})
+  if not retrained:
+    return rows, None
   ranks = {m: test_ranks(os.path.join(folder, f"retrain_{m}"))
            for m in RETRAINED}
   ranks["noisy"] = test_ranks(os.path.join(folder, "steep"))
@@ -416,7 +424,8 @@ def main(argv):
       for loss in _LOSSES.value:
         found, kept = setting(root, clean, noise_name, loss, seed)
         rows.extend(found)
-        ranks.setdefault((noise_name, loss), {})[seed] = kept
+        if kept is not None:
+          ranks.setdefault((noise_name, loss), {})[seed] = kept
         print(table(found), flush=True)
         with open(os.path.join(root, "summary.json"), "w") as f:
           json.dump({"rows": rows, "flags": {
@@ -427,8 +436,8 @@ def main(argv):
   print(table(rows))
   print()
   print(differences(rows, ranks, clean["y_test"]))
-  total = sum(r["process_seconds"] + r["retrain_seconds"] for r in rows
-              if r["method"] in RETRAINED)
+  total = sum(r["process_seconds"] + (r["retrain_seconds"] or 0)
+              for r in rows if r["method"] in RETRAINED)
   print(f"\nprocess time of every run: {total / 3600:.2f} h; this "
         f"command's wall time {(time.time() - started) / 3600:.2f} h")
 
