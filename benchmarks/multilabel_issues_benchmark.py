@@ -350,7 +350,8 @@ def table(rows: list[dict]) -> str:
   """Each setting's methods, mean (sd) over seeds."""
   lines = ["| noise | loss | method | seeds | ROC AUC | PR AUC | changed "
            "pairs | precision | recall | images changed | positives per "
-           "image (clean) | retrained mAP (noisy) | runs | process s |",
+           "image: suggested (given, clean) | retrained mAP (noisy) | runs "
+           "| process s |",
            "|" + "---|" * 14]
   keys = sorted({(r["noise"], r["loss"]) for r in rows},
                 key=lambda k: (_NOISES.value.index(k[0])
@@ -371,7 +372,8 @@ def table(rows: list[dict]) -> str:
           f"{np.mean([r['flips'] for r in mine]):.0f} flips | "
           f"{get('precision')} | {get('recall')} | "
           f"{np.mean([r['images_changed'] for r in mine]):.0f} | "
-          f"{get('positives_suggested')} ({get('positives_clean')}) | "
+          f"{get('positives_suggested')} ({get('positives_given')}, "
+          f"{get('positives_clean')}) | "
           f"{retrained} | {mine[0]['runs']} | "
           f"{np.mean([r['process_seconds'] for r in mine]):.0f} |")
   return "\n".join(lines)
