@@ -3,8 +3,9 @@ r"""Wrong multi-label labels: Steep's one run against cleanlab's K folds.
     pip install -c constraints.txt -e '.[train,cleanlab]'
     python -m benchmarks.multilabel_issues_benchmark --out=/tmp/multilabel_issues
 
-Fashion-MNIST mosaics (``train/data/mosaic.py``: 1 to 4 items in a 2x2
-grid, a multi-hot target of their classes; ``--num_train`` training,
+Fashion-MNIST mosaics (``train/data/local_data.py``'s ``make_mosaics``: 1
+to 4 items in a 2x2 grid, a multi-hot target of their classes;
+``--num_train`` training,
 ``--num_val`` validation and ``--num_test`` test mosaics, the same for
 every seed; a new ``--num_train`` needs a new ``--out``) get multi-label
 noise (``train/data/noise.py``'s
@@ -72,7 +73,6 @@ import numpy as np
 from benchmarks import label_issues_runs
 from train import contract
 from train.data import local_data
-from train.data import mosaic
 from train.data import noise
 from train.report import label_issues
 from train.report import label_pairs
@@ -109,17 +109,16 @@ def clean_mosaics(num_train: int, num_val: int, num_test: int
   ``arrays`` dataset scales them to [0, 1] as Fashion-MNIST's are),
   ``float32`` multi-hot targets; mosaic seed 0, as the
   ``fashion_mnist_mosaic`` dataset's."""
-  items = local_data.load_fashion_mnist_idx(
-      local_data.fashion_mnist_paths(None))
-  pixels = lambda x: np.round(x[..., 0] * 255).astype(np.uint8)
-  x, y = mosaic.make_mosaics(items.train_x, items.train_y,
-                             num_train + num_val, 10, seed=(0, 0))
-  x_test, y_test = mosaic.make_mosaics(items.test_x, items.test_y, num_test,
-                                       10, seed=(0, 1))
+  items = local_data.read_fashion_mnist(local_data.fashion_mnist_paths(None))
+  pixels = lambda x: x[..., 0]  # uint8 [N, 56, 56]
+  x, y = local_data.make_mosaics(items["train_x"], items["train_y"],
+                                 num_train + num_val, 10, seed=(0, 0))
+  x_test, y_test = local_data.make_mosaics(items["test_x"], items["test_y"],
+                                           num_test, 10, seed=(0, 1))
   return {"x_train": pixels(x[:num_train]), "y_train": y[:num_train],
           "x_val": pixels(x[num_train:]), "y_val": y[num_train:],
           "x_test": pixels(x_test), "y_test": y_test,
-          "class_names": np.asarray(items.class_names)}
+          "class_names": np.asarray(local_data.FASHION_MNIST_CLASSES)}
 
 
 def noise_rates(name: str) -> tuple[float, float]:

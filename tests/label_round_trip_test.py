@@ -8,7 +8,6 @@ import csv
 import io
 import os
 import tempfile
-from unittest import mock
 
 import numpy as np
 import pytest
@@ -18,7 +17,6 @@ from configs import common
 from tests import own_data_files as files
 from tests.config_test import _load_config
 from train import contract
-from train.data import local_data
 from train.errors import ConfigError
 from train.loop import trainer
 from train.report import label_apply
@@ -37,9 +35,7 @@ class RoundTripTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.tmp = tempfile.mkdtemp()
-    cls.enterClassContext(mock.patch.dict(
-        "os.environ", {local_data.CACHE_ENV: os.path.join(cls.tmp, "cache")}))
+    cls.tmp = files.scratch_folder(cls)
     cls.root = os.path.join(cls.tmp, "images")
     cls.written = files.make_folder(cls.root, per_class=10)
     cls.npz = os.path.join(cls.tmp, "data.npz")

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import tempfile
-from unittest import mock
 
 import numpy as np
 import pytest
@@ -20,9 +19,9 @@ from tests.tiny import ROOT
 from train import contract
 from train.data import convert
 from train.data import datasets
-from train.data import local_data
 from train.data import records
-from train.data import stream_sources
+from train.data import sources
+from train.data import training_data
 from train.loop import trainer
 
 pytestmark = pytest.mark.integration
@@ -43,9 +42,7 @@ class _OwnData(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.tmp = tempfile.mkdtemp()
-    cls.enterClassContext(mock.patch.dict(
-        "os.environ", {local_data.CACHE_ENV: os.path.join(cls.tmp, "cache")}))
+    cls.tmp = files.scratch_folder(cls)
     cls.root = os.path.join(cls.tmp, "images")
     written = files.make_folder(cls.root)
     sets = files.noisy_label_sets(written)
@@ -116,7 +113,7 @@ class TrainingTest(_OwnData):
     overrides = {"dataset.labels_csv": self.csv, "dataset.label_set": "worst",
                  "dataset.clean_label_set": "clean"}
     config = self.config("folder", "stream", **overrides)
-    streamed = stream_sources.open_stream(config).dataset
+    streamed = training_data.open_dataset(config)
     device = datasets.load("folder",
                            **datasets.load_options(config))
     for key in ("train_y", "val_y", "test_y", *convert.PER_EXAMPLE):
@@ -141,10 +138,13 @@ class ConvertTest(_OwnData):
                                     err_msg=key)
     for split in convert.SPLITS:
       source = records.RecordSource(convert.split_path(out, split))
-      x = getattr(data, f"{split}_x")
+      x = data.inputs(split)
       self.assertLen(source, len(x))
       for i in range(len(x)):
-        np.testing.assert_array_equal(source[i]["image"], x[i])
+        # The folder's pixels as stored, read back as training sees them.
+        self.assertEqual(source[i]["image"].dtype, np.uint8)
+        np.testing.assert_array_equal(sources.to_input(source[i]["image"]),
+                                      x[i])
 
   def test_an_edited_folder_is_converted_again(self):
     config = self.config("folder", "stream")
