@@ -1,6 +1,6 @@
 r"""Loss benchmark: value-and-gradient time of every loss, as ratios to optax CE.
 
-    python -m benchmarks.losses_benchmark [--shapes=4096x1000,4096x10] [--rounds=7]
+    python -m benchmarks.losses_benchmark [--shapes=4096x1000,4096x80,4096x10] [--rounds=7]
     python -m benchmarks.losses_benchmark --only='bootstrapping|floor'  # a few rows
     python -m benchmarks.losses_benchmark --x64 --baseline=../main  # a change
 
@@ -34,11 +34,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+import benchmarks
 import losses
 from tests import sigmoid_reference
 from tests import softmax_reference
 
-_SHAPES = flags.DEFINE_list("shapes", ["4096x1000", "4096x10"],
+# 80 classes: COCO's, the multi-label size of the sigmoid family.
+_SHAPES = flags.DEFINE_list("shapes", ["4096x1000", "4096x80", "4096x10"],
                             "Logit shapes BxC.")
 _ROUNDS = flags.DEFINE_integer("rounds", 7, "Interleaved timing rounds.")
 _CALLS = flags.DEFINE_integer("calls", 3, "Calls per sample.")
@@ -242,7 +244,7 @@ def _sigmoid_cases(c, losses=losses):
       # The textbook BCE is the stable form, as optax writes it.
       "sigmoid_bce" + TEXTBOOK: lambda z, y, t: (
           jnp.maximum(z, 0) - z * t + jnp.log1p(jnp.exp(-jnp.abs(z)))),
-      "sigmoid_focal" + TEXTBOOK: lambda z, y, t: ref.focal(z, t),
+      "sigmoid_focal" + TEXTBOOK: lambda z, y, t: ref.focal(z, t, alpha=0.25),
       "sigmoid_asymmetric" + TEXTBOOK: lambda z, y, t: ref.asymmetric(z, t),
       "sigmoid_encouraging" + TEXTBOOK: lambda z, y, t: ref.encouraging(z, t),
       "sigmoid_squared_error" + TEXTBOOK: lambda z, y, t:
@@ -349,7 +351,8 @@ def main(argv):
   del argv
   if _X64.value:
     jax.config.update("jax_enable_x64", True)
-  print(f"jax {jax.__version__} on {jax.devices()[0].platform}")
+  print(f"jax {jax.__version__} on {jax.devices()[0].platform}; "
+        f"{benchmarks.processor()}")
   for shape in _SHAPES.value:
     b, c = (int(x) for x in shape.split("x"))
     _run_shape(b, c)
