@@ -86,6 +86,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # pylint: disable=g-import-not-at-top
 import torch.nn.functional as F
 
+import benchmarks
 import losses
 
 # 80 classes: COCO's, the multi-label size of the sigmoid family.
