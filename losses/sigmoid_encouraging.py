@@ -9,29 +9,29 @@ from jax.typing import ArrayLike
 from losses import _apply
 from losses import _inputs
 from losses import _numerics
+from losses import _sigmoid
 from losses import encouraging
 
 
 # --------------------------------------------------------------------------
-def _encouraging_term(parts, bonus_weight, log_end, floor):
+def _encouraging_side(s, bonus_weight, log_end, floor):
   """``-log p + rho b(p)`` of a positive element and its derivative wrt ``z``.
 
   ``d log(1-p)/dz = -p``, bounded where the plain chain rule meets
   ``(1/(1-p)) * p(1-p) = inf * 0`` at ``p = 1``; the tangent line's slope
   ``-1/(1-LE)`` times ``dp/dz = p(1-p)``; 0 below the floor.
   """
-  p, one_minus_p, log_p, log1m_p = parts
   bonus, linear, log_region, one_minus_le = _numerics.conservative_bonus(
-      log_p, log1m_p, log_end, floor)
-  dbonus = -p * jnp.where(linear, one_minus_p / one_minus_le,
-                          log_region.astype(p.dtype))
-  return -log_p + bonus_weight * bonus, -one_minus_p + bonus_weight * dbonus
+      s.p, s.log1m_p, log_end, floor)
+  dbonus = -s.p * jnp.where(linear, s.one_minus_p / one_minus_le,
+                            log_region.astype(s.p.dtype))
+  return (-s.log_p + bonus_weight * bonus,
+          -s.one_minus_p + bonus_weight * dbonus)
 
 
 def _encouraging(z, t, *, bonus_weight, log_end, floor):
-  return _numerics.mix_targets(
-      lambda parts: _encouraging_term(parts, bonus_weight, log_end, floor),
-      z, t)
+  return _sigmoid.mix(
+      lambda s: _encouraging_side(s, bonus_weight, log_end, floor), z, t)
 
 
 @_apply.elementwise_docstring

@@ -7,8 +7,8 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from losses import _apply
-from losses import _numerics
 from losses import _inputs
+from losses import _sigmoid
 
 
 def _alpha_weights(alpha):
@@ -21,9 +21,8 @@ def _alpha_weights(alpha):
 
 
 def _focal(z, t, *, gamma, pos_weight, neg_weight):
-  return _numerics.mix_targets(
-      lambda parts: _numerics.focal_positive(parts, gamma), z, t,
-      pos_weight=pos_weight, neg_weight=neg_weight)
+  return _sigmoid.mix(lambda s: _sigmoid.focal_side(s, gamma), z, t,
+                      pos_weight=pos_weight, neg_weight=neg_weight)
 
 
 def _focal_hyper(alpha, gamma):
@@ -112,8 +111,8 @@ def sigmoid_focal_loss_steepness(p: ArrayLike, *,
   gamma, pos_weight, neg_weight = (hyper["gamma"], hyper["pos_weight"],
                                    hyper["neg_weight"])
   log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
-  pos, dpos = _numerics.focal_curve(log1m_p, log_p, gamma)  # x = 1 - p
-  neg, dneg = _numerics.focal_curve(log_p, log1m_p, gamma)  # x = p
+  pos, dpos = _sigmoid.focal_curve(log1m_p, log_p, gamma)  # x = 1 - p
+  neg, dneg = _sigmoid.focal_curve(log_p, log1m_p, gamma)  # x = p
   positive = target == 1
   return (jnp.where(positive, pos_weight * pos, neg_weight * neg),
           jnp.where(positive, -pos_weight * dpos, neg_weight * dneg))

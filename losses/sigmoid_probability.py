@@ -8,30 +8,16 @@ from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _inputs
-
-
-# --------------------------------------------------------------------------
-def _residual_and_slope(z, t):
-  """``σ(z) - t`` and ``dσ/dz = p (1 - p)`` from one exp.
-
-  The residual is written so that a hard target never subtracts from a
-  rounded 1: ``t = 1`` gives ``-σ(-z)``, exact where ``σ(z)`` rounds to 1.
-  Autodiff of ``jax.nn.sigmoid`` is ``σ (1 - σ)``, whose ``1 - σ`` cancels in
-  float32; here both factors are exact.
-  """
-  # Logistics straight from z, for XLA:CPU's fusion (see the binary
-  # cross entropy).
-  p, one_minus_p = jax.nn.sigmoid(z), jax.nn.sigmoid(-z)
-  return (1.0 - t) * p - t * one_minus_p, p * one_minus_p
+from losses import _sigmoid
 
 
 def _squared_error(z, t):
-  r, slope = _residual_and_slope(z, t)
+  r, slope = _sigmoid.residual(z, t)
   return jnp.square(r), 2.0 * r * slope
 
 
 def _absolute_error(z, t):
-  r, slope = _residual_and_slope(z, t)
+  r, slope = _sigmoid.residual(z, t)
   return jnp.abs(r), jnp.sign(r) * slope
 
 
