@@ -101,7 +101,12 @@ def sigmoid_asymmetric_loss(logits: ArrayLike, labels: ArrayLike, *,
   Negatives with ``p <= m`` give exactly 0 loss and 0 gradient. The weights
   are ``exp(gamma log(.))`` of exact logs, and ``jax.grad`` of this function
   uses the analytic gradient (:func:`sigmoid_asymmetric_loss_grad`), finite
-  for ``gamma < 1`` at ``p -> 0``, ``p -> 1`` and the clip boundary.
+  for ``gamma < 1`` at ``p -> 0``, ``p -> 1`` and the clip boundary. Value
+  and gradient compute six transcendentals per element: one ``exp`` and
+  one ``log1p`` for ``log p`` and ``log(1 - p)``, the positives' weight
+  (an ``exp``), and the clipped negative's ``log p_m``, ``log1p(-p_m)``
+  and weight (an ``exp``); the plain form's autodiff, ``gamma`` traced,
+  computes seven (one ``exp``, two ``log``, four ``power``).
 
   Differences from the official code (``AsymmetricLoss``): it clamps both
   logs at ``log(max(x, 1e-8))``, so a positive with ``p < 1e-8``

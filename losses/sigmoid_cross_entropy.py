@@ -45,7 +45,10 @@ def sigmoid_binary_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
     \frac{\partial L}{\partial z} = \sigma(z) - t.
 
   Exact at every finite logit: at ``z = -1e4, t = 1`` the loss is ``1e4``
-  and its gradient ``-1``. At an infinite logit the target agrees with
+  and its gradient ``-1``. Value and gradient compute one ``exp`` and one
+  ``log1p`` per element: ``e^{-|z|}`` serves the loss's ``log1p`` and the
+  gradient's ``σ(z)`` (the plain form's autodiff: one ``exp``, two
+  ``log``). At an infinite logit the target agrees with
   (``z = inf, t = 1``) both are 0; at one it disagrees with, the loss is
   the largest float and the gradient ``±1``. Same values as optax's
   ``sigmoid_binary_cross_entropy``; here labels may be bool or int and

@@ -43,20 +43,21 @@ def sigmoid_encouraging_loss(logits: ArrayLike, labels: ArrayLike, *,
 
   .. math::
     L = -\log p_t + \rho\, b(p_t),\qquad
-    b(p) = \begin{cases}
-      \log(\max(1 - p, \text{floor})) & p \le LE \\
-      \log(1 - LE) - \frac{p - LE}{1 - LE} & p > LE
+    p_t = \begin{cases} \sigma(z) & t = 1 \\ 1 - \sigma(z) & t = 0
     \end{cases}
 
-  with ``p_t = σ(z)`` for a positive and ``1 - σ(z)`` for a negative; a
-  soft target ``t`` interpolates linearly:
-  ``t L(positive) + (1 - t) L(negative)``. The bonus is the one of
-  :func:`losses.encouraging_loss`, floored as in the official code
-  (the floor acts on the log branch only). ``log(1 - p_t)`` is exact
-  (``log_sigmoid(-z)`` for a positive). With ``rho = 1`` the gradient of a
-  positive is ``-1`` at every ``p`` of the log region (BCE's ``p - 1``
-  vanishes as ``p -> 1``); ``jax.grad`` of this function uses the analytic
-  gradient (:func:`sigmoid_encouraging_loss_grad`), finite at every logit.
+  with ``b`` the conservative bonus of :func:`losses.encouraging_loss`
+  (:func:`losses.conservative_bonus`: ``log(max(1 - p, floor))`` up to
+  ``LE``, its tangent line beyond), floored as in the official code (the
+  floor acts on the log branch only). A soft target ``t`` interpolates
+  linearly: ``t L(positive) + (1 - t) L(negative)``. ``log(1 - p_t)`` is
+  exact (``log_sigmoid(-z)`` for a positive). With ``rho = 1`` the
+  gradient of a positive is ``-1`` at every ``p`` of the log region (BCE's
+  ``p - 1`` vanishes as ``p -> 1``); ``jax.grad`` of this function uses
+  the analytic gradient (:func:`sigmoid_encouraging_loss_grad`), finite at
+  every logit. Value and gradient compute one ``exp`` and one ``log1p``
+  per element, shared by both sides (the plain form's autodiff: one
+  ``exp``, four ``log``).
 
   Plain form (targets ``t`` in ``[0, 1]``; the code takes
   ``log(1 - p)`` as ``log_sigmoid(-z)``)::

@@ -31,7 +31,8 @@ def sigmoid_squared_error(logits: ArrayLike, labels: ArrayLike, *,
     \frac{\partial L}{\partial z} = 2 (p - t)\, p (1 - p).
 
   Bounded (at most 1), so a wrong label costs at most 1; the gradient
-  vanishes at both ends, ``p -> 0`` and ``p -> 1``.
+  vanishes at both ends, ``p -> 0`` and ``p -> 1``. Value and gradient
+  compute one ``exp`` per element, as the plain form's autodiff does.
 
   Plain form (targets ``t`` in ``[0, 1]``; the code forms ``p - t``
   as ``(1 - t) σ(z) - t σ(-z)``)::
@@ -77,7 +78,8 @@ def sigmoid_absolute_error(logits: ArrayLike, labels: ArrayLike, *,
 
   Symmetric in the sense of Ghosh et al. (a positive and a negative loss sum
   to 1), hence robust to symmetric label noise; its steepness is constant in
-  ``p``. At ``p = t`` the gradient is 0.
+  ``p``. At ``p = t`` the gradient is 0. One ``exp`` per element, as the
+  squared error.
 
   Plain form (targets ``t`` in ``[0, 1]``; the code forms ``p - t``
   as ``(1 - t) σ(z) - t σ(-z)``)::
@@ -94,14 +96,16 @@ def sigmoid_absolute_error(logits: ArrayLike, labels: ArrayLike, *,
 
   References:
     Ghosh et al., Robust Loss Functions under Label Noise for Deep Neural
-    Networks, AAAI 2017.
+    Networks, AAAI 2017 (Theorem 1: a loss whose positive and negative sum
+    to a constant is tolerant to symmetric noise).
   """
   return _apply.elementwise_loss(_absolute_error, logits, labels, where=where)
 
 
 def sigmoid_absolute_error_grad(logits: ArrayLike, labels: ArrayLike, *,
                                 where: ArrayLike | None = None) -> jax.Array:
-  """Analytic ``d sum(loss) / d logits = sign(p - t) p (1 - p)``."""
+  """Analytic ``d sum(loss) / d logits = sign(p - t) p (1 - p)``, 0 where
+  ``p = t``."""
   return _apply.elementwise_gradient(_absolute_error, logits, labels,
                                      where=where)
 
