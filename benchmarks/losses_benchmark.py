@@ -16,8 +16,9 @@ Losses are also timed as ``jax.grad`` of their plain textbook formula
 ("textbook" rows, from tests/*_reference.py), and the "x textbook" column
 gives the loss's time over that one's, measured in the same rounds.
 ``--baseline`` times the library of another checkout (a commit before a
-change) in the same rounds, its rows marked "@baseline", and the
-"x baseline" column gives each loss's time over its baseline's. ``--x64``
+change) in the same rounds, its rows marked "@baseline" (their "x
+textbook" against the same textbook row), and the "x baseline" column
+gives each loss's time over its baseline's. ``--x64``
 turns on ``jax_enable_x64`` (the logits stay float32), as a program that
 needs float64 elsewhere runs the losses.
 """
@@ -334,7 +335,8 @@ def _run_shape(b, c):
         + (f" {'x baseline':>11s} {'p25-p75':>11s}" if _BASELINE.value
            else ""))
   for name in compiled:
-    textbook = times.get(name + TEXTBOOK)
+    # A baseline row against the same textbook row: before and after.
+    textbook = times.get(name.removesuffix(BASELINE) + TEXTBOOK)
     vs = (f"{np.median(times[name] / textbook):11.2f}"
           if textbook is not None else f"{'':11s}")
     lo, mid, hi = np.percentile(times[name] / ref, [25, 50, 75])
