@@ -106,7 +106,8 @@ def clean_splits(name: str, seed: int) -> dict[str, np.ndarray]:
   # A signal [N, L, 1] is stored as vectors [N, L], which the arrays
   # dataset reads back as [N, L, 1] (an [N, L, 1] array would be images).
   x = {split: (v[..., 0] if v.ndim == 3 else v) for split, v in (
-      ("train", data.train_x), ("val", data.val_x), ("test", data.test_x))}
+      ("train", data.inputs("train")), ("val", data.inputs("val")),
+      ("test", data.inputs("test")))}
   return {"x_train": x["train"], "y_train": data.train_y,
           "x_val": x["val"], "y_val": data.val_y,
           "x_test": x["test"], "y_test": data.test_y,

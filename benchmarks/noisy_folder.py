@@ -51,14 +51,14 @@ def folder_names(class_names) -> list[str]:
 
 def write_split(out: str, split: str, images: np.ndarray, labels: np.ndarray,
                 class_names) -> list[str]:
-  """PNGs under ``out/split/<class>/``; their paths relative to ``out``."""
+  """PNGs of uint8 ``images`` under ``out/split/<class>/``; their paths
+  relative to ``out``."""
   files = []
   for number, (image, label) in enumerate(zip(images, labels)):
     relative = os.path.join(split, class_names[label], f"{number:05d}.png")
     path = os.path.join(out, relative)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    pixels = np.round(image[..., 0] * 255).astype(np.uint8)
-    Image.fromarray(pixels, mode="L").save(path)
+    Image.fromarray(image[..., 0], mode="L").save(path)
     files.append(relative)
   return files
 
@@ -68,13 +68,13 @@ def make(out: str, *, train: int, test: int, rate: float, seed: int,
   """Writes the folder and its ``labels.csv``; returns what was written."""
   if os.path.isdir(out) and os.listdir(out):
     raise FileExistsError(f"--out={out} is not empty; name a new folder")
-  source = local_data.load_fashion_mnist_idx(
+  splits = local_data.open_fashion_mnist_idx(
       local_data.fashion_mnist_paths(data_dir))
-  names = folder_names(source.class_names)
+  names = folder_names(splits.train.class_names)
   rng = np.random.default_rng(seed)
-  chosen_train = stratified(source.train_y, train, rng)
-  chosen_test = stratified(source.test_y, test, rng)
-  clean = source.train_y[chosen_train]
+  chosen_train = stratified(splits.train.labels, train, rng)
+  chosen_test = stratified(splits.test.labels, test, rng)
+  clean = splits.train.labels[chosen_train]
   # Exactly round(rate N) images, drawn at random, each given one of the
   # other classes at random: symmetric noise over the other classes with an
   # exact count (noise.transition_noise apportions each class's count, and
@@ -83,10 +83,10 @@ def make(out: str, *, train: int, test: int, rate: float, seed: int,
   noisy = clean.copy()
   noisy[flipped] = (clean[flipped] + rng.integers(
       1, len(names), len(flipped))) % len(names)
-  files = write_split(out, "train", source.train_x[chosen_train], clean,
-                      names)
-  write_split(out, "test", source.test_x[chosen_test],
-              source.test_y[chosen_test], names)
+  files = write_split(out, "train", splits.train.images[chosen_train],
+                      clean, names)
+  write_split(out, "test", splits.test.images[chosen_test],
+              splits.test.labels[chosen_test], names)
   with open(os.path.join(out, "labels.csv"), "w", newline="") as f:
     writer = csv.writer(f)
     writer.writerow(["file", "label"])

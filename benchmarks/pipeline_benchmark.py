@@ -78,7 +78,7 @@ def measure(name: str, batch_size: int, steps: int) -> dict[str, float]:
   data = datasets.load(name, val_size=0)
   mesh = sharding.make_mesh()
   device_data = sharding.put_replicated(
-      {"image": data.train_x, "label": data.train_y}, mesh)
+      {"image": data.inputs("train"), "label": data.train_y}, mesh)
   order = pipeline.epoch_indices(0, 0, data.num_train, batch_size)
   augment = dict(crop_padding=data.crop_padding, flip=data.flip)
 

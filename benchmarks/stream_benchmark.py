@@ -33,6 +33,7 @@ from absl import app
 from absl import flags
 
 from train import sharding
+from train.data import convert
 from train.data import pipeline
 from train.data import records
 from train.data import stream
@@ -80,7 +81,7 @@ def time_stream(path: str, n: int, batch_size: int, transform, workers: int,
   """(seconds to the first batch, examples per second after it)."""
   labels = np.zeros(n, np.int32)
   train = stream.TrainStream(
-      records.RecordSource(path), noisy_labels=labels[None],
+      convert.RecordImages(path), noisy_labels=labels[None],
       clean_labels=labels, seed=0, batch_size=batch_size,
       num_epochs=batches * batch_size // n + 2, mesh=sharding.make_mesh(),
       transform=transform, num_workers=workers)

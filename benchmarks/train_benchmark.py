@@ -91,8 +91,9 @@ from train import sharding
 from train.data import convert
 from train.data import datasets
 from train.data import device_input
-from train.data import host_memory
+from train.data import stream_input
 from train.data import pipeline
+from train.data import sources
 from train.data import training_data
 from train.loop import trainer
 from train.objective import loss_registry
@@ -387,19 +388,18 @@ def scaled_test_split(config):
   if config.dataset.train_size is None:
     yield
     return
-  load = datasets.load
+  split = datasets.split
   keep = 2 * config.dataset.train_size // 11
 
   def cut(*args, **kwargs):
-    data = load(*args, **kwargs)
-    return dataclasses.replace(data, test_x=data.test_x[:keep],
-                               test_y=data.test_y[:keep])
+    data = split(*args, **kwargs)
+    return dataclasses.replace(data, test=data.test.take(np.arange(keep)))
 
-  datasets.load = cut
+  datasets.split = cut
   try:
     yield
   finally:
-    datasets.load = load
+    datasets.split = split
 
 
 def epoch_seconds(config, between=None, records=None) -> list[float]:
@@ -439,7 +439,7 @@ def bare_epoch(config, data=None):
   ``data``, default the config's dataset, held on the devices)."""
   data = data or training_data.load(config).dataset
   mesh = sharding.make_mesh()
-  train = sharding.put_replicated({"image": data.train_x,
+  train = sharding.put_replicated({"image": data.inputs("train"),
                                    "label": data.train_y,
                                    "clean_label": data.train_y}, mesh)
   batch = config.batch_size
@@ -540,12 +540,13 @@ def generated_cifar(n: int, pool: int = 1024,
   images = rng.integers(0, 256, (pool, 32, 32, 3), np.uint8)
   sizes = [n, *_eval_sizes(n, eval_size)]
   labels = [rng.integers(0, 10, m).astype(np.int32) for m in sizes]
-  xs = [_Cycled(images, m) for m in sizes]
-  return datasets.Dataset(
-      name="generated", train_x=xs[0], train_y=labels[0], val_x=xs[1],
-      val_y=labels[1], test_x=xs[2], test_y=labels[2],
-      class_names=tuple(str(c) for c in range(10)), num_classes=10,
-      crop_padding=4, flip=True)
+  train, val, test = (
+      sources.Source(images=_Cycled(images, m), labels=y, shape=(32, 32, 3),
+                     class_names=tuple(str(c) for c in range(10)))
+      for m, y in zip(sizes, labels))
+  return datasets.split("generated", sources.Splits(
+      train=train, val=val, test=test, crop_padding=4, flip=True,
+      as_trained=True))
 
 
 def streamed_config(model: str, n: int, cache: str, epochs: int, *,
@@ -576,9 +577,9 @@ def measure_stream_loop(n: int) -> None:
     config = streamed_config("preact_resnet32", n, cache, 3,
                              eval_every_epochs=3)
     data = generated_cifar(n)
-    train_x = data.train_x.pool[np.arange(n) % len(data.train_x.pool)]
-    data = dataclasses.replace(data,
-                               train_x=train_x.astype(np.float32) / 255)
+    pool = data.train.images.pool
+    data = dataclasses.replace(data, train=dataclasses.replace(
+        data.train, images=pool[np.arange(n) % len(pool)]))
     bare, bare_seconds, examples = bare_epoch(config, data)
     loop_seconds = epoch_seconds(config, bare)[:1]
     bare_seconds = bare_seconds[1:2]
@@ -603,7 +604,7 @@ def _rss_bytes() -> tuple[int, int, int]:
 def _live_bytes() -> int | None:
   """Bytes malloc has handed out and not had back (glibc's, all arenas;
   None elsewhere): RSS less what the allocator keeps freed."""
-  info = host_memory.malloc_info()
+  info = stream_input.malloc_info()
   return None if info is None else info.uordblks + info.hblkhd
 
 

@@ -5,8 +5,8 @@ r"""The asymmetric loss (ASL) on multi-label Fashion-MNIST mosaics.
         --workdir=/tmp/mosaic_bce_drop30
 
 56x56 images holding 1 to 4 Fashion-MNIST items in a 2x2 grid, a multi-hot
-target of their classes (``train/data/mosaic.py``). Arguments: ``loss``, a
-sigmoid loss of ``train/objective/loss_registry.py`` (default ``asl``, the official
+target of their classes (``make_mosaics`` in ``train/data/local_data.py``).
+Arguments: ``loss``, a sigmoid loss of ``train/objective/loss_registry.py`` (default ``asl``, the official
 hyperparameters: gamma- 4, gamma+ 1, clip 0.05); ``drop``/``add``: the
 fraction of each class's positive/negative labels flipped (missing and
 spurious labels; default 0). The small 2-D CNN, Adam 1e-3, 10 epochs;

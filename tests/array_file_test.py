@@ -22,12 +22,12 @@ class LoadTest(absltest.TestCase):
     data = datasets.load("arrays", path=self.path, val_size=3)
     self.assertEqual(data.class_names, ("0", "1", "2"))
     self.assertEqual(data.input_shape, (5, 1))  # a 1-D signal's shape
-    self.assertEqual((len(data.train_x), len(data.val_x), len(data.test_x)),
+    self.assertEqual((len(data.inputs("train")), len(data.inputs("val")), len(data.inputs("test"))),
                      (21, 3, 6))
     self.assertFalse(data.multi_label)
-    for x, y, sources in ((data.train_x, data.train_y, data.train_sources),
-                          (data.val_x, data.val_y, data.val_sources),
-                          (data.test_x, data.test_y, data.test_sources)):
+    for x, y, sources in ((data.inputs("train"), data.train_y, data.train_sources),
+                          (data.inputs("val"), data.val_y, data.val_sources),
+                          (data.inputs("test"), data.test_y, data.test_sources)):
       rows = [int(s.removeprefix("x_train[").removesuffix("]"))
               for s in sources]
       np.testing.assert_array_equal(x[..., 0], arrays["x_train"][rows])
@@ -44,11 +44,11 @@ class LoadTest(absltest.TestCase):
     data = datasets.load("arrays", path=self.path, val_size=2)
     self.assertEqual(data.input_shape, (4, 4, 1))
     self.assertEqual(data.class_names, ("no", "yes"))
-    self.assertLessEqual(data.train_x.max(), 1.0)  # pixels / 255
-    np.testing.assert_array_equal(data.test_x, np.ones((3, 4, 4, 1)))
+    self.assertLessEqual(data.inputs("train").max(), 1.0)  # pixels / 255
+    np.testing.assert_array_equal(data.inputs("test"), np.ones((3, 4, 4, 1)))
     self.assertEqual(data.test_sources.tolist(),
                      ["x_test[0]", "x_test[1]", "x_test[2]"])
-    self.assertEqual((len(data.train_x), len(data.val_x)), (18, 2))
+    self.assertEqual((len(data.inputs("train")), len(data.inputs("val"))), (18, 2))
     np.testing.assert_array_equal(data.train_clean_y, 0)
     np.testing.assert_array_equal(data.val_clean_y, 0)
 
@@ -58,9 +58,9 @@ class LoadTest(absltest.TestCase):
                    x_test=np.zeros((3, 5)), y_test=np.array([0, 1, 2]))
     # val_size is the split off x_train's; the file's own set replaces it.
     data = datasets.load("arrays", path=self.path, val_size=3)
-    self.assertEqual((len(data.train_x), len(data.val_x), len(data.test_x)),
+    self.assertEqual((len(data.inputs("train")), len(data.inputs("val")), len(data.inputs("test"))),
                      (12, 4, 3))
-    np.testing.assert_array_equal(data.val_x, np.ones((4, 5, 1)))
+    np.testing.assert_array_equal(data.inputs("val"), np.ones((4, 5, 1)))
     np.testing.assert_array_equal(data.val_y, [0, 1, 2, 1])
     self.assertEqual(data.val_sources.tolist(),
                      [f"x_val[{i}]" for i in range(4)])

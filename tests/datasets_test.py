@@ -1,4 +1,5 @@
-"""Tests of train/data/datasets.py and its sources (IDX, mnist1d, mosaic, tfds)."""
+"""Tests of train/data/datasets.py and its readers (local_data: IDX,
+mnist1d, digits, mosaics; tfds_data)."""
 
 import contextlib
 import gzip
@@ -17,9 +18,7 @@ from absl.testing import absltest
 from absl.testing import parameterized
 
 from train.data import datasets
-from train.data import idx
 from train.data import local_data
-from train.data import mosaic
 from train.data import tfds_data
 
 HAS_FASHION_MNIST = local_data.find_fashion_mnist(
@@ -65,7 +64,7 @@ class IdxTest(parameterized.TestCase):
     array = (np.arange(24).reshape(2, 3, 4) - 5).astype(dtype)
     if dtype == np.uint8:
       array = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
-    parsed = idx.parse_idx(idx_bytes(array, code))
+    parsed = local_data.parse_idx(idx_bytes(array, code))
     np.testing.assert_array_equal(parsed, array)
     self.assertEqual(parsed.dtype, np.dtype(dtype))
 
@@ -76,7 +75,7 @@ class IdxTest(parameterized.TestCase):
       (b"\x00\x00\x08\x01\x00\x00\x00\x05abc", "payload"))
   def test_malformed(self, data, message):
     with self.assertRaisesRegex(ValueError, message):
-      idx.parse_idx(data)
+      local_data.parse_idx(data)
 
 
 class Mnist1dTest(parameterized.TestCase):
@@ -92,10 +91,10 @@ class Mnist1dTest(parameterized.TestCase):
 
   def test_shapes_and_dtypes(self):
     data = self.load(val_size=100)
-    self.assertEqual(data.train_x.shape, (700, 40, 1))
-    self.assertEqual(data.val_x.shape, (100, 40, 1))
-    self.assertEqual(data.test_x.shape, (200, 40, 1))
-    self.assertEqual(data.train_x.dtype, np.float32)
+    self.assertEqual(data.inputs("train").shape, (700, 40, 1))
+    self.assertEqual(data.inputs("val").shape, (100, 40, 1))
+    self.assertEqual(data.inputs("test").shape, (200, 40, 1))
+    self.assertEqual(data.inputs("train").dtype, np.float32)
     self.assertEqual(data.train_y.dtype, np.int32)
     self.assertEqual((data.num_classes, data.multi_label), (10, False))
     self.assertEqual(data.input_shape, (40, 1))
@@ -113,7 +112,7 @@ class Mnist1dTest(parameterized.TestCase):
     first, again, other = (self.load(seed=s) for s in (1, 1, 2))
     np.testing.assert_array_equal(first.val_source_index,
                                   again.val_source_index)
-    np.testing.assert_array_equal(first.train_x, again.train_x)
+    np.testing.assert_array_equal(first.inputs("train"), again.inputs("train"))
     self.assertFalse(np.array_equal(first.val_source_index,
                                     other.val_source_index))
     self.assertEmpty(np.intersect1d(first.train_source_index,
@@ -136,7 +135,7 @@ class Mnist1dTest(parameterized.TestCase):
     np.random.seed(123)
     random.seed(123)
     with tempfile.TemporaryDirectory() as cache:
-      local_data.load_mnist1d(data_dir=cache, num_samples=100)
+      local_data.open_mnist1d(data_dir=cache, num_samples=100)
     self.assertEqual((np.random.random(), random.random()), expected)
 
   def test_train_size_subsamples_stratified(self):
@@ -218,11 +217,11 @@ class DigitsTest(absltest.TestCase):
 
   def test_digits(self):
     data = datasets.load("digits", val_size=0.1, seed=3)
-    self.assertEqual(data.train_x.shape[1:], (8, 8, 1))
+    self.assertEqual(data.inputs("train").shape[1:], (8, 8, 1))
     self.assertLen(data.test_y, local_data.DIGITS_TEST_SIZE)
     self.assertEqual(len(data.train_y) + len(data.val_y) + len(data.test_y),
                      1797)
-    self.assertBetween(float(data.train_x.max()), 0.9, 1.0)
+    self.assertBetween(float(data.inputs("train").max()), 0.9, 1.0)
     other = datasets.load("digits", seed=4)
     np.testing.assert_array_equal(data.test_y, other.test_y)
     self.assertEqual((data.crop_padding, data.flip), (0, False))
@@ -277,8 +276,8 @@ class FakeFashionMnistTest(absltest.TestCase):
     with mock.patch.dict(os.environ,
                          {local_data.FASHION_MNIST_ENV: self.dir}):
       data = datasets.load("fashion_mnist", val_size=20)
-    self.assertEqual(data.train_x.shape, (180, 28, 28, 1))
-    np.testing.assert_allclose(data.train_x[:, 0, 0, 0],
+    self.assertEqual(data.inputs("train").shape, (180, 28, 28, 1))
+    np.testing.assert_allclose(data.inputs("train")[:, 0, 0, 0],
                                data.train_y * 20 / 255, rtol=1e-6)
     np.testing.assert_array_equal(np.bincount(data.val_y), [2] * 10)
     self.assertEqual(data.class_names, local_data.FASHION_MNIST_CLASSES)
@@ -298,13 +297,13 @@ class FakeFashionMnistTest(absltest.TestCase):
   def test_mosaic_targets_match_the_items(self):
     data = datasets.load("fashion_mnist_mosaic", data_dir=self.dir,
                          num_train=300, num_test=40, val_size=0)
-    self.assertEqual(data.train_x.shape, (300, 56, 56, 1))
+    self.assertEqual(data.inputs("train").shape, (300, 56, 56, 1))
     self.assertEqual(data.test_y.shape, (40, 10))
     self.assertTrue(data.multi_label)
     # Each fake item is a flat image of value class*20/255: read the classes
     # back from the four cells; blank cells are 0, like class 0, so class 0
     # is checked only where the target has it.
-    for image, target in zip(data.train_x, data.train_y):
+    for image, target in zip(data.inputs("train"), data.train_y):
       cells = image[::28, ::28, 0].reshape(-1)
       seen = set(np.round(cells * 255 / 20).astype(int)) - {0}
       self.assertEqual(seen, set(np.flatnonzero(target)) - {0})
@@ -320,21 +319,21 @@ class FakeFashionMnistTest(absltest.TestCase):
     self.assertBetween(data.train_y.mean(), 0.035, 0.065)
     # The fake class-0 item is blank too: an image shows something exactly
     # when its target holds another class.
-    for image, target in zip(data.train_x, data.train_y):
+    for image, target in zip(data.inputs("train"), data.train_y):
       self.assertEqual(bool(image.any()), bool(target[1:].any()))
 
   def test_mosaic_item_counts_are_checked(self):
     x = np.zeros((3, 28, 28, 1), np.float32)
     with self.assertRaisesRegex(ValueError, "min_items"):
-      mosaic.make_mosaics(x, np.zeros(3, int), 2, 10, seed=0, min_items=2,
+      local_data.make_mosaics(x, np.zeros(3, int), 2, 10, seed=0, min_items=2,
                           max_items=1)
 
   def test_mosaic_deterministic_by_seed(self):
     x = np.random.default_rng(0).random((30, 28, 28, 1), np.float32)
     y = np.arange(30) % 10
-    first = mosaic.make_mosaics(x, y, 20, 10, seed=(5, 0))
-    again = mosaic.make_mosaics(x, y, 20, 10, seed=(5, 0))
-    other = mosaic.make_mosaics(x, y, 20, 10, seed=(6, 0))
+    first = local_data.make_mosaics(x, y, 20, 10, seed=(5, 0))
+    again = local_data.make_mosaics(x, y, 20, 10, seed=(5, 0))
+    other = local_data.make_mosaics(x, y, 20, 10, seed=(6, 0))
     np.testing.assert_array_equal(first[0], again[0])
     self.assertFalse(np.array_equal(first[0], other[0]))
 
@@ -351,11 +350,11 @@ class RealFashionMnistTest(absltest.TestCase):
 
   def test_shapes_range_and_balance(self):
     data = self.data
-    self.assertEqual(data.train_x.shape, (54000, 28, 28, 1))
-    self.assertEqual(data.val_x.shape, (6000, 28, 28, 1))
-    self.assertEqual(data.test_x.shape, (10000, 28, 28, 1))
-    self.assertEqual(data.train_x.dtype, np.float32)
-    self.assertEqual((data.train_x.min(), data.train_x.max()), (0.0, 1.0))
+    self.assertEqual(data.inputs("train").shape, (54000, 28, 28, 1))
+    self.assertEqual(data.inputs("val").shape, (6000, 28, 28, 1))
+    self.assertEqual(data.inputs("test").shape, (10000, 28, 28, 1))
+    self.assertEqual(data.inputs("train").dtype, np.float32)
+    self.assertEqual((data.inputs("train").min(), data.inputs("train").max()), (0.0, 1.0))
     # Fashion-MNIST has 6000 training and 1000 test images per class; a
     # stratified 10 % split takes exactly 600 of each.
     np.testing.assert_array_equal(np.bincount(data.val_y), [600] * 10)
@@ -366,13 +365,13 @@ class RealFashionMnistTest(absltest.TestCase):
     again = datasets.load("fashion_mnist", seed=0)
     np.testing.assert_array_equal(again.val_source_index,
                                   self.data.val_source_index)
-    np.testing.assert_array_equal(again.val_x, self.data.val_x)
+    np.testing.assert_array_equal(again.inputs("val"), self.data.inputs("val"))
 
   @pytest.mark.slow
   def test_mosaic_on_real_images(self):
     data = datasets.load("fashion_mnist_mosaic", num_train=500,
                          num_test=100, val_size=50)
-    self.assertEqual(data.train_x.shape, (450, 56, 56, 1))
+    self.assertEqual(data.inputs("train").shape, (450, 56, 56, 1))
     positives = data.train_y.sum(1)
     self.assertTrue(((positives >= 1) & (positives <= 4)).all())
     self.assertGreater(len(np.unique(positives)), 2)
@@ -386,23 +385,23 @@ class TfdsTest(parameterized.TestCase):
   def test_mocked_image_classification(self, name, shape, num_classes):
     with _mock_prepared(num_examples=40):
       data = datasets.load("tfds:" + name, val_size=0.25)
-    self.assertEqual(data.train_x.shape, (30, *shape))
-    self.assertEqual(data.val_x.shape, (10, *shape))
-    self.assertEqual(data.test_x.shape, (40, *shape))
-    self.assertEqual(data.train_x.dtype, np.float32)
-    self.assertBetween(float(data.train_x.max()), 0.0, 1.0)
+    self.assertEqual(data.inputs("train").shape, (30, *shape))
+    self.assertEqual(data.inputs("val").shape, (10, *shape))
+    self.assertEqual(data.inputs("test").shape, (40, *shape))
+    self.assertEqual(data.inputs("train").dtype, np.float32)
+    self.assertBetween(float(data.inputs("train").max()), 0.0, 1.0)
     self.assertEqual(data.num_classes, num_classes)
     self.assertEqual((data.crop_padding, data.flip),
                      tfds_data.AUGMENTATION[name])
 
   def test_human_labels_of_cifar10n_travel_with_the_split(self):
     with _mock_prepared(num_examples=40):
-      source = tfds_data.load_tfds("cifar10_n")
+      source = tfds_data.open_tfds("cifar10_n").train
       data = datasets.load("tfds:cifar10_n", val_size=10, seed=1)
     self.assertIn("worse_label", data.train_noisy_labels)
     for key, labels in data.train_noisy_labels.items():
       np.testing.assert_array_equal(
-          labels, source.train_noisy_labels[key][data.train_source_index])
+          labels, source.label_sets[key][data.train_source_index])
 
   def test_not_image_classification(self):
     with self.assertRaisesRegex(ValueError, "not an image-classification"):
@@ -458,9 +457,12 @@ class TfdsTest(parameterized.TestCase):
 @contextlib.contextmanager
 def _mock_prepared(num_examples):
   """tfds' own mock data, as a prepared dataset (it mocks the reading and
-  makes preparing a no-op, but leaves ``is_prepared`` false)."""
-  with tfds.testing.mock_data(num_examples=num_examples), mock.patch.object(
-      tfds.core.DatasetBuilder, "is_prepared", return_value=True):
+  makes preparing a no-op, but leaves ``is_prepared`` false), the labels
+  it caches in a folder of their own."""
+  with tempfile.TemporaryDirectory() as cache, \
+      tfds.testing.mock_data(num_examples=num_examples), mock.patch.object(
+          tfds.core.DatasetBuilder, "is_prepared", return_value=True), \
+      mock.patch.dict(os.environ, {local_data.CACHE_ENV: cache}):
     yield
 
 

@@ -1,4 +1,4 @@
-"""release_large_frees: once a large block is freed, blocks of 1 MiB or
+"""stream_input.release_large_frees: once a large block is freed, blocks of 1 MiB or
 more are still mapped on their own (and so go back when freed), where
 glibc's own rule would serve them from its heap and keep them."""
 
@@ -9,7 +9,7 @@ import sys
 import pytest
 from absl.testing import absltest
 
-from train.data import host_memory
+from train.data import stream_input
 
 pytestmark = pytest.mark.integration
 
@@ -19,17 +19,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PROBE = """
 import sys
 import numpy as np
-from train.data import host_memory
+from train.data import stream_input
 
 if sys.argv[1] == "fixed":
-  assert host_memory.release_large_frees()
+  assert stream_input.release_large_frees()
 freed = np.ones(16 << 20, np.uint8)  # glibc raises its threshold to 16 MiB
 del freed
 sizes, blocks = [], []
 for nbytes in (2 << 20, 256 << 10):
-  before = host_memory.malloc_info().hblkhd
+  before = stream_input.malloc_info().hblkhd
   blocks.append(np.ones(nbytes, np.uint8))
-  sizes.append(host_memory.malloc_info().hblkhd - before)
+  sizes.append(stream_input.malloc_info().hblkhd - before)
 print(*sizes)
 """
 
@@ -45,7 +45,7 @@ def _mapped(mode: str) -> list[int]:
 class ReleaseLargeFreesTest(absltest.TestCase):
 
   def test_large_blocks_stay_mapped_after_a_larger_one_is_freed(self):
-    if host_memory.malloc_info() is None:
+    if stream_input.malloc_info() is None:
       self.skipTest("not glibc")
     # glibc's own rule: after the 16 MiB block, 2 MiB come from the heap.
     self.assertEqual(_mapped("default"), [0, 0])

@@ -17,9 +17,9 @@ from train.data import local_data
 
 def _pixels_of(data: datasets.Dataset, source: str) -> np.ndarray:
   """The inputs of the example from ``source``, whichever its split."""
-  for x, sources in ((data.train_x, data.train_sources),
-                     (data.val_x, data.val_sources),
-                     (data.test_x, data.test_sources)):
+  for x, sources in ((data.inputs("train"), data.train_sources),
+                     (data.inputs("val"), data.val_sources),
+                     (data.inputs("test"), data.test_sources)):
     if source in sources:
       return x[list(sources).index(source)]
   raise KeyError(source)
@@ -52,14 +52,14 @@ class LoadTest(_FolderTest):
     self.assertEqual(data.class_names, files.CLASSES)
     self.assertEqual(data.num_classes, 3)
     # 18 images: a stratified 20 % test set (4), then 3 for validation.
-    self.assertEqual((len(data.train_x), len(data.val_x), len(data.test_x)),
+    self.assertEqual((len(data.inputs("train")), len(data.inputs("val")), len(data.inputs("test"))),
                      (11, 3, 4))
     self.assertEqual(data.input_shape, (8, 8, 3))
-    self.assertEqual(data.train_x.dtype, np.float32)
+    self.assertEqual(data.inputs("train").dtype, np.float32)
     self.assertEqual((data.crop_padding, data.flip), (0, False))
-    for x, y, sources in ((data.train_x, data.train_y, data.train_sources),
-                          (data.val_x, data.val_y, data.val_sources),
-                          (data.test_x, data.test_y, data.test_sources)):
+    for x, y, sources in ((data.inputs("train"), data.train_y, data.train_sources),
+                          (data.inputs("val"), data.val_y, data.val_sources),
+                          (data.inputs("test"), data.test_y, data.test_sources)):
       self.assert_pixels_follow(x, sources)
       np.testing.assert_array_equal(
           y, [files.CLASSES.index(s.split("/")[0]) for s in sources])
@@ -83,33 +83,33 @@ class LoadTest(_FolderTest):
     files.make_folder(self.root, split="test", classes=("cat", "dog"),
                       per_class=1)
     data = datasets.load("folder", path=self.root, val_size=3)
-    self.assertEqual((len(data.train_x), len(data.val_x), len(data.test_x)),
+    self.assertEqual((len(data.inputs("train")), len(data.inputs("val")), len(data.inputs("test"))),
                      (18, 6, 2))
     self.assertEqual(data.test_sources.tolist(),
                      ["test/cat/00.png", "test/dog/00.png"])
     np.testing.assert_array_equal(data.test_y, [0, 1])
     self.assertTrue(all(s.startswith("val/") for s in data.val_sources))
-    self.assert_pixels_follow(data.val_x, data.val_sources)
+    self.assert_pixels_follow(data.inputs("val"), data.val_sources)
     # With train/ and test/ only, validation is split off train/.
     with tempfile.TemporaryDirectory() as root:
       files.make_folder(root, split="train")
       files.make_folder(root, split="test", per_class=1)
       data = datasets.load("folder", path=root, val_size=3)
-      self.assertEqual((len(data.train_x), len(data.val_x),
-                        len(data.test_x)), (15, 3, 3))
+      self.assertEqual((len(data.inputs("train")), len(data.inputs("val")),
+                        len(data.inputs("test"))), (15, 3, 3))
       self.assertTrue(all(s.startswith("train/") for s in data.val_sources))
 
   def test_grayscale_stays_one_channel_and_mixed_modes_become_rgb(self):
     files.make_folder(self.root, mode="L")
     data = datasets.load("folder", path=self.root, val_size=3)
     self.assertEqual(data.input_shape, (8, 8, 1))
-    self.assert_pixels_follow(data.train_x, data.train_sources)
+    self.assert_pixels_follow(data.inputs("train"), data.train_sources)
     Image.fromarray(np.full((8, 8, 3), 7, np.uint8)).save(
         os.path.join(self.root, "dog", "rgb.png"))
     data = datasets.load("folder", path=self.root, val_size=3)
     self.assertEqual(data.input_shape, (8, 8, 3))
     gray = [i for i, s in enumerate(data.train_sources) if "rgb" not in s]
-    self.assert_pixels_follow(data.train_x[gray],
+    self.assert_pixels_follow(data.inputs("train")[gray],
                               data.train_sources[gray])
 
   def test_image_size_brings_every_size_to_one_square(self):
@@ -126,7 +126,7 @@ class LoadTest(_FolderTest):
                          val_size=3)
     self.assertEqual(data.input_shape, (6, 6, 3))
     # A constant image stays that constant through the resize.
-    self.assert_pixels_follow(data.train_x, data.train_sources)
+    self.assert_pixels_follow(data.inputs("train"), data.train_sources)
 
   def test_decoded_once_then_read_from_the_cache(self):
     files.make_folder(self.root)
@@ -137,7 +137,7 @@ class LoadTest(_FolderTest):
     with mock.patch.object(image_folder, "_decode",
                            side_effect=AssertionError("decoded again")):
       again = datasets.load("folder", path=self.root, val_size=3)
-    np.testing.assert_array_equal(first.train_x, again.train_x)
+    np.testing.assert_array_equal(first.inputs("train"), again.inputs("train"))
     # An edited image is decoded again.
     path = os.path.join(self.root, "cat", "00.png")
     Image.fromarray(np.full((8, 8, 3), 250, np.uint8)).save(path)

@@ -19,7 +19,9 @@ from absl.testing import absltest
 from tests.tiny import ROOT
 from tests.tiny import tiny_config
 from train import contract
+from train.data import datasets
 from train.data import own_data
+from train.data import sources
 from train.errors import ConfigError
 from train.loop import settings as settings_lib
 from train.loop import trainer
@@ -260,6 +262,17 @@ class WriteTest(absltest.TestCase):
     return types.SimpleNamespace(**{
         "class_names": ("cat", "dog", "bird"), "train_sources": None,
         "train_source_index": None, "num_train": 4, **fields})
+
+  def test_examples_without_names_or_source_rows_are_numbered(self):
+    # A conversion's records (the stream benchmark's) carry neither.
+    train = sources.array_source(np.zeros((3, 2), np.float32),
+                                 np.array([0, 1, 0]), ("a", "b"))
+    val = sources.array_source(np.zeros((2, 2), np.float32),
+                               np.array([1, 0]), ("a", "b"))
+    data = datasets.Dataset(name="records", train=train, val=val, test=val)
+    self.assertEqual(list(label_issues.part_sources(data, "train")),
+                     [0, 1, 2])
+    self.assertEqual(list(label_issues.part_sources(data, "val")), [0, 1])
 
   def test_files_name_the_examples_and_the_label_file(self):
     workdir = tempfile.mkdtemp()

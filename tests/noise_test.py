@@ -326,8 +326,8 @@ class RealLabelsTest(parameterized.TestCase):
       dict(name="asymmetric", rate=0.4, mapping="fashion_mnist"),
       dict(name="pair_flip", rate=0.45))
   def test_realised_rates_on_fashion_mnist(self, **kwargs):
-    labels = local_data.load_fashion_mnist_idx(
-        local_data.find_fashion_mnist()).train_y
+    labels = local_data.open_fashion_mnist_idx(
+        local_data.find_fashion_mnist()).train.labels
     result = noise.apply_noise(labels, C, seed=0, **kwargs)
     # 6000 examples per class: every requested cell is a whole count.
     expected = {"symmetric": noise.symmetric_transition(C, 0.6),

@@ -157,7 +157,7 @@ class LabelsCsvTest(_Tmp):
                           [(i, "abc"[given[i]]) for i in range(30)])
     data = datasets.load("arrays", path=path, val_size=3, labels_csv=csv)
     rows = np.array([int(s[8:-1]) for s in data.train_sources])
-    np.testing.assert_array_equal(data.train_x[:, 0, 0], rows)
+    np.testing.assert_array_equal(data.inputs("train")[:, 0, 0], rows)
     np.testing.assert_array_equal(data.train_y, given[rows])
     # y_train_clean is the clean set, unless clean_label_set says.
     np.testing.assert_array_equal(data.train_clean_y,

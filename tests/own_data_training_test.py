@@ -22,7 +22,8 @@ from train.data import convert
 from train.data import datasets
 from train.data import local_data
 from train.data import records
-from train.data import stream_sources
+from train.data import sources
+from train.data import training_data
 from train.loop import trainer
 
 pytestmark = pytest.mark.integration
@@ -116,7 +117,7 @@ class TrainingTest(_OwnData):
     overrides = {"dataset.labels_csv": self.csv, "dataset.label_set": "worst",
                  "dataset.clean_label_set": "clean"}
     config = self.config("folder", "stream", **overrides)
-    streamed = stream_sources.open_stream(config).dataset
+    streamed = training_data.open_dataset(config)
     device = datasets.load("folder",
                            **datasets.load_options(config))
     for key in ("train_y", "val_y", "test_y", *convert.PER_EXAMPLE):
@@ -141,10 +142,13 @@ class ConvertTest(_OwnData):
                                     err_msg=key)
     for split in convert.SPLITS:
       source = records.RecordSource(convert.split_path(out, split))
-      x = getattr(data, f"{split}_x")
+      x = data.inputs(split)
       self.assertLen(source, len(x))
       for i in range(len(x)):
-        np.testing.assert_array_equal(source[i]["image"], x[i])
+        # The folder's pixels as stored, read back as training sees them.
+        self.assertEqual(source[i]["image"].dtype, np.uint8)
+        np.testing.assert_array_equal(sources.to_input(source[i]["image"]),
+                                      x[i])
 
   def test_an_edited_folder_is_converted_again(self):
     config = self.config("folder", "stream")

@@ -20,6 +20,7 @@ from tensorflow_datasets.core import dataset_info
 from tensorflow_datasets.core import splits as splits_lib
 
 from train.data import clothing1m
+from train.data import local_data
 
 COCO_VERSION = "1.1.0"
 
@@ -49,17 +50,20 @@ def write_coco_metadata(data_dir: str, num_examples: int) -> None:
 
 @contextlib.contextmanager
 def mock_tfds(num_examples: int):
-  """tfds mocked as prepared, reading COCO's description from a folder.
+  """tfds mocked as prepared, reading COCO's description from a folder,
+  the labels it caches (``tfds_data``) in a folder of their own.
 
   Yields the folder to pass as ``data_dir`` for ``coco/2017`` (the others
   ignore it under the mock).
   """
-  with tempfile.TemporaryDirectory() as data_dir:
+  with tempfile.TemporaryDirectory() as data_dir, \
+      tempfile.TemporaryDirectory() as cache:
     write_coco_metadata(data_dir, num_examples)
     with tfds.testing.mock_data(num_examples=num_examples,
                                 data_dir=data_dir), \
         mock.patch.object(tfds.core.DatasetBuilder, "is_prepared",
-                          return_value=True):
+                          return_value=True), \
+        mock.patch.dict(os.environ, {local_data.CACHE_ENV: cache}):
       yield data_dir
 
 

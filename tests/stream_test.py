@@ -1,4 +1,4 @@
-"""Tests of train/data/stream.py and host_augment.py: order, shards,
+"""Tests of train/data/stream.py and images.py: order, shards,
 determinism, resuming, augmentation, evaluation, on tiny ArrayRecord files."""
 
 import io
@@ -14,10 +14,10 @@ from absl.testing import parameterized
 from tests.tiny import printed
 from tests.tiny import run_on_eight_devices
 from train import sharding
-from train.data import host_augment
+from train.data import convert
+from train.data import images as images_lib
 from train.data import pipeline
 from train.data import records
-from train.data import sources
 from train.data import stream
 
 N, SHAPE, BATCH = 53, (6, 5, 2), 8
@@ -28,7 +28,7 @@ def _write(directory, n=N):
   path = os.path.join(directory, "train.array_record")
   records.write(path, ({"image": x[i], "label": np.int32(i % 10)}
                        for i in range(n)))
-  return x, records.RecordSource(path)
+  return x, convert.RecordImages(path)
 
 
 class TrainStreamTest(parameterized.TestCase):
@@ -216,7 +216,7 @@ class HostAugmentTest(absltest.TestCase):
     padded = np.pad(x, [(p, p), (p, p), (0, 0)])
     offsets = set()
     for seed in range(60):
-      out = host_augment.pad_crop_flip(x, np.random.default_rng(seed),
+      out = images_lib.pad_crop_flip(x, np.random.default_rng(seed),
                                        crop_padding=p)
       found = [(i, j) for i in range(2 * p + 1) for j in range(2 * p + 1)
                if np.array_equal(out, padded[i:i + 6, j:j + 5])]
@@ -226,10 +226,10 @@ class HostAugmentTest(absltest.TestCase):
 
   def test_flip_and_signals(self):
     x = np.random.default_rng(1).random((40, 1), np.float32)
-    flipped = [not np.array_equal(host_augment.pad_crop_flip(
+    flipped = [not np.array_equal(images_lib.pad_crop_flip(
         x, np.random.default_rng(s), flip=True), x) for s in range(200)]
     self.assertBetween(np.mean(flipped), 0.35, 0.65)
-    out = host_augment.pad_crop_flip(x, np.random.default_rng(0),
+    out = images_lib.pad_crop_flip(x, np.random.default_rng(0),
                                      crop_padding=3)
     self.assertEqual(out.shape, x.shape)
 
@@ -237,27 +237,27 @@ class HostAugmentTest(absltest.TestCase):
     rng = np.random.default_rng(2)
     image = (rng.random((47, 70, 3)) * 255).astype(np.uint8)
     encoded = _jpeg(image)
-    self.assertEqual(host_augment.decode_image(encoded).shape, (47, 70, 3))
-    crops = [host_augment.random_resized_crop(
+    self.assertEqual(images_lib.decode_image(encoded).shape, (47, 70, 3))
+    crops = [images_lib.random_resized_crop(
         encoded, np.random.default_rng(s), size=24) for s in range(5)]
     for crop in crops:
       self.assertEqual((crop.shape, crop.dtype), ((24, 24, 3), np.uint8))
-    again = host_augment.random_resized_crop(
+    again = images_lib.random_resized_crop(
         encoded, np.random.default_rng(0), size=24)
     np.testing.assert_array_equal(crops[0], again)
     self.assertFalse(np.array_equal(crops[0], crops[1]))
-    centre = sources.resize_and_centre_crop(image, 24)
+    centre = images_lib.resize_and_centre_crop(image, 24)
     self.assertEqual(centre.shape, (24, 24, 3))
-    gray = sources.resize_and_centre_crop(image[..., :1], 16)
+    gray = images_lib.resize_and_centre_crop(image[..., :1], 16)
     self.assertEqual(gray.shape, (16, 16, 1))
-    self.assertEqual(host_augment.to_float(centre).dtype, np.float32)
-    self.assertLessEqual(float(host_augment.to_float(centre).max()), 1.0)
+    self.assertEqual(images_lib.to_float(centre).dtype, np.float32)
+    self.assertLessEqual(float(images_lib.to_float(centre).max()), 1.0)
 
   def test_crop_window_stays_inside(self):
     rng = np.random.default_rng(3)
     for height, width in ((10, 300), (300, 10), (50, 60)):
       for _ in range(20):
-        top, left, h, w = host_augment.crop_window(height, width, rng)
+        top, left, h, w = images_lib.crop_window(height, width, rng)
         self.assertTrue(0 <= top and top + h <= height and h > 0)
         self.assertTrue(0 <= left and left + w <= width and w > 0)
 

@@ -30,7 +30,6 @@ from train import sharding
 from train.data import device_input
 from train.data import inputs
 from train.data import stream_input
-from train.data import stream_sources
 from train.data import training_data
 from train.errors import ConfigError
 from tests.preemption_test import _StopAt
@@ -200,20 +199,20 @@ class StreamTrainingTest(absltest.TestCase):
     # The dataset as opened (its int32 labels) must die with the build:
     # held by a closure, it would keep 4 bytes a row for the whole run.
     opened = []
-    real = stream_sources.open_stream
+    real = training_data.open_dataset
 
-    def open_stream(config):
-      streamed = real(config)
-      opened.append(weakref.ref(streamed.dataset))
-      return streamed
+    def open_dataset(config):
+      data = real(config)
+      opened.extend([weakref.ref(data), weakref.ref(data.train_y)])
+      return data
 
-    with mock.patch.object(stream_sources, "open_stream", open_stream):
+    with mock.patch.object(training_data, "open_dataset", open_dataset):
       run_data, placed = training_data.build(self.config("stream"),
                                              sharding.make_mesh())
     try:
       gc.collect()
-      self.assertLen(opened, 1)
-      self.assertIsNone(opened[0]())
+      self.assertLen(opened, 2)
+      self.assertEqual([ref() for ref in opened], [None, None])
       self.assertEqual(run_data.dataset.train_y.dtype, np.int8)
     finally:
       placed.close()
@@ -238,8 +237,10 @@ class StreamTrainingTest(absltest.TestCase):
     self.assertIs(after.clean_labels, small.dataset.train_y)
     self.assertEqual(after.noise_rate, before.noise_rate)
     # A human label set the draw took as it is stays one array.
+    data = run_data.dataset
     human = dataclasses.replace(run_data, dataset=dataclasses.replace(
-        run_data.dataset, train_noisy_labels={"worse": before.labels}))
+        data, train=dataclasses.replace(
+            data.train, label_sets={"worse": before.labels})))
     small = training_data.compact(human)
     self.assertIs(small.dataset.train_noisy_labels["worse"],
                   small.train[0].labels)
@@ -250,10 +251,12 @@ class StreamTrainingTest(absltest.TestCase):
     soft = np.array([[0, 0.5, 1], [1, 0, 0]], np.float32)
     draws = [dataclasses.replace(run_data.train[0], labels=labels,
                                  clean_labels=hot) for labels in (hot, soft)]
+    data = run_data.dataset
     multi = dataclasses.replace(
         run_data, train=draws, dataset=dataclasses.replace(
-            run_data.dataset, train_y=hot, multi_label=True, class_names=(
-                "a", "b", "c")))
+            data, train=dataclasses.replace(
+                data.train, labels=hot, multi_label=True,
+                class_names=("a", "b", "c"))))
     small = training_data.compact(multi)
     self.assertEqual(small.train[0].labels.dtype, np.bool_)
     self.assertIs(small.train[0].clean_labels, small.dataset.train_y)

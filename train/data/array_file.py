@@ -12,9 +12,9 @@ Labels are integer classes ``[N]`` or multi-hot rows ``[N, C]`` of 0/1
 (multi-label, the sigmoid losses). Inputs: vectors ``[N, D]`` become
 ``[N, D, 1]`` (the shape of a 1-D signal, as MNIST-1D's, so ``cnn1d`` and
 ``mlp`` take them), ``[N, H, W]`` images ``[N, H, W, 1]``, ``[N, H, W, C]``
-stay; ``uint8`` inputs are pixels, scaled to [0, 1] (pixel / 255, as
-Fashion-MNIST), any other number is kept as it is, as float32 (standardise
-features beforehand). Each example's source is its row, ``x_train[17]`` or
+stay; ``uint8`` inputs are pixels, scaled to [0, 1] (``images.to_float``:
+pixel / 255, as Fashion-MNIST), any other number is kept as it is, as
+float32 (standardise features beforehand). Each example's source is its row, ``x_train[17]`` or
 ``x_test[3]``. A labels CSV (``own_data``) keys the rows of ``x_train`` by
 ``index``.
 """
@@ -26,8 +26,8 @@ import zipfile
 
 import numpy as np
 
-from train.data import local_data
 from train.data import own_data
+from train.data import sources
 
 KEYS = ("x_train", "y_train", "x_val", "y_val", "x_test", "y_test",
         "y_train_clean", "class_names")
@@ -90,7 +90,7 @@ def _read(path: str) -> dict[str, np.ndarray]:
 
 
 def _inputs(x: np.ndarray, key: str, path: str) -> np.ndarray:
-  """``x`` as training sees it (module docstring), checked finite."""
+  """``x`` as stored for training (module docstring), checked finite."""
   if x.ndim < 2 or x.ndim > 4:
     raise ValueError(f"arrays file {path}: {key} has shape {x.shape}; it "
                      f"takes vectors [N, D], images [N, H, W] or "
@@ -98,9 +98,9 @@ def _inputs(x: np.ndarray, key: str, path: str) -> np.ndarray:
   if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
     raise ValueError(f"arrays file {path}: {key} holds {x.dtype}, not "
                      f"numbers; save it as a numeric array")
-  if x.dtype == np.uint8:
-    x = x.astype(np.float32) / np.float32(255)
-  else:
+  # Pixels stay uint8 (``images.to_float`` scales them); any other
+  # number is training's float32 already.
+  if x.dtype != np.uint8:
     x = x.astype(np.float32)
   bad = ~np.isfinite(x.reshape(len(x), -1)).all(axis=1)
   if bad.any():
@@ -140,7 +140,7 @@ def _labels(y: np.ndarray, key: str, path: str, num_rows: int,
 
 def _split(arrays: dict, split: str, x_train: np.ndarray, path: str,
            multi_label: bool) -> tuple | None:
-  """``(x, labels, sources)`` of the file's own ``val`` or ``test`` set, or
+  """``(x, labels, names)`` of the file's own ``val`` or ``test`` set, or
   None where it has none."""
   x_key, y_key = f"x_{split}", f"y_{split}"
   if x_key not in arrays:
@@ -196,9 +196,9 @@ def _class_names(given: tuple[str, ...] | None,
   return given
 
 
-def load_arrays(*, path: str | None = None, labels_csv: str | None = None,
+def open_arrays(*, path: str | None = None, labels_csv: str | None = None,
                 label_set: str | None = None,
-                clean_label_set: str | None = None) -> local_data.Source:
+                clean_label_set: str | None = None) -> sources.Splits:
   """The arrays of an ``.npz`` (keys in the module docstring).
 
   Args:
@@ -209,12 +209,10 @@ def load_arrays(*, path: str | None = None, labels_csv: str | None = None,
       labels for measuring, instead of ``y_train_clean``.
 
   Raises:
-    FileNotFoundError: ``path`` or ``labels_csv`` is missing.
     ValueError: in one line naming the file and the fix: a missing or
       unknown array, mismatched lengths, NaN or inf inputs, a label outside
       the classes, a bad CSV.
   """
-  check_available(path, labels_csv)
   arrays = _read(path)
   x = _inputs(arrays["x_train"], "x_train", path)
   if not len(x):
@@ -230,14 +228,14 @@ def load_arrays(*, path: str | None = None, labels_csv: str | None = None,
                         len(x), multi_label)
   val, test = (_split(arrays, split, x, path, multi_label)
                for split in ("val", "test"))
-  sources = np.asarray([f"x_train[{i}]" for i in range(len(x))])
+  names = np.asarray([f"x_train[{i}]" for i in range(len(x))])
   table = None
   if labels_csv is not None:
     if multi_label:
       raise ValueError(f"labels_csv {labels_csv}: y_train of {path} is "
                        f"multi-hot and a CSV gives one class per row; put "
                        f"the label sets in the .npz instead")
-    table = own_data.read_labels_csv(labels_csv, sources=sources)
+    table = own_data.read_labels_csv(labels_csv, sources=names)
   labels, clean = own_data.label_sets(
       own_labels=y, own_name="y_train", table=table,
       class_names=given_names, label_set=label_set,
@@ -252,6 +250,6 @@ def load_arrays(*, path: str | None = None, labels_csv: str | None = None,
       given_names, {k: v for k, v in label_sets.items() if v is not None},
       path, multi_label)
   own_data.check_class_count(class_names, f"arrays file {path}")
-  return own_data.make_source(
-      x=x, labels=labels, clean_labels=clean, own_labels=y, sources=sources,
+  return own_data.make_splits(
+      x=x, labels=labels, clean_labels=clean, own_labels=y, names=names,
       class_names=class_names, multi_label=multi_label, val=val, test=test)

@@ -21,6 +21,11 @@ re-distributions unpack them). Splits (``SPLITS``): ``noisy_train`` with
 the noisy labels, ``clean_train``, ``clean_val`` and ``clean_test`` with the
 clean ones. The Joint Optimization protocol trains on ``noisy_train`` and
 reports ``clean_test`` accuracy, selecting on ``clean_val``.
+
+Each split is a ``sources.Source`` (``split_source``): its labels read from
+the text files, its JPEGs decoded on use, as stored (sizes vary); both
+pipelines read it, brought to ``image_size`` squared by a resize and
+centre crop (``datasets.split``).
 """
 
 from __future__ import annotations
@@ -30,7 +35,6 @@ import os
 import numpy as np
 from PIL import Image
 
-from train.data import local_data
 from train.data import sources
 
 CLASS_NAMES_FILE = "category_names_eng.txt"
@@ -95,83 +99,62 @@ def check_available(data_dir: str | None, splits=tuple(SPLITS)) -> None:
           f"(no {keys[0]}; unpack the release's images/*.tar there)")
 
 
-class Clothing1MSource:
-  """One split of Clothing1M, example by example (``sources``' shape).
+class Clothing1MImages:
+  """Item ``i``: the RGB pixels of image ``i`` of a split, as stored
+  (uint8 ``[H, W, 3]``, sizes vary); picklable (paths only)."""
 
-  Attributes:
-    class_names: the 14 class names.
-    labels: int32 ``[N]``, the split's labels (noisy for ``noisy_train``).
-    keys: the images' paths relative to the folder.
-  """
-
-  multi_label = False
-
-  def __init__(self, data_dir: str, split: str, *,
-               image_size: int | None = 224):
-    """Raises ``FileNotFoundError`` or ``ValueError`` in one line."""
-    if split not in SPLITS:
-      raise ValueError(f"Clothing1M has no split {split!r}; its splits: "
-                       f"{list(SPLITS)}")
-    key_file, label_file = SPLITS[split]
-    folder = _label_folder(data_dir, [CLASS_NAMES_FILE, key_file, label_file])
-    self.class_names = tuple(_lines(os.path.join(folder, CLASS_NAMES_FILE)))
-    labels = dict(line.split()[:2] for line in
-                  _lines(os.path.join(folder, label_file)))
-    self.keys = _lines(os.path.join(folder, key_file))
-    unlabelled = [k for k in self.keys if k not in labels]
-    if unlabelled:
-      raise ValueError(f"Clothing1M: {len(unlabelled)} images of {key_file} "
-                       f"have no label in {label_file} (first: "
-                       f"{unlabelled[0]})")
-    self.labels = np.array([int(labels[k]) for k in self.keys], np.int32)
-    self.data_dir, self.image_size = data_dir, image_size
+  def __init__(self, data_dir: str, keys: list[str]):
+    self.data_dir, self.keys = data_dir, keys
 
   def __len__(self) -> int:
     return len(self.keys)
 
-  def __getitem__(self, i: int) -> dict[str, np.ndarray]:
+  def __getitem__(self, i: int) -> np.ndarray:
     with Image.open(os.path.join(self.data_dir, self.keys[int(i)])) as image:
-      pixels = np.asarray(image.convert("RGB"))
-    return {"image": sources.fit_image(pixels, self.image_size),
-            "label": self.labels[int(i)], "index": np.int64(i)}
+      return np.asarray(image.convert("RGB"))
 
 
-def load_clothing1m(*, data_dir: str | None = None, image_size: int = 224,
-                    num_train: int | None = None) -> local_data.Source:
-  """Clothing1M's noisy training set, clean validation and test sets, in
-  memory (for the device pipeline: a subset, or a GPU with the memory).
+def split_source(data_dir: str, split: str) -> sources.Source:
+  """One split of Clothing1M (``SPLITS``), its labels read from the
+  release's text files, its images on use.
+
+  Raises:
+    ValueError: an unknown split, or an image without a label.
+    FileNotFoundError: a label file is missing (one line).
+  """
+  if split not in SPLITS:
+    raise ValueError(f"Clothing1M has no split {split!r}; its splits: "
+                     f"{list(SPLITS)}")
+  key_file, label_file = SPLITS[split]
+  folder = _label_folder(data_dir, [CLASS_NAMES_FILE, key_file, label_file])
+  class_names = tuple(_lines(os.path.join(folder, CLASS_NAMES_FILE)))
+  labels = dict(line.split()[:2] for line in
+                _lines(os.path.join(folder, label_file)))
+  keys = _lines(os.path.join(folder, key_file))
+  unlabelled = [k for k in keys if k not in labels]
+  if unlabelled:
+    raise ValueError(f"Clothing1M: {len(unlabelled)} images of {key_file} "
+                     f"have no label in {label_file} (first: "
+                     f"{unlabelled[0]})")
+  return sources.Source(
+      images=Clothing1MImages(data_dir, keys),
+      labels=np.array([int(labels[k]) for k in keys], np.int32),
+      class_names=class_names, shape=(None, None, 3))
+
+
+def open_clothing1m(*, data_dir: str | None = None, image_size: int = 224,
+                    num_train: int | None = None) -> sources.Splits:
+  """Clothing1M's noisy training set, clean validation and test sets.
 
   Args:
     data_dir: the unpacked release (layout in the module docstring).
     image_size: the side of the square images (resize and central crop).
-    num_train: read only the first ``num_train`` noisy training images.
+    num_train: only the first ``num_train`` noisy training images.
   """
-  check_available(data_dir, ("noisy_train", "clean_val", "clean_test"))
-
-  def read(split, limit=None):
-    source = Clothing1MSource(data_dir, split, image_size=image_size)
-    arrays = sources.to_arrays(_Head(source, limit))
-    return (arrays["image"].astype(np.float32) / 255.0, arrays["label"],
-            source.class_names)
-
-  train_x, train_y, class_names = read("noisy_train", num_train)
-  val_x, val_y, _ = read("clean_val")
-  test_x, test_y, _ = read("clean_test")
-  return local_data.Source(
-      train_x=train_x, train_y=train_y, test_x=test_x, test_y=test_y,
-      val_x=val_x, val_y=val_y, class_names=class_names,
-      crop_padding=AUGMENTATION[0], flip=AUGMENTATION[1])
-
-
-class _Head:
-  """The first ``limit`` examples of a source (all with ``None``)."""
-
-  def __init__(self, source, limit):
-    self.source = source
-    self.size = len(source) if limit is None else min(limit, len(source))
-
-  def __len__(self):
-    return self.size
-
-  def __getitem__(self, i):
-    return self.source[i]
+  train, val, test = (split_source(data_dir, s)
+                      for s in ("noisy_train", "clean_val", "clean_test"))
+  if num_train is not None and num_train < len(train):
+    train = train.take(np.arange(num_train))
+  return sources.Splits(train=train, val=val, test=test,
+                        crop_padding=AUGMENTATION[0], flip=AUGMENTATION[1],
+                        fit="centre_crop", image_size=image_size)

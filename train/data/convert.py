@@ -1,16 +1,18 @@
-r"""Writes a dataset of a config as ArrayRecord files, one per split.
+r"""Writes any dataset of a config as ArrayRecord files, one per split.
 
     python -m train.data.convert --config=configs/mnist1d.py --out=/tmp/mnist1d
     python -m train.data.convert --config=configs/digits.py \
         --config.dataset.val_size=200          # into the cache (see below)
 
-The dataset is loaded and split exactly as training loads it (name, its
-options, ``val_size``, ``train_size``, the split seed), then written as
+The dataset is opened and split exactly as training opens it (name, its
+options, ``val_size``, ``train_size``, the split seed), then its sources
+(``sources.Source``, whatever reads them) are written as
 ``train.array_record``, ``val.array_record`` and ``test.array_record``:
 the record at position ``i`` of a split is example ``i`` of that split, the
 row of the label state and of the noise draw. Beside them:
 
-* ``dataset.json``: class names, whether multi-label, input shape, split
+* ``dataset.json``: class names, whether multi-label, input shape (and
+  the stored one, with how images are resized where they are), split
   sizes, default augmentation, the key of the dataset config;
 * ``labels.npz``: every split's labels (and human label sets, clean label
   sets and each example's source, where the dataset has them), so that the
@@ -18,8 +20,11 @@ row of the label state and of the noise draw. Beside them:
   training record's row in the source's training set.
 
 Records decode with numpy alone (``records.decode``); inputs are stored as
-the float32 arrays training sees, so a streamed run reads the same values
-as an on-device one.
+their source stores them (uint8 pixels, float32 values), and read back
+through the one ``sources.to_input``, so a streamed run reads the same
+values as an on-device one. (A conversion written before stored the
+float32 inputs training sees, which read back the same.) ``open_converted``
+opens a conversion as ``sources.Splits``.
 
 With ``config.dataset.pipeline = 'stream'`` training converts on first use
 into a cache (``cached``): ``$STEEP_CACHE_DIR/records`` or
@@ -44,6 +49,7 @@ import numpy as np
 from train.data import datasets
 from train.data import local_data
 from train.data import records
+from train.data import sources
 
 SPLITS = ("train", "val", "test")
 INFO_FILE = "dataset.json"
@@ -93,6 +99,13 @@ def cache_dir(config) -> str:
   return os.path.join(root, f"{name}-{cache_key(config)}")
 
 
+def _stored(source) -> tuple[list, str]:
+  """A split's stored input shape (``None`` where sizes vary) and type."""
+  first = np.asarray(source.images[0]) if len(source) else None
+  dtype = str(first.dtype) if first is not None else "float32"
+  return list(source.shape), dtype
+
+
 def write_dataset(data: datasets.Dataset, out_dir: str, *,
                   key: str = "", overwrite: bool = True) -> None:
   """Writes ``data``'s splits, ``dataset.json`` and ``labels.npz`` into
@@ -103,30 +116,31 @@ def write_dataset(data: datasets.Dataset, out_dir: str, *,
   os.makedirs(parent, exist_ok=True)
   partial = tempfile.mkdtemp(prefix=".convert-", dir=parent)
   try:
-    splits = {"train": (data.train_x, data.train_y),
-              "val": (data.val_x, data.val_y),
-              "test": (data.test_x, data.test_y)}
-    for split, (x, y) in splits.items():
+    splits = {split: getattr(data, split) for split in SPLITS}
+    for split, source in splits.items():
       records.write(split_path(partial, split),
-                    ({"image": x[i], "label": y[i]} for i in range(len(x))))
-    labels = {f"{split}_y": y for split, (_, y) in splits.items()}
+                    ({"image": source.images[i], "label": source.labels[i]}
+                     for i in range(len(source))))
+    labels = {f"{split}_y": source.labels for split, source in splits.items()}
     for name, values in data.train_noisy_labels.items():
       labels[f"train_noisy/{name}"] = values
       labels[f"val_noisy/{name}"] = data.val_noisy_labels[name]
-    for key in PER_EXAMPLE:
-      if getattr(data, key) is not None:
-        labels[key] = getattr(data, key)
+    for field in PER_EXAMPLE:
+      if getattr(data, field) is not None:
+        labels[field] = getattr(data, field)
     # Which example of the source each training record is (a conversion
     # written before this key has none: its examples are named by row).
     if data.train_source_index is not None:
       labels[SOURCE_INDEX_KEY] = data.train_source_index
     np.savez(os.path.join(partial, LABELS_FILE), **labels)
+    stored_shape, stored_dtype = _stored(data.train)
     info = {"name": data.name, "class_names": list(data.class_names),
             "multi_label": data.multi_label,
             "input_shape": list(data.input_shape),
-            "input_dtype": str(data.train_x.dtype),
+            "input_dtype": stored_dtype, "stored_shape": stored_shape,
+            "image_size": data.image_size, "fit": data.fit,
             "crop_padding": data.crop_padding, "flip": data.flip,
-            "sizes": {s: len(x) for s, (x, _) in splits.items()},
+            "sizes": {s: len(source) for s, source in splits.items()},
             "key": key, "format": FORMAT_VERSION}
     with open(os.path.join(partial, INFO_FILE), "w") as f:
       json.dump(info, f, indent=1)
@@ -173,6 +187,52 @@ def read_info(directory: str) -> tuple[dict, dict[str, np.ndarray]]:
     info = json.load(f)
   with np.load(os.path.join(directory, LABELS_FILE)) as labels:
     return info, dict(labels)
+
+
+class RecordImages:
+  """Item ``i``: the stored input of record ``i`` of a split; picklable
+  (the reader opens its files in each process that reads)."""
+
+  def __init__(self, path: str):
+    self.reader = records.RecordSource(path)
+
+  def __len__(self) -> int:
+    return len(self.reader)
+
+  def __getitem__(self, i: int) -> np.ndarray:
+    return self.reader[i]["image"]
+
+
+def open_converted(directory: str) -> sources.Splits:
+  """A conversion's splits, as trained (``Splits.as_trained``): each a
+  source of its records, with its labels from ``labels.npz``."""
+  info, labels = read_info(directory)
+  noisy = sorted(k.split("/", 1)[1] for k in labels
+                 if k.startswith("train_noisy/"))
+  # A conversion of an earlier layout stored the inputs training sees.
+  shape = tuple(info.get("stored_shape", info["input_shape"]))
+
+  def source(split: str) -> sources.Source:
+    return sources.Source(
+        images=RecordImages(split_path(directory, split)),
+        labels=labels[f"{split}_y"], class_names=tuple(info["class_names"]),
+        shape=shape, multi_label=info["multi_label"],
+        clean_labels=labels.get(f"{split}_clean_y"),
+        label_sets={k: labels[f"{split}_noisy/{k}"] for k in noisy
+                    if split != "test"},
+        names=labels.get(f"{split}_sources"))
+
+  return sources.Splits(
+      train=source("train"), val=source("val"), test=source("test"),
+      crop_padding=info["crop_padding"], flip=info["flip"],
+      fit=info.get("fit"), image_size=info.get("image_size"),
+      as_trained=True, train_rows=labels.get(SOURCE_INDEX_KEY))
+
+
+def reads_its_own_files(name: str) -> bool:
+  """Whether a streamed run reads ``name`` from its own files (tfds'
+  ArrayRecord files, Clothing1M's JPEGs) rather than from a conversion."""
+  return name.startswith(datasets.TFDS_PREFIX) or name == "clothing1m"
 
 
 def main(argv) -> None:

@@ -1,7 +1,9 @@
 """The input of a dataset held on the devices (``config.dataset.pipeline =
 'device'``): an ``inputs.Input`` whose batches the jitted step gathers.
 
-The inputs are replicated on every device once; a call of the step gets
+The dataset's sources are gathered into arrays (``Dataset.inputs``: every
+example as evaluation sees it) and replicated on every device once; a
+call of the step gets
 the epoch's order (``pipeline.epoch_indices``, replica ``r`` seeded
 ``seed + r``, its batch axis split along ``'data'``) and gathers and
 augments its batches itself (``pipeline.train_batch``). Prediction scans a
@@ -61,7 +63,7 @@ class DeviceInput:
     self.replicas, self.num_train = len(noisy), data.num_train
     self.steps_per_epoch = data.num_train // batch_size
     self.eval_batch = sharding.eval_batch(eval_batch_size, mesh)
-    train = {"image": data.train_x,
+    train = {"image": data.inputs("train"),
              "label": inputs.by_replica([n.labels for n in noisy]),
              "clean_label": noisy[0].clean_labels}
     train = sharding.put(train, sharding.data_shardings(train, mesh))
@@ -72,12 +74,12 @@ class DeviceInput:
     self.eval_sets = {}
     for split, (count, labels) in inputs.eval_labels(run_data).items():
       if count:
-        self._x[split] = sharding.put(getattr(data, f"{split}_x"),
+        self._x[split] = sharding.put(data.inputs(split),
                                       sharding.replicated(mesh))
         self.eval_sets[split] = inputs.eval_set(
             labels, *self._order(split, count), mesh)
     self.clean_rows, self.noisy_rows = inputs.label_rows(run_data, mesh)
-    self._host_x = {"train": data.train_x, "val": data.val_x}
+    self.read = data.inputs
 
   def _order(self, split: str, count: int | None = None):
     """A split's host ``(order, mask)`` of ``pipeline.eval_indices``."""
@@ -114,9 +116,6 @@ class DeviceInput:
 
   def mask(self, split: str) -> np.ndarray:
     return self._order(split)[1]
-
-  def read(self, split: str, rows: np.ndarray) -> np.ndarray:
-    return self._host_x[split][np.asarray(rows)]
 
   def close(self) -> None:
     pass

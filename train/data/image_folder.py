@@ -15,16 +15,16 @@ class folders). Hidden files and files without an image extension
 directly in ``PATH`` (a ``labels.csv``) are no examples. ``train``, ``val`` and ``test`` at the top
 are split folders, never classes. ``val/`` and ``test/`` hold folders of the
 training classes (not necessarily all); without ``val/`` validation is
-split off the training set as for every dataset (``datasets.load``),
+split off the training set as for every dataset (``datasets.split``),
 without ``test/`` a stratified 20 % test set is cut (``own_data``).
 
 Pixels are decoded once with Pillow, as 8-bit: grayscale ``[H, W, 1]``
 when every image is grayscale (modes ``1``, ``L``, ``LA``), else RGB
 ``[H, W, 3]`` (a folder of mixed modes becomes RGB; alpha is dropped);
-16-bit and floating-point images are refused. Training sees float32 in
-[0, 1] (pixel / 255, as Fashion-MNIST). With ``image_size`` each image is
-resized, shorter side to ``image_size`` (bilinear), then its central
-square kept; without it every image must have one size. The decoded
+16-bit and floating-point images are refused; they are served as uint8
+and training sees float32 in [0, 1] (``images.to_float``: pixel / 255, as
+Fashion-MNIST). With ``image_size`` each image is resized, shorter side
+to ``image_size`` (bilinear), then its central square kept; without it every image must have one size. The decoded
 pixels are cached (``$STEEP_CACHE_DIR/folders``) under a key of every
 file's path, size and modification time and ``image_size``: an edited
 folder is decoded again.
@@ -46,9 +46,10 @@ import warnings
 import numpy as np
 from PIL import Image
 
+from train.data import images
 from train.data import local_data
 from train.data import own_data
-from train.data import sources as sources_lib
+from train.data import sources
 
 SPLIT_FOLDERS = ("train", "val", "test")
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".pgm", ".pbm", ".bmp",
@@ -228,7 +229,7 @@ def _decode(listing: Listing, channels: int,
     if array.ndim == 2:
       array = array[..., None]
     if image_size is not None:
-      array = sources_lib.resize_and_centre_crop(array, image_size,
+      array = images.resize_and_centre_crop(array, image_size,
                                                  crop_fraction=1.0)
     pixels.append(array)
   return np.stack(pixels)
@@ -278,9 +279,9 @@ def _pixels(listing: Listing, image_size: int | None) -> np.ndarray:
   return pixels
 
 
-def load_folder(*, path: str | None = None, image_size: int | None = None,
+def open_folder(*, path: str | None = None, image_size: int | None = None,
                 labels_csv: str | None = None, label_set: str | None = None,
-                clean_label_set: str | None = None) -> local_data.Source:
+                clean_label_set: str | None = None) -> sources.Splits:
   """A folder of class folders (layout in the module docstring).
 
   Args:
@@ -293,19 +294,17 @@ def load_folder(*, path: str | None = None, image_size: int | None = None,
       labels for measuring.
 
   Raises:
-    FileNotFoundError: ``path`` or ``labels_csv`` is missing.
     ValueError: in one line naming the file and the fix (the module's and
       ``own_data``'s checks), before anything is written.
   """
-  check_available(path, labels_csv)
   if image_size is not None and image_size <= 0:
     raise ValueError(f"image_size must be a positive integer, got "
                      f"{image_size}")
   listing = list_folder(path)
   train_files, folder_labels = listing.splits["train"]
-  sources = np.asarray(train_files, str)
+  names = np.asarray(train_files, str)
   table = None if labels_csv is None else own_data.read_labels_csv(
-      labels_csv, sources=sources,
+      labels_csv, sources=names,
       files=[f.removeprefix(listing.prefix) for f in train_files],
       file_prefix=listing.prefix)
   labels, clean = own_data.label_sets(
@@ -315,8 +314,7 @@ def load_folder(*, path: str | None = None, image_size: int | None = None,
   pixels = _pixels(listing, image_size)
   x, start = {}, 0
   for split, (files, _) in listing.splits.items():
-    x[split] = (pixels[start:start + len(files)].astype(np.float32)
-                / np.float32(255))
+    x[split] = pixels[start:start + len(files)]
     start += len(files)
 
   def own(split):
@@ -325,7 +323,7 @@ def load_folder(*, path: str | None = None, image_size: int | None = None,
     files, split_labels = listing.splits[split]
     return x[split], split_labels, np.asarray(files, str)
 
-  return own_data.make_source(
+  return own_data.make_splits(
       x=x["train"], labels=labels, clean_labels=clean,
-      own_labels=folder_labels, sources=sources,
+      own_labels=folder_labels, names=names,
       class_names=listing.class_names, val=own("val"), test=own("test"))

@@ -1,10 +1,11 @@
 """What the training loop reads its data through: one ``Input``, two kinds.
 
-``device_input.DeviceInput`` keeps the dataset on the devices and makes each
-batch inside the jitted step (an index gather, then augmentation);
-``stream_input.StreamInput`` reads, decodes and augments the batches on the
-host (grain) and hands the step whole batches. The loop never asks which it
-has; it reads:
+Both read the run's one ``datasets.Dataset``:
+``device_input.DeviceInput`` gathers its sources onto the devices and makes
+each batch inside the jitted step (an index gather, then augmentation);
+``stream_input.StreamInput`` reads the same sources through grain,
+decoding and augmenting the batches on the host, and hands the step whole
+batches. The loop never asks which it has; it reads:
 
 * ``batches``: what the jitted step makes its batches of (``Batches``);
 * ``train_batches(epoch, first)``: each call's step count and arguments from
@@ -18,7 +19,7 @@ has; it reads:
 * ``clean_rows``, ``noisy_rows``: the training labels padded like the label
   state (the label metrics compare against them);
 * ``read(split, rows)``: a split's inputs (``'train'``, ``'val'``) as
-  evaluation sees them; ``close()``.
+  evaluation sees them (both: ``Dataset.inputs``); ``close()``.
 
 Every label array has a leading replica axis, ``[R, ...]``.
 """
@@ -98,10 +99,10 @@ def eval_labels(run_data) -> dict[str, tuple[int, dict]]:
   # Validation is measured against the labels a practitioner has (noisy
   # with noise.validation) and against the clean ones; test is clean.
   return {
-      "val": (len(data.val_x), {
+      "val": (len(data.val), {
           "": stack([v.labels for v in val_noisy]),
           "clean_": stack([v.clean_labels for v in val_noisy])}),
-      "test": (len(data.test_x),
+      "test": (len(data.test),
                {"": stack([data.test_y] * len(run_data.train))})}
 
 

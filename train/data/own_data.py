@@ -5,7 +5,7 @@ in a fixed order, each with its *source* (its file relative to the folder,
 ``'train/cat/001.png'``, or its row of the ``.npz``, ``'x_train[17]'``) and
 the label the data itself gives it (its class folder, ``y_train``), the
 class names, and a validation or test set where the data has its own. This
-module makes a ``local_data.Source`` of a pool:
+module makes the ``sources.Splits`` of a pool:
 
 * the training labels: the data's own, or a column of a labels CSV
   (``read_labels_csv``: a header ``file,LABEL...`` or ``index,LABEL...``,
@@ -34,8 +34,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from train.data import local_data
 from train.data import sampling
+from train.data import sources as sources_lib
 
 KEY_COLUMNS = ("file", "index")
 # The column a CSV of several label sets trains on when label_set is None.
@@ -322,41 +322,45 @@ def cut_test(labels: np.ndarray, multi_label: bool
   return np.setdiff1d(np.arange(len(labels)), test), test
 
 
-def make_source(*, x: np.ndarray, labels: np.ndarray,
+def make_splits(*, x: np.ndarray, labels: np.ndarray,
                 clean_labels: np.ndarray | None, own_labels: np.ndarray,
-                sources: np.ndarray, class_names: Sequence[str],
+                names: np.ndarray, class_names: Sequence[str],
                 multi_label: bool = False, val: tuple | None = None,
-                test: tuple | None = None) -> local_data.Source:
-  """The ``Source`` of a pool.
+                test: tuple | None = None) -> sources_lib.Splits:
+  """The ``Splits`` of a pool.
 
-  The test cut here and the validation split (``datasets.load``) are
+  The test cut here and the validation split (``datasets.split``) are
   stratified by the clean label set where there is one, else by the labels
   the data itself gives (``own_labels``): never by a labels CSV's training
   labels, so that a run on corrected labels (``label_apply``) tests and
   validates on the same rows as the run they came from.
 
   Args:
-    x, labels, clean_labels, sources: the pool: inputs, training labels,
-      clean label set (or ``None``), sources.
+    x, labels, clean_labels, names: the pool: inputs as stored (uint8
+      pixels or float32 values), training labels, clean label set (or
+      ``None``), sources.
     own_labels: the labels the data gives (class folders, ``y_train``).
     class_names: the classes.
     multi_label: whether labels are multi-hot.
-    val, test: ``(x, labels, sources)`` of the data's own validation and
-      test sets, or ``None``: validation is split off by ``datasets.load``,
-      test cut here (``cut_test``).
+    val, test: ``(x, labels, names)`` of the data's own validation and
+      test sets, or ``None``: validation is split off by
+      ``datasets.split``, test cut here (``cut_test``).
   """
   basis = own_labels if clean_labels is None else clean_labels
   if test is None:
     truth = labels if clean_labels is None else clean_labels
     rest, rows = cut_test(basis, multi_label)
-    test = (x[rows], truth[rows], sources[rows])
-    x, labels, sources = x[rest], labels[rest], sources[rest]
+    test = (x[rows], truth[rows], names[rows])
+    x, labels, names = x[rest], labels[rest], names[rest]
     basis = basis[rest]
     clean_labels = None if clean_labels is None else clean_labels[rest]
-  val_x, val_y, val_sources = val if val is not None else (None,) * 3
-  return local_data.Source(
-      train_x=x, train_y=labels, test_x=test[0], test_y=test[1],
-      class_names=tuple(str(n) for n in class_names),
-      multi_label=multi_label, val_x=val_x, val_y=val_y,
-      train_clean_y=clean_labels, train_split_y=basis, train_sources=sources,
-      val_sources=val_sources, test_sources=test[2])
+
+  def source(inputs, split_labels, split_names, **clean):
+    return sources_lib.array_source(inputs, split_labels, class_names,
+                                multi_label=multi_label, names=split_names,
+                                **clean)
+
+  return sources_lib.Splits(
+      train=source(x, labels, names, clean_labels=clean_labels),
+      val=None if val is None else source(*val), test=source(*test),
+      split_labels=basis)

@@ -143,10 +143,6 @@ class RecordSource:
   def __getitem__(self, index: int) -> dict[str, np.ndarray | bytes]:
     return decode(self.record(index))
 
-  def read_many(self, indices) -> list[dict[str, np.ndarray | bytes]]:
-    """Records ``indices``, in that order."""
-    return [decode(self.record(i)) for i in indices]
-
   def __getstate__(self):
     return {"paths": self.paths}
 

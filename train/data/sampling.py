@@ -1,4 +1,6 @@
-"""Exact, seeded sampling shared by the data splits and the noise models."""
+"""Exact, seeded sampling shared by the data splits and the noise models,
+and the split itself: the rows of a source's training set kept for
+training and for validation (``split_rows``)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import numpy as np
 
 # A long-tailed cut's class order drawn from a seed (``long_tail_order``)
 # comes from (split seed, this): the rows each class keeps are drawn apart
-# (``datasets.LONG_TAIL_STREAM``).
+# (``LONG_TAIL_STREAM``).
 LONG_TAIL_ORDER_STREAM = 3
 
 
@@ -127,3 +129,93 @@ def long_tail_choice(labels: np.ndarray, num_classes: int, ratio: float,
   picked = [rng.permutation(np.flatnonzero(labels == k))[:count]
             for k, count in enumerate(counts)]
   return np.sort(np.concatenate(picked))
+
+
+# ---------------------------------------------------------------------------
+# The validation split, the training subsample, the long tail.
+# ---------------------------------------------------------------------------
+# The long-tailed subsample's seed is (split seed, this): the validation
+# split and the train_size subsample are the same with or without it.
+LONG_TAIL_STREAM = 2
+
+
+def _count(size: int | float, total: int, what: str) -> int:
+  """An absolute count from an int or a fraction in [0, 1)."""
+  if isinstance(size, (bool, np.bool_)) or not isinstance(
+      size, (int, float, np.integer, np.floating)):
+    raise ValueError(f"{what} must be an int or a fraction, got {size!r}")
+  if isinstance(size, (float, np.floating)):
+    if not 0.0 <= size < 1.0:
+      raise ValueError(f"{what} as a fraction must lie in [0, 1), got {size}")
+    return int(round(size * total))
+  if not 0 <= size < total:
+    raise ValueError(f"{what} must lie in [0, {total}), got {size}")
+  return int(size)
+
+
+def split_indices(labels: np.ndarray, size: int, *, seed: int,
+                  multi_label: bool = False) -> tuple[np.ndarray, np.ndarray]:
+  """Splits ``arange(N)`` into ``(rest, chosen)`` with ``len(chosen) == size``.
+
+  Stratified for single-label data: every class gives exactly its share of
+  ``size`` (``stratified_choice``), whatever the class sizes. Random
+  for multi-label data. Both parts sorted; deterministic by ``seed``.
+  """
+  rng = np.random.default_rng(seed)
+  if multi_label:
+    chosen = np.sort(rng.choice(len(labels), size, replace=False))
+  else:
+    chosen = stratified_choice(labels, size, rng)
+  return np.setdiff1d(np.arange(len(labels)), chosen), chosen
+
+
+def split_rows(labels: np.ndarray, *, val_size: int | float, seed: int,
+               train_size: int | None = None, multi_label: bool = False,
+               own_val: bool = False, imbalance_ratio: float = 1.0,
+               imbalance_order: str = "", num_classes: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+  """The source training set's rows kept for training and for validation.
+
+  What ``datasets.split`` cuts, from the labels alone: ``val_size`` rows
+  (a count or a fraction) for validation (``split_indices``; none when the
+  source has its own validation split, ``own_val``), then, with
+  ``train_size``, a stratified subsample of the rest, then, with
+  ``imbalance_ratio`` above 1, the long-tailed cut of ``datasets.split``'s
+  docstring.
+
+  Returns:
+    ``(train_rows, val_rows)``, each sorted.
+
+  Raises:
+    ValueError: a size or ratio out of range.
+  """
+  num_source = len(labels)
+  if own_val:
+    rest, val = np.arange(num_source), np.arange(0)
+  else:
+    val_count = _count(val_size, num_source, "val_size")
+    rest, val = split_indices(labels, val_count, seed=seed,
+                              multi_label=multi_label)
+  if train_size is not None:
+    if not (isinstance(train_size, (int, np.integer))
+            and 0 < train_size <= len(rest)):
+      raise ValueError(f"train_size must lie in [1, {len(rest)}] (training "
+                       f"examples left after validation), got {train_size}")
+    _, kept = split_indices(labels[rest], train_size, seed=seed,
+                            multi_label=multi_label)
+    rest = rest[kept]
+  if not (isinstance(imbalance_ratio, (int, float, np.integer, np.floating))
+          and imbalance_ratio >= 1):
+    raise ValueError(f"imbalance_ratio must be a number >= 1 (1: the "
+                     f"source's own class sizes), got {imbalance_ratio!r}")
+  if imbalance_ratio != 1:
+    if multi_label:
+      raise ValueError(f"imbalance_ratio {imbalance_ratio:g}: the dataset "
+                       f"is multi-label; a long tail needs single labels")
+    kept = long_tail_choice(
+        labels[rest], num_classes, imbalance_ratio,
+        np.random.default_rng((seed, LONG_TAIL_STREAM)),
+        long_tail_order(imbalance_order, num_classes, seed))
+    rest = rest[kept]
+  return rest, val
+

@@ -1,87 +1,111 @@
-"""Random-access sources: a dataset split read one example at a time.
+"""The one interface of a dataset: its splits, each a random-access source.
 
-A source has ``len(source)`` and ``source[i] -> {'image', 'label',
-'index'}`` of numpy arrays: ``image`` uint8 ``[H, W, 3]``, ``label`` an
-int32 class or, for multi-label data, a float32 multi-hot ``[C]``, and
-``index`` = ``i``, the example's id in the label state. That is the shape a
-grain pipeline reads (``grain.MapDataset.source(source)``), and
-``to_arrays`` stacks a small one for the device pipeline.
+Every dataset, shipped or a researcher's, opens as ``Splits``: a training
+and a test ``Source`` (and a validation one where the data has its own),
+with the dataset's default augmentation and how its images reach one size.
+A ``Source`` is what grain calls a ``RandomAccessDataSource`` and big_vision
+a ``DataSource``: ``len(source)`` examples and ``source[i] -> {'image',
+'label', 'index'}`` (``index`` = ``i``, the example's id in the label
+state), and, known without reading an example:
 
-``TfdsSource`` reads a prepared tensorflow-datasets split through
-``builder.as_data_source`` (what ``tfds.data_source(name, split=...)``
-does; ArrayRecord files decoded with numpy and PIL, no TensorFlow). Images
-of varying size are brought to ``image_size`` the way evaluation sees them:
-ImageNet-style (shorter side to ``image_size / 0.875``, then the central
-``image_size`` square), or squashed to a square where the paper does so
-(MS-COCO in ASL). COCO's objects become a multi-hot over its 80 classes.
+* ``labels``: int32 ``[N]`` classes, or float32 multi-hot ``[N, C]``;
+* ``class_names``, ``multi_label``, ``shape`` (one stored input's shape,
+  ``None`` for a side that varies from image to image);
+* ``clean_labels``: a clean label set for measuring only (a researcher's
+  data may carry one), else ``None``;
+* ``label_sets``: other label sets by name (CIFAR-10N's human labels);
+* ``names``: where each example comes from, str ``[N]`` (its file, its
+  row of an ``.npz``), else ``None``.
+
+Its ``images`` are the stored inputs, read one at a time (``images[i]``):
+a numpy array for the data held in memory, a reader of files for the rest
+(``tfds_data``, ``clothing1m``, ``convert``). A stored input is uint8
+pixels or float32 values; ``to_input`` makes it the float32 input training
+sees (``images.to_float``, after ``images.fit_image`` where sizes vary),
+and ``read_inputs`` any rows of a source: what the on-device pipeline puts
+on the devices, what a streamed evaluation reads, what ``Input.read``
+returns.
 """
 
 from __future__ import annotations
 
-import difflib
-import os
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
-from PIL import Image
 
-# Of the resized image, the central crop kept (224 of 256).
-CROP_FRACTION = 0.875
-# How a dataset's images reach image_size: "centre_crop" (ImageNet's
-# evaluation) unless named here: COCO as ASL feeds it, CIFAR's whole
-# (square) images upsampled as the Encouraging Loss paper feeds ResNet-50.
-RESIZE = {"coco": "square", "cifar10": "square", "cifar100": "square"}
+from train.data import images as images_lib
 
 
-def resize(image: np.ndarray, height: int, width: int) -> np.ndarray:
-  """``image`` (uint8 ``[H, W, C]``, C 1 or 3) bilinearly resized to
-  ``[height, width, C]``."""
-  squeeze = image.shape[-1] == 1
-  picture = Image.fromarray(image[..., 0] if squeeze else image)
-  out = np.asarray(picture.resize((width, height), Image.BILINEAR))
-  return out[..., None] if squeeze else out
+@dataclasses.dataclass(frozen=True, eq=False)
+class Source:
+  """One split of a dataset, example by example (the module docstring).
+
+  Attributes:
+    images: random access to the stored inputs (``len``, ``[i]``).
+    labels: int32 ``[N]`` or float32 multi-hot ``[N, C]``.
+    class_names: one name per class.
+    shape: one stored input's shape (``None`` where sizes vary).
+    multi_label: whether ``labels`` are multi-hot.
+    clean_labels: a clean label set aligned with ``labels``, or ``None``.
+    label_sets: other label sets aligned with ``labels``, by name.
+    names: str ``[N]``, where each example comes from, or ``None``.
+  """
+
+  images: Any
+  labels: np.ndarray
+  class_names: tuple[str, ...]
+  shape: tuple[int | None, ...]
+  multi_label: bool = False
+  clean_labels: np.ndarray | None = None
+  label_sets: Mapping[str, np.ndarray] = dataclasses.field(
+      default_factory=dict)
+  names: np.ndarray | None = None
+
+  def __len__(self) -> int:
+    return len(self.labels)
+
+  def __getitem__(self, i: int) -> dict[str, Any]:
+    i = int(i)
+    return {"image": self.images[i], "label": self.labels[i],
+            "index": np.int64(i)}
+
+  def take(self, rows: np.ndarray) -> Source:
+    """The examples ``rows`` of this source, example ``k`` its ``rows[k]``
+    (arrays in memory are cut, a reader of files is read through)."""
+    rows = np.asarray(rows)
+    cut = lambda values: None if values is None else values[rows]
+    images = (self.images[rows] if isinstance(self.images, np.ndarray)
+              else RowsOf(self.images, rows))
+    return dataclasses.replace(
+        self, images=images, labels=self.labels[rows],
+        clean_labels=cut(self.clean_labels),
+        label_sets={k: v[rows] for k, v in self.label_sets.items()},
+        names=cut(self.names))
 
 
-def resize_and_centre_crop(image: np.ndarray, size: int, *,
-                           crop_fraction: float = CROP_FRACTION
-                           ) -> np.ndarray:
-  """Shorter side to ``round(size / crop_fraction)``, then the central
-  ``size`` x ``size`` (bilinear, as torchvision's ImageNet evaluation); the
-  channels as they are."""
-  image = np.asarray(image, np.uint8)
-  if image.ndim == 2:
-    image = image[..., None]
-  height, width = image.shape[:2]
-  short = max(int(round(size / crop_fraction)), size)
-  scale = short / min(height, width)
-  new_h = max(size, int(round(height * scale)))
-  new_w = max(size, int(round(width * scale)))
-  resized = resize(image, new_h, new_w)
-  top, left = (new_h - size) // 2, (new_w - size) // 2
-  return np.ascontiguousarray(resized[top:top + size, left:left + size])
+class RowsOf:
+  """Item ``k`` is ``items[rows[k]]``; picklable, so grain's workers get
+  their own copy of a file reader's rows."""
+
+  def __init__(self, items, rows: np.ndarray):
+    self.items, self.rows = items, rows
+
+  def __len__(self) -> int:
+    return len(self.rows)
+
+  def __getitem__(self, k: int):
+    return self.items[int(self.rows[k])]
 
 
-def resize_square(image: np.ndarray, size: int) -> np.ndarray:
-  """``size`` x ``size`` RGB, aspect ratio not kept (ASL's COCO input)."""
-  return resize(_rgb(image), size, size)
-
-
-def _rgb(image: np.ndarray) -> np.ndarray:
-  image = np.asarray(image, np.uint8)
-  if image.ndim == 2:
-    image = image[..., None]
-  return np.repeat(image, 3, axis=-1) if image.shape[-1] == 1 else image
-
-
-def fit_image(image: np.ndarray, size: int | None, how: str = "centre_crop"
-              ) -> np.ndarray:
-  """``image`` as uint8 RGB ``[size, size, 3]`` (``size`` None: as it is),
-  by ``how``: ``"centre_crop"`` or ``"square"`` (``RESIZE``)."""
-  if size is None:
-    return np.asarray(image)
-  if how == "square":
-    return resize_square(image, size)
-  return resize_and_centre_crop(_rgb(image), size)
+def array_source(inputs: np.ndarray, labels: np.ndarray,
+                 class_names: Sequence[str], **metadata) -> Source:
+  """A source of inputs held in memory (``[N, ...]``, uint8 pixels or
+  float32 values); ``metadata``: the other fields of ``Source``."""
+  return Source(images=inputs, labels=labels,
+                class_names=tuple(str(n) for n in class_names),
+                shape=tuple(inputs.shape[1:]), **metadata)
 
 
 def multi_hot(labels: Sequence[int], num_classes: int) -> np.ndarray:
@@ -90,146 +114,69 @@ def multi_hot(labels: Sequence[int], num_classes: int) -> np.ndarray:
   return target
 
 
-class TfdsSource:
-  """One split of a prepared tfds dataset, example by example.
+@dataclasses.dataclass(frozen=True, eq=False)
+class Splits:
+  """A dataset as it opens, before any split of ``datasets.split``.
 
   Attributes:
-    class_names: one name per class.
-    multi_label: whether ``label`` is a multi-hot (COCO's objects).
-    extra_labels: other class-label features with the same classes (the
-      human labels of CIFAR-10N), returned beside ``label``.
+    train, test: the source's training and test sets.
+    val: a validation set of the data's own (Clothing1M's clean one, a
+      folder's ``val/``), or ``None``: ``datasets.split`` cuts one from
+      ``train``.
+    crop_padding, flip: the dataset's default augmentation.
+    fit: how images whose size varies, or differs from ``image_size``,
+      are brought to one square, one of ``images.FITS``; ``None``: the
+      inputs are used as stored (they have one shape).
+    image_size: the side of that square (``None``: ``datasets.split``'s
+      default where sizes vary, else the images' own).
+    as_trained: the splits are already the ones a run trains on and
+      evaluates (a conversion, ``convert``): ``datasets.split`` cuts
+      nothing.
+    train_rows: then, the training examples' rows in the source's
+      training set, where known.
+    split_labels: the labels ``datasets.split`` stratifies the validation
+      split by (a researcher's data: ``own_data.make_splits``, never a
+      labels CSV's); ``None``: ``train.labels``.
   """
 
-  def __init__(self, builder, split: str, *, image_size: int | None = None):
-    """A source over ``builder``'s ``split``.
-
-    Raises:
-      ValueError: ``split`` is not among the prepared ones (naming them),
-        or the dataset has no image and class label(s).
-    """
-    name = builder.name
-    splits = sorted(builder.info.splits.keys())
-    # (Empty under tfds' mock, which describes no split.)
-    if splits and split not in splits:
-      raise ValueError(
-          f"tfds dataset {builder.info.full_name!r} in {builder.data_dir} "
-          f"has no split {split!r} (it has {splits})")
-    features = builder.info.features
-    self.label_feature, self.multi_label = label_feature(features)
-    if self.label_feature is None or "image" not in features.keys():
-      raise ValueError(
-          f"tfds dataset {name!r} is not an image-classification dataset (it "
-          "needs an 'image' Image feature and a 'label' ClassLabel feature, "
-          "or objects with a ClassLabel 'label')")
-    self.class_names = tuple(self.label_feature.names)
-    self.extra_labels = () if self.multi_label else tuple(
-        k for k, f in features.items()
-        if k != "label" and _is_class_label(f)
-        and f.num_classes == self.label_feature.num_classes)
-    self.image_size = image_size
-    self.fit = RESIZE.get(name, "centre_crop")
-    self.split = split
-    # A grain worker gets a pickled copy without the open files and reopens
-    # them by name, version and data folder (tfds pickles a builder read
-    # from its files alone, COCO's, as a folder it cannot restore).
-    config = builder.builder_config
-    self._reopen = (f"{builder.name}{'/' + config.name if config else ''}"
-                    f":{builder.version}",
-                    _data_root(builder.data_dir, builder.info.full_name))
-    self._source = builder.as_data_source(split=split)
-
-  def _open(self):
-    if self._source is None:
-      name, data_dir = self._reopen
-      self._source = open_builder(name, data_dir).as_data_source(
-          split=self.split)
-    return self._source
-
-  def __getstate__(self):
-    return {**self.__dict__, "_source": None}
-
-  def __len__(self) -> int:
-    return len(self._open())
-
-  def __getitem__(self, i: int) -> dict[str, np.ndarray]:
-    example = self._open()[int(i)]
-    if self.multi_label:
-      label = multi_hot(example["objects"]["label"], len(self.class_names))
-    else:
-      label = np.int32(example["label"])
-    out = {"image": fit_image(example["image"], self.image_size, self.fit),
-           "label": label, "index": np.int64(i)}
-    for key in self.extra_labels:
-      out[key] = np.int32(example[key])
-    return out
+  train: Source
+  test: Source
+  val: Source | None = None
+  crop_padding: int = 0
+  flip: bool = False
+  fit: str | None = None
+  image_size: int | None = None
+  as_trained: bool = False
+  train_rows: np.ndarray | None = None
+  split_labels: np.ndarray | None = None
 
 
-def _data_root(data_dir: str, full_name: str) -> str:
-  """The data folder of a builder's ``data_dir`` (``ROOT/NAME[/CONFIG]/
-  VERSION``, ``full_name`` its last parts)."""
-  for _ in full_name.split("/"):
-    data_dir = os.path.dirname(str(data_dir).rstrip("/"))
-  return data_dir
+# ---------------------------------------------------------------------------
+# From a stored input to the one training sees.
+# ---------------------------------------------------------------------------
+def to_input(image, size: int | None = None,
+             fit: str | None = None) -> np.ndarray:
+  """A stored input (pixels, encoded bytes or float values) as evaluation
+  sees it: decoded, brought to ``size`` squared by ``fit`` (``None``: as
+  it is), as float32 (``images.to_float``)."""
+  image = images_lib.decode_image(image)
+  if fit is not None and size is not None:
+    image = images_lib.fit_image(image, size, fit)
+  return images_lib.to_float(image)
 
 
-def open_builder(name: str, data_dir: str | None):
-  """The tfds builder of ``name`` (ArrayRecord), or one line saying why not.
-
-  Its own prepared files serve when the dataset's tfds code needs a
-  module that is not installed.
-  """
-  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
-  try:
-    return tfds.builder(name, data_dir=data_dir, file_format="array_record")
-  except ModuleNotFoundError as e:
-    # The dataset's tfds code imports TensorFlow (coco's does): a prepared
-    # copy is still readable from its own metadata.
-    try:
-      return tfds.core.read_only_builder.builder_from_files(
-          name, data_dir=data_dir)
-    except Exception:  # pylint: disable=broad-except
-      raise RuntimeError(
-          f"tfds dataset {name!r}: its tensorflow-datasets code needs "
-          f"{e.name or 'TensorFlow'}, which is not installed, and no "
-          f"prepared copy is in {data_dir or 'the default data_dir'}: "
-          f"prepare it on a machine with TensorFlow (tfds build {name} "
-          f"--file_format=array_record) and pass that folder as data_dir"
-      ) from None
-  except tfds.core.registered.DatasetNotFoundError:
-    # Without community datasets: listing those needs a network.
-    known = tfds.list_builders(with_community_datasets=False)
-    close = difflib.get_close_matches(name.split("/")[0], known, n=3)
-    raise ValueError(
-        f"tensorflow-datasets has no dataset {name!r}; "
-        + (f"did you mean {' or '.join(map(repr, close))}?" if close else
-           "see https://www.tensorflow.org/datasets/catalog")) from None
-
-
-def _is_class_label(feature) -> bool:
-  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
-  return isinstance(feature, tfds.features.ClassLabel)
-
-
-def label_feature(features):
-  """``(ClassLabel, multi_label)`` of a tfds FeaturesDict, or ``(None,
-  False)``: ``label``, else the ``label`` of a sequence ``objects``."""
-  keys = features.keys()
-  if "label" in keys and _is_class_label(features["label"]):
-    return features["label"], False
-  if "objects" in keys:
-    objects = getattr(features["objects"], "feature", None)
-    if objects is not None and "label" in objects.keys() and _is_class_label(
-        objects["label"]):
-      return objects["label"], True
-  return None, False
-
-
-def to_arrays(source, keys: Sequence[str] = ("image", "label")
-              ) -> dict[str, np.ndarray]:
-  """Every example of ``source`` stacked: ``{key: [N, ...]}``.
-
-  One at a time: tfds' batched ``__getitems__`` is broken under its own
-  mock, and a pass over 50k small records takes seconds.
-  """
-  examples = [source[i] for i in range(len(source))]
-  return {k: np.stack([np.asarray(ex[k]) for ex in examples]) for k in keys}
+def read_inputs(source: Source, rows: np.ndarray | None = None, *,
+                size: int | None = None,
+                fit: str | None = None) -> np.ndarray:
+  """``to_input`` of the examples ``rows`` of ``source`` (all without),
+  stacked: float32 ``[len(rows), ...]``."""
+  stored = source.images
+  if isinstance(stored, np.ndarray) and (fit is None or size is None):
+    # One pass over the array: the values ``to_input`` gives each row.
+    return images_lib.to_float(stored if rows is None
+                               else stored[np.asarray(rows)])
+  rows = range(len(source)) if rows is None else rows
+  if not len(rows):
+    shape = source.shape if fit is None or size is None else (size, size, 3)
+    return np.zeros((0, *shape), np.float32)
+  return np.stack([to_input(stored[int(i)], size, fit) for i in rows])

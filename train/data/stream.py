@@ -1,8 +1,9 @@
 """Streamed input: grain reads, decodes and augments; a global batch a step.
 
 For datasets that do not fit on the devices. Per step, every process reads
-its own share of the global batch from a random-access source
-(``stream_sources``), decodes and augments it in grain's worker processes,
+its own share of the global batch from the stored inputs of the training
+split's source (``sources.Source.images``: random access, whatever reads
+them), decodes and augments it in grain's worker processes,
 and the shares are assembled into one global batch along the mesh's
 ``'data'`` axis (``jax.make_array_from_process_local_data``):
 
@@ -11,7 +12,7 @@ and the shares are assembled into one global batch along the mesh's
   columns ``[p B/P, (p+1) B/P)`` of each batch: the processes' shares are
   disjoint and together are the batch.
 * **augmentation** of example ``i`` in epoch ``e`` draws from
-  ``numpy.random.default_rng((seed, e, i))`` (``host_augment``): the same
+  ``numpy.random.default_rng((seed, e, i))`` (``images``): the same
   whatever the worker count, the process count or where a run resumed.
 * **resuming**: batch ``k`` of epoch ``e`` is a pure function of
   ``(seed, e, k)`` (grain's ``MapDataset`` is random access), so
@@ -37,7 +38,7 @@ import numpy as np
 from absl import flags
 
 from train import sharding
-from train.data import host_augment
+from train.data import images as images_lib
 from train.data import pipeline
 from train.data import sources
 
@@ -54,7 +55,7 @@ class TrainTransform:
   input's own size; with ``resize``, images of any size brought to
   ``resize`` squared: a random-resized crop + flip (``fit`` ``"centre_crop"``,
   ImageNet's training), or squashed to the square (``fit`` ``"square"``,
-  ``sources.fit_image``), then pad-and-crop + flip."""
+  ``images.fit_image``), then pad-and-crop + flip."""
 
   def __init__(self, *, crop_padding: int = 0, flip: bool = False,
                resize: int | None = None, fit: str = "centre_crop"):
@@ -69,28 +70,26 @@ class TrainTransform:
 
   def __call__(self, image, rng: np.random.Generator) -> np.ndarray:
     if self.resize and self.fit != "square":
-      return host_augment.to_float(host_augment.random_resized_crop(
+      return images_lib.to_float(images_lib.random_resized_crop(
           image, rng, size=self.resize, flip=self.flip))
-    image = host_augment.decode_image(image)
+    image = images_lib.decode_image(image)
     if self.resize:
-      image = sources.fit_image(image, self.resize, self.fit)
-    return host_augment.pad_crop_flip(host_augment.to_float(image), rng,
-                                      crop_padding=self.crop_padding,
-                                      flip=self.flip)
+      image = images_lib.fit_image(image, self.resize, self.fit)
+    return images_lib.pad_crop_flip(images_lib.to_float(image), rng,
+                                    crop_padding=self.crop_padding,
+                                    flip=self.flip)
 
 
 class EvalTransform:
-  """Decode an evaluation example; with ``resize``, bring it to ``resize``
-  squared as the on-device data is (``sources.fit_image`` by ``fit``)."""
+  """An evaluation example as the on-device data has it
+  (``sources.to_input``: with ``resize``, brought to ``resize`` squared by
+  ``fit``)."""
 
   def __init__(self, *, resize: int | None = None, fit: str = "centre_crop"):
     self.resize, self.fit = resize, fit
 
   def __call__(self, image) -> np.ndarray:
-    image = host_augment.decode_image(image)
-    if self.resize:
-      image = sources.fit_image(image, self.resize, self.fit)
-    return host_augment.to_float(image)
+    return sources.to_input(image, self.resize, self.fit)
 
 
 class _TrainOrder:
@@ -131,38 +130,30 @@ class _TrainOrder:
     return epoch, self.columns(epoch)[step]
 
 
-def _read(source, ids: np.ndarray) -> list:
-  """The examples ``ids`` of ``source``, in one batched read if it can."""
-  read_many = getattr(source, "read_many", None)
-  if read_many is not None:
-    return read_many(ids)
-  return [source[int(i)] for i in ids]
-
-
 class _LoadTrain:
   """A batch share ``(epoch, ids)`` read, decoded and augmented."""
 
-  def __init__(self, source, transform: TrainTransform, seed: int):
-    self.source, self.transform, self.seed = source, transform, seed
+  def __init__(self, images, transform: TrainTransform, seed: int):
+    self.images, self.transform, self.seed = images, transform, seed
 
   def __call__(self, item: tuple[int, np.ndarray]) -> dict[str, np.ndarray]:
     epoch, ids = item
-    images = []
-    for example, record in zip(ids, _read(self.source, ids)):
+    out = []
+    for example in ids:
       # Drawn only for an augmentation (seeding costs tens of us).
       rng = np.random.default_rng((self.seed, epoch, int(example))) if (
           self.transform.random) else None
-      images.append(self.transform(record["image"], rng))
-    return {"image": np.stack(images), "index": ids.astype(np.int32)}
+      out.append(self.transform(self.images[int(example)], rng))
+    return {"image": np.stack(out), "index": ids.astype(np.int32)}
 
 
 class _LoadEval:
-  def __init__(self, source, transform: EvalTransform):
-    self.source, self.transform = source, transform
+  def __init__(self, images, transform: EvalTransform):
+    self.images, self.transform = images, transform
 
   def __call__(self, ids: np.ndarray) -> dict[str, np.ndarray]:
-    return {"image": np.stack([self.transform(record["image"])
-                               for record in _read(self.source, ids)])}
+    return {"image": np.stack([self.transform(self.images[int(i)])
+                               for i in ids])}
 
 
 def _iterate(dataset: grain.MapDataset, num_workers: int) -> Iterator:
@@ -191,8 +182,8 @@ class TrainStream:
   """The training batches of every epoch, resumable at any step.
 
   Args:
-    source: random-access source of the training split (item ``i``:
-      example ``i``, a dict with ``'image'``).
+    images: random access to the training split's stored inputs (item
+      ``i``: example ``i``'s, ``sources.Source.images``).
     noisy_labels: ``[R, N]`` (multi-label ``[R, N, C]``) each replica's
       training labels.
     clean_labels: ``[N]`` (``[N, C]``) the true labels.
@@ -205,7 +196,7 @@ class TrainStream:
     process_index, process_count: this process's share (default: jax's).
   """
 
-  def __init__(self, source, *, noisy_labels: np.ndarray,
+  def __init__(self, images, *, noisy_labels: np.ndarray,
                clean_labels: np.ndarray, seed: int, batch_size: int,
                num_epochs: int, mesh: jax.sharding.Mesh,
                transform: TrainTransform, num_workers: int = 0,
@@ -224,7 +215,7 @@ class TrainStream:
     self.noisy_labels = noisy_labels
     self.clean_labels = clean_labels
     self._dataset = grain.MapDataset.source(self.order).map(
-        _LoadTrain(source, transform, seed))
+        _LoadTrain(images, transform, seed))
     self._iterator, self._epoch, self._step = None, 0, 0
 
   # -- position ----------------------------------------------------------------
@@ -342,7 +333,7 @@ class EvalStream:
   pass ahead, so that an evaluation starts no process.
   """
 
-  def __init__(self, source, *, batch_size: int, mesh: jax.sharding.Mesh,
+  def __init__(self, images, *, batch_size: int, mesh: jax.sharding.Mesh,
                transform: EvalTransform, num_workers: int = 0,
                process_index: int | None = None,
                process_count: int | None = None):
@@ -350,13 +341,13 @@ class EvalStream:
     if batch_size % count:
       raise ValueError(f"eval batch {batch_size} must be a multiple of the "
                        f"{count} processes")
-    self.order, self.mask = pipeline.eval_indices(len(source), batch_size)
+    self.order, self.mask = pipeline.eval_indices(len(images), batch_size)
     local = batch_size // count
     self.local_ids = self.order[:, index * local:(index + 1) * local]
     self.batch_size, self.mesh, self.num_workers = (batch_size, mesh,
                                                     num_workers)
     self._dataset = grain.MapDataset.source(list(self.local_ids)).map(
-        _LoadEval(source, transform)).repeat(None)
+        _LoadEval(images, transform)).repeat(None)
     self._iterator, self._read_in_pass = None, 0
 
   def __len__(self) -> int:

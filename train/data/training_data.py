@@ -1,14 +1,13 @@
 """The run's data: the dataset, its label noise per replica, its input.
 
 ``check(config)`` validates ``config.dataset`` and ``config.noise`` without
-the data; ``build(config, mesh)`` ``load``s the data (finds, then loads,
-the dataset of ``datasets``, then draws the label noise of ``noise`` for
-every seed replica), checks what needs the data (a batch no larger than
-the training set) and gives the run's ``inputs.Input``: the data on the
-mesh (``device_input``), or with ``config.dataset.pipeline = 'stream'``
-the splits left on disk as ArrayRecord sources (``stream_sources``), their
-noise drawn from their labels exactly as above (``draw_noise``), and read
-by ``stream_input``.
+the data; ``build(config, mesh)`` ``load``s the data (finds, opens and
+splits the dataset of ``datasets``, ``open_dataset``, then draws the label
+noise of ``noise`` for every seed replica from its labels, ``draw_noise``),
+checks what needs the data (a batch no larger than the training set) and
+gives the run's ``inputs.Input`` over the one ``datasets.Dataset``: its
+sources gathered onto the mesh (``device_input``), or, with
+``config.dataset.pipeline = 'stream'``, read by grain (``stream_input``).
 """
 
 from __future__ import annotations
@@ -18,15 +17,12 @@ from collections.abc import Callable
 
 import jax
 import numpy as np
-from absl import logging
 
+from train.data import convert
 from train.data import datasets
 from train.data import device_input
-from train.data import host_memory
 from train.data import inputs
 from train.data import noise
-from train.data import stream
-from train.data import stream_sources
 from train.data import stream_input
 from train.errors import ConfigError
 
@@ -117,15 +113,43 @@ class RunData:
   clean_labels_known: bool = True
 
 
-def load(config) -> RunData:
-  """The dataset, found then loaded, and per replica its noisy training and
-  validation labels.
+def open_dataset(config) -> datasets.Dataset:
+  """``config``'s dataset, found, opened and split (``datasets.split``):
+  from its own files, or, streamed, from its conversion (``convert``),
+  made first if not cached, except where a stream reads the dataset's own
+  files (tfds' ArrayRecord files, Clothing1M's JPEGs).
 
   The data is first looked for, in seconds and loading nothing
-  (``datasets.check_available``: the files, a prepared tfds copy, or what
+  (``datasets.open_splits``: the files, a prepared tfds copy, or what
   preparing one needs), so that a run without its data says in one line
-  what is missing and how to get it, and leaves nothing behind (the workdir
-  is made later).
+  what is missing and how to get it, and leaves nothing behind (the
+  workdir is made later).
+
+  Raises:
+    ConfigError: the data cannot be had, or does not fit the config.
+  """
+  d = config.dataset
+  options = datasets.load_options(config)
+  split_options = {k: options.pop(k) for k in datasets.SPLIT_OPTIONS}
+  try:
+    if d.pipeline == "stream" and not convert.reads_its_own_files(d.name):
+      splits = convert.open_converted(convert.cached(config))
+    else:
+      splits = datasets.open_splits(d.name, **options)
+    return datasets.split(d.name, splits, **split_options)
+  except (ValueError, OSError, RuntimeError) as e:
+    raise ConfigError(f"config.dataset: {e}") from None
+
+
+def load(config) -> RunData:
+  """The dataset (``open_dataset``) and per replica its noisy training and
+  validation labels (``draw_noise``)."""
+  return draw_noise(config, open_dataset(config))
+
+
+def draw_noise(config, data: datasets.Dataset) -> RunData:
+  """``data`` with each replica's noisy labels, from its labels (and, for
+  instance-dependent noise, its inputs).
 
   Replica ``r`` draws its noise with seed ``(noise.seed or seed) + r``, or
   replica 0's with ``noise.shared_across_replicas``. With
@@ -135,32 +159,8 @@ def load(config) -> RunData:
   (seed ``dataset.split_seed``, default ``seed``).
 
   Raises:
-    ConfigError: the data cannot be had, or does not fit the config.
+    ConfigError: the noise does not fit the data.
   """
-  d = config.dataset
-  options = datasets.load_options(config)
-  # tfds logs each folder it probes at WARNING: an error stays one line.
-  verbosity = logging.get_verbosity()
-  logging.set_verbosity(min(verbosity, logging.ERROR))
-  try:
-    datasets.check_available(
-        d.name, data_dir=d.data_dir,
-        **{k: d[k] for k in ("download", "path", "labels_csv")
-           if d[k] is not None})
-  except (ValueError, OSError, RuntimeError) as e:
-    raise ConfigError(f"config.dataset: {e}") from None
-  finally:
-    logging.set_verbosity(verbosity)
-  try:
-    data = datasets.load(d.name, **options)
-  except ValueError as e:
-    raise ConfigError(f"config.dataset: {e}") from None
-  return draw_noise(config, data)
-
-
-def draw_noise(config, data: datasets.Dataset) -> RunData:
-  """``data`` with each replica's noisy labels (``load``), from its labels
-  alone: the streamed path draws the same noise from the same labels."""
   d = config.dataset
   n = config.noise
   if n.name == "human" and n.human_key not in data.train_noisy_labels:
@@ -178,6 +178,9 @@ def draw_noise(config, data: datasets.Dataset) -> RunData:
                include_true_class=n.include_true_class, mapping=n.mapping,
                drop_rate=n.drop_rate, add_rate=n.add_rate)
   human = n.name == "human"
+  # Only instance-dependent noise reads the inputs.
+  features = (lambda split: data.inputs(split)) if n.name == "instance" else (
+      lambda split: None)
   train, val = [], []
   try:
     for r in range(config.replicas):
@@ -191,7 +194,7 @@ def draw_noise(config, data: datasets.Dataset) -> RunData:
           data.train_y, data.num_classes, model, seed=seed,
           clean_labels=data.train_clean_y,
           noisy_labels=data.train_noisy_labels[n.human_key] if human
-          else None, features=data.train_x))
+          else None, features=features("train")))
       # Validation's own stream: the training draw is the same without it.
       noisy_validation = n.validation and n.name != "none" and len(data.val_y)
       val.append(noise.draw(
@@ -199,7 +202,8 @@ def draw_noise(config, data: datasets.Dataset) -> RunData:
           seed=(seed, VALIDATION_NOISE_STREAM),
           clean_labels=data.val_clean_y,
           noisy_labels=data.val_noisy_labels[n.human_key]
-          if human and noisy_validation else None, features=data.val_x))
+          if human and noisy_validation else None,
+          features=features("val") if noisy_validation else None))
   except ValueError as e:
     raise ConfigError(f"config.noise: {e}") from None
   return RunData(data, train, val, clean_labels_known=(
@@ -220,9 +224,11 @@ def compact(run_data: RunData) -> RunData:
   dtype = inputs.label_dtype(data.num_classes, data.multi_label)
   cache = {}
 
-  def small(labels: np.ndarray) -> np.ndarray:
+  def small(labels: np.ndarray | None) -> np.ndarray | None:
     # Arrays shared between draws (a clean label set, a draw shared across
     # replicas) stay shared.
+    if labels is None:
+      return None
     key = id(labels)
     if key not in cache:
       exact = not data.multi_label or bool(np.isin(labels, (0, 1)).all())
@@ -232,58 +238,48 @@ def compact(run_data: RunData) -> RunData:
   train = [dataclasses.replace(n, labels=small(n.labels),
                                clean_labels=small(n.clean_labels))
            for n in run_data.train]
-  data = dataclasses.replace(
-      data, train_y=small(data.train_y),
-      train_clean_y=(None if data.train_clean_y is None
-                     else small(data.train_clean_y)),
-      train_noisy_labels={k: small(v)
-                          for k, v in data.train_noisy_labels.items()})
+  source = data.train
+  data = dataclasses.replace(data, train=dataclasses.replace(
+      source, labels=small(source.labels),
+      clean_labels=small(source.clean_labels),
+      label_sets={k: small(v) for k, v in source.label_sets.items()}))
   return dataclasses.replace(run_data, dataset=data, train=train)
 
 
 def inputs_of(config) -> Callable[[str, np.ndarray], np.ndarray]:
   """``read(split, rows)`` (``inputs.Input.read``) for a finished run's
-  saved ``config``: its dataset loaded, or opened to stream, as the run did
-  (the noise is not drawn)."""
-  if config.dataset.pipeline == "stream":
-    streamed = stream_sources.open_stream(config)
-    size = streamed.dataset.input_shape[0] if streamed.resize else None
-    transform = stream.EvalTransform(resize=size, fit=streamed.fit)
-    return lambda split, rows: stream_input.read_rows(
-        streamed.sources[split], transform, rows)
-  data = datasets.load(config.dataset.name, **datasets.load_options(config))
-  return lambda split, rows: getattr(data, f"{split}_x")[np.asarray(rows)]
+  saved ``config``: its dataset opened as the run opened it (the noise is
+  not drawn), read as evaluation sees it (``Dataset.inputs``)."""
+  return open_dataset(config).inputs
 
 
 def build(config, mesh: jax.sharding.Mesh
           ) -> tuple[RunData, inputs.Input]:
-  """The run's data, found, loaded, noised and on ``mesh`` (``check`` has
-  passed); streamed with ``config.dataset.pipeline = 'stream'``.
+  """The run's data, found, opened, noised and on ``mesh`` (``check`` has
+  passed): gathered onto the devices, or streamed with
+  ``config.dataset.pipeline = 'stream'``.
 
   Raises:
     ConfigError: the data cannot be had, or does not fit the config.
   """
-  streamed = None
-  if config.dataset.pipeline == "stream":
-    # Host memory that stays flat in N (host_memory's docstring says why).
-    host_memory.release_large_frees()
-    # The stream reads a cached conversion or tfds' own ArrayRecord files,
-    # and says itself, in one line, what is missing.
-    streamed = stream_sources.open_stream(config)
-    run_data = compact(draw_noise(config, streamed.dataset))
-  else:
-    run_data = load(config)
+  streamed = config.dataset.pipeline == "stream"
+  if streamed:
+    # Host memory that stays flat in N (stream_input's docstring says why).
+    stream_input.release_large_frees()
+  run_data = load(config)
+  if streamed:
+    run_data = compact(run_data)
   if config.batch_size > run_data.dataset.num_train:
     raise ConfigError.of("batch_size", config.batch_size,
                          f"larger than the {run_data.dataset.num_train} "
                          f"training examples")
-  if streamed is None:
+  if not streamed:
     return run_data, device_input.DeviceInput(
         run_data, mesh, seed=config.seed, batch_size=config.batch_size,
         eval_batch_size=config.eval_batch_size,
         steps_per_dispatch=config.steps_per_dispatch)
   return run_data, stream_input.StreamInput(
-      run_data, streamed, mesh, seed=config.seed,
-      batch_size=config.batch_size, eval_batch_size=config.eval_batch_size,
+      run_data, mesh, seed=config.seed, batch_size=config.batch_size,
+      eval_batch_size=config.eval_batch_size,
       num_epochs=config.num_epochs + config.stage2.epochs,
       workers=config.dataset.stream_workers)

@@ -52,7 +52,7 @@ def finish(run: run_lib.Run, workdir: str, *, classifier, state,
   if main_process:
     contract.write_run(workdir, {
         "dataset": data.name, "num_train": data.num_train,
-        "num_validation": len(data.val_x), "num_test": len(data.test_x),
+        "num_validation": len(data.val_y), "num_test": len(data.test_y),
         "num_classes": data.num_classes, "multi_label": data.multi_label,
         "epochs": run.total_epochs, "replicas": run.replicas,
         "devices": jax.device_count(),
@@ -65,7 +65,7 @@ def finish(run: run_lib.Run, workdir: str, *, classifier, state,
           flush=True)
     if issues is not None:
       print(label_issues.summary_line(issues, data.num_train,
-                                      len(data.val_x)), flush=True)
+                                      len(data.val_y)), flush=True)
   return summary
 
 

@@ -182,7 +182,7 @@ def part_sources(dataset, part: str) -> Sequence:
   rows = getattr(dataset, f"{part}_source_index")
   if rows is not None and len(rows):
     return np.asarray(rows).tolist()
-  return range(len(getattr(dataset, f"{part}_x")))
+  return range(len(getattr(dataset, part)))
 
 
 def read(workdir: str, replica: int | None = None,

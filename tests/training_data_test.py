@@ -1,6 +1,7 @@
-"""Tests of train/data/stream_sources.py: the converted cache and tfds'
-ArrayRecord data sources (tfds' mock: random examples, no network, no
-TensorFlow), and the one-line errors."""
+"""Tests of train/data/training_data.py's ``open_dataset``: one dataset for
+both pipelines, streamed from its conversion or from its own files (tfds'
+mock: random examples, no network, no TensorFlow), and the one-line
+errors."""
 
 import contextlib
 import os
@@ -13,11 +14,11 @@ from absl.testing import absltest
 
 from tests import paper_data
 from tests.tiny import tiny_config
+from train.data import convert
 from train.data import datasets
 from train.data import local_data
-from train.data import sources
 from train.data import stream
-from train.data import stream_sources
+from train.data import tfds_data
 from train.data import training_data
 from train.errors import ConfigError
 
@@ -43,33 +44,34 @@ def _tfds_config(name="cifar10", **overrides):
 
 class ConvertedTest(absltest.TestCase):
 
-  def test_same_labels_and_sizes_as_the_device_data(self):
+  def test_same_dataset_as_on_the_devices(self):
     with tempfile.TemporaryDirectory() as tmp:
       config = tiny_config(**{"dataset.cache_dir": tmp,
-                              "dataset.crop_padding": 3})
-      streamed = stream_sources.open_stream(config)
-    data = training_data.load(config).dataset
-    got = streamed.dataset
-    for key in ("train_y", "val_y", "test_y"):
-      np.testing.assert_array_equal(getattr(got, key), getattr(data, key))
-    self.assertEqual(got.input_shape, data.input_shape)
-    self.assertEqual((got.num_train, len(got.val_x), len(got.test_x)),
-                     (data.num_train, len(data.val_x), len(data.test_x)))
-    self.assertEqual(got.crop_padding, 3)  # the config's override
-    self.assertEqual(got.imbalance_ratio, data.imbalance_ratio)
-    # Shape-only inputs: no memory behind them.
-    self.assertEqual(got.train_x.strides, (0, 0, 0))
-    self.assertEqual(sorted(streamed.sources), ["test", "train", "val"])
+                              "dataset.crop_padding": 3,
+                              "dataset.pipeline": "stream"})
+      streamed = training_data.open_dataset(config)
+      # Read from the conversion's records, not from the generator.
+      self.assertIsInstance(streamed.train.images, convert.RecordImages)
+      config.dataset.pipeline = "device"
+      data = training_data.open_dataset(config)
+      for split in convert.SPLITS:
+        np.testing.assert_array_equal(streamed.inputs(split),
+                                      data.inputs(split))
+    for key in ("train_y", "val_y", "test_y", "train_source_index"):
+      np.testing.assert_array_equal(getattr(streamed, key),
+                                    getattr(data, key))
+    self.assertEqual(streamed.summary(), data.summary())
+    self.assertEqual(streamed.crop_padding, 3)  # the config's override
+    self.assertEqual(streamed.imbalance_ratio, data.imbalance_ratio)
 
 
 class TfdsTest(absltest.TestCase):
 
   def test_mock_data_source_splits_like_datasets_load(self):
     with _mock_prepared(num_examples=40):
-      streamed = stream_sources.open_stream(_tfds_config())
+      data = training_data.open_dataset(_tfds_config())
       loaded = datasets.load("tfds:cifar10", val_size=10, seed=0)
-      data = streamed.dataset
-      self.assertEqual((data.num_train, len(data.val_x), len(data.test_x)),
+      self.assertEqual((data.num_train, len(data.val), len(data.test)),
                        (30, 10, 40))
       self.assertEqual(data.input_shape, (32, 32, 3))
       self.assertEqual((data.crop_padding, data.flip), (4, True))
@@ -79,19 +81,20 @@ class TfdsTest(absltest.TestCase):
       np.testing.assert_array_equal(data.val_y, loaded.val_y)
       # Example i of the streamed training split is the loaded one's row i.
       transform = stream.EvalTransform()
-      for split, x in (("train", loaded.train_x), ("val", loaded.val_x)):
+      for split in ("train", "val"):
         for i in (0, 7):
           np.testing.assert_array_equal(
-              transform(streamed.sources[split][i]["image"]), x[i])
+              transform(getattr(data, split).images[i]),
+              loaded.inputs(split, [i])[0])
 
   def test_a_long_tail_cuts_the_streamed_split_as_the_loaded_one(self):
     # A streamed run trains on the same long-tailed rows as a device run.
     tail = {"dataset.imbalance_ratio": 4.0, "dataset.imbalance_order": "seed"}
     with _mock_prepared(num_examples=400):
-      data = stream_sources.open_stream(_tfds_config(**tail)).dataset
+      data = training_data.open_dataset(_tfds_config(**tail))
       loaded = datasets.load("tfds:cifar10", val_size=10, seed=0,
                              imbalance_ratio=4.0, imbalance_order="seed")
-      balanced = stream_sources.open_stream(_tfds_config()).dataset
+      balanced = training_data.open_dataset(_tfds_config())
     np.testing.assert_array_equal(data.train_source_index,
                                   loaded.train_source_index)
     self.assertLess(data.num_train, balanced.num_train)
@@ -101,31 +104,32 @@ class TfdsTest(absltest.TestCase):
     # The labels of a split are read once and cached; a dataset prepared
     # again at another version is read again, not served the old labels.
     with _mock_prepared(num_examples=40):
-      first = stream_sources.open_stream(_tfds_config()).dataset
+      first = training_data.open_dataset(_tfds_config())
       folder = os.path.join(local_data.default_cache_dir(), "labels")
       cached = sorted(os.listdir(folder))
-      with mock.patch.object(stream_sources, "_tfds_labels",
-                             wraps=stream_sources._tfds_labels) as read:
-        stream_sources.open_stream(_tfds_config())
+      with mock.patch.object(tfds_data, "_labels",
+                             wraps=tfds_data._labels) as read:  # pylint: disable=protected-access
+        training_data.open_dataset(_tfds_config())
         self.assertEqual(sorted(os.listdir(folder)), cached)  # served
         other = "9.9.9"
         with mock.patch.object(tfds.core.DatasetInfo, "version",
                                new_callable=mock.PropertyMock,
                                return_value=tfds.core.Version(other)):
-          again = stream_sources.open_stream(_tfds_config()).dataset
-      self.assertEqual({c.args[-1] for c in read.call_args_list},
+          again = training_data.open_dataset(_tfds_config())
+      self.assertEqual({c.kwargs["version"] for c in read.call_args_list},
                        {str(tfds.builder("cifar10").info.version), other})
       self.assertEqual(len(os.listdir(folder)), 2 * len(cached))
     np.testing.assert_array_equal(again.train_y, first.train_y)
 
   def test_variable_sized_images_are_cropped_to_image_size(self):
     with _mock_prepared(num_examples=12):
-      streamed = stream_sources.open_stream(_tfds_config(
+      data = training_data.open_dataset(_tfds_config(
           "imagenette", **{"dataset.val_size": 2,
                            "dataset.image_size": 24}))
-    self.assertTrue(streamed.resize)
-    self.assertEqual(streamed.dataset.input_shape, (24, 24, 3))
-    record = streamed.sources["train"][0]["image"]
+    self.assertEqual((data.image_size, data.fit), (24, "centre_crop"))
+    self.assertEqual(data.input_shape, (24, 24, 3))
+    self.assertEqual(data.crop_padding, 0)  # the resize crops
+    record = data.train.images[0]
     crop = stream.TrainTransform(resize=24, flip=True)(
         record, np.random.default_rng(0))
     self.assertEqual((crop.shape, crop.dtype), ((24, 24, 3), np.float32))
@@ -133,60 +137,67 @@ class TfdsTest(absltest.TestCase):
                      (24, 24, 3))
 
   def test_a_larger_image_size_squashes_fixed_size_images(self):
-    # CIFAR at 224 px (the EL protocol), upsampled as the device data is.
+    # CIFAR at 224 px (the EL protocol), upsampled alike on both pipelines.
     with _mock_prepared(num_examples=6):
-      streamed = stream_sources.open_stream(_tfds_config(
+      data = training_data.open_dataset(_tfds_config(
           "cifar100", **{"dataset.val_size": 2, "dataset.image_size": 40}))
-      record = streamed.sources["test"][0]["image"]
-      loaded = datasets.load("tfds:cifar100", val_size=2, seed=0,
-                             image_size=40)
+      record = data.test.images[0]
       np.testing.assert_array_equal(
-          stream.EvalTransform(resize=40, fit=streamed.fit)(record),
-          loaded.test_x[0])
-    self.assertEqual((streamed.resize, streamed.fit), (True, "square"))
-    self.assertEqual(streamed.dataset.input_shape, (40, 40, 3))
+          stream.EvalTransform(resize=40, fit=data.fit)(record),
+          data.inputs("test", [0])[0])
+    self.assertEqual((data.image_size, data.fit), (40, "square"))
+    self.assertEqual(data.input_shape, (40, 40, 3))
+    with _mock_prepared(num_examples=6):
+      native = training_data.open_dataset(_tfds_config(
+          "cifar100", **{"dataset.val_size": 2, "dataset.image_size": 32}))
+    self.assertIsNone(native.image_size)  # their own size: as stored
 
   def test_imagenet_tests_on_validation_and_coco_is_multi_label(self):
-    with tempfile.TemporaryDirectory() as cache, \
-        paper_data.mock_tfds(num_examples=6) as coco_dir, \
-        mock.patch.dict("os.environ", {local_data.CACHE_ENV: cache}):
-      opened = []
-      with mock.patch.object(sources, "TfdsSource",
-                             wraps=sources.TfdsSource) as spy:
-        imagenet = stream_sources.open_stream(_tfds_config(
+    with paper_data.mock_tfds(num_examples=6) as coco_dir:
+      with mock.patch.object(tfds_data, "TfdsExamples",
+                             wraps=tfds_data.TfdsExamples) as spy:
+        imagenet = training_data.open_dataset(_tfds_config(
             "imagenet2012", **{"dataset.val_size": 2,
                                "dataset.image_size": 16}))
         opened = [c.args[1] for c in spy.call_args_list]
-      coco = stream_sources.open_stream(_tfds_config(
+      coco = training_data.open_dataset(_tfds_config(
           "coco/2017", **{"dataset.val_size": 2, "dataset.image_size": 16,
                           "dataset.data_dir": coco_dir}))
     self.assertEqual(opened, ["train", "validation"])
     self.assertEqual(imagenet.fit, "centre_crop")
-    self.assertEqual(imagenet.dataset.num_classes, 1000)
-    data = coco.dataset
-    self.assertTrue(data.multi_label)
-    self.assertEqual((coco.fit, data.num_classes), ("square", 80))
-    self.assertEqual(data.train_y.shape, (4, 80))
-    self.assertEqual(data.train_y.dtype, np.float32)
-    self.assertEqual(data.test_y.shape, (6, 80))
+    self.assertEqual(imagenet.num_classes, 1000)
+    self.assertTrue(coco.multi_label)
+    self.assertEqual((coco.fit, coco.num_classes), ("square", 80))
+    self.assertEqual(coco.train_y.shape, (4, 80))
+    self.assertEqual(coco.train_y.dtype, np.float32)
+    self.assertEqual(coco.test_y.shape, (6, 80))
 
   def test_not_prepared_names_the_build_command(self):
-    with tempfile.TemporaryDirectory() as empty:
+    with tempfile.TemporaryDirectory() as empty, mock.patch.object(
+        tfds_data, "_missing_modules", return_value=["tensorflow"]):
+      with self.assertRaisesRegex(
+          ConfigError, r"^config.dataset: preparing tfds dataset 'mnist' "
+          r"needs tensorflow.*`tfds build mnist --file_format=array_record "
+          rf"--data_dir={empty}`"):
+        training_data.open_dataset(_tfds_config(
+            "mnist", **{"dataset.data_dir": empty}))
       with self.assertRaisesRegex(
           ConfigError, r"^config.dataset: tfds dataset 'mnist' is not "
-          r"prepared .*`tfds build mnist --file_format=array_record "
-          rf"--data_dir={empty}`"):
-        stream_sources.open_stream(_tfds_config(
-            "mnist", **{"dataset.data_dir": empty}))
+          r"prepared .*download is off"):
+        training_data.open_dataset(_tfds_config(
+            "mnist", **{"dataset.data_dir": empty,
+                        "dataset.download": False}))
 
   def test_tfrecord_files_name_the_build_command(self):
     with _mock_prepared(num_examples=4), mock.patch.object(
         tfds.core.DatasetBuilder, "as_data_source",
-        side_effect=NotImplementedError("tfrecord")):
+        side_effect=NotImplementedError("tfrecord")), mock.patch.object(
+            tfds.core.DatasetBuilder, "as_dataset",
+            side_effect=ModuleNotFoundError("tensorflow")):
       with self.assertRaisesRegex(
           ConfigError, r"prepared as TFRecord.*`tfds build cifar10 "
           r"--file_format=array_record`"):
-        stream_sources.open_stream(_tfds_config())
+        training_data.open_dataset(_tfds_config())
 
   def test_missing_split_is_named(self):
     prepared = {"train": None, "validation": None}
@@ -196,7 +207,7 @@ class TfdsTest(absltest.TestCase):
       with self.assertRaisesRegex(
           ConfigError, r"no split 'test' \(its splits: \['train', "
           r"'validation'\]\)"):
-        stream_sources.open_stream(_tfds_config("imagenette"))
+        training_data.open_dataset(_tfds_config("imagenette"))
 
 
 if __name__ == "__main__":
