@@ -50,6 +50,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
+from benchmarks import label_issues_runs
 from train import contract
 from train.data import datasets
 from train.data import noise
@@ -146,36 +147,15 @@ def folds(labels: np.ndarray, k: int, seed: int) -> list[np.ndarray]:
 # --------------------------------------------------------------------------
 def train(workdir: str, npz: str, dataset: str, loss: str,
           extra: dict | None = None) -> dict:
-  """``python -m train`` on ``npz`` (resumed if unfinished, skipped if
-  finished); returns its summary and its process time."""
-  timing = os.path.join(workdir, "process_seconds.json")
-  if contract.read_run(workdir) is not None and os.path.exists(timing):
-    with open(timing) as f:
-      return json.load(f)
+  """``python -m train`` on ``npz`` (``label_issues_runs.train``): its
+  process time and test accuracy at the best validation epoch."""
   overrides = {"dataset.path": npz, "seed": _SEED.value,
                "progress": False, "tensorboard": False,
                **TRAINING[dataset], **(JO[dataset] if loss == "jo" else {}),
                **(extra or {})}
-  command = [sys.executable, "-m", "train",
-             f"--config=configs/arrays.py:loss={loss}", f"--workdir={workdir}",
-             *(f"--config.{k}={v}" for k, v in overrides.items())]
-  os.makedirs(workdir, exist_ok=True)
-  start = time.perf_counter()
-  with open(os.path.join(workdir, "log.txt"), "a") as log:
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL)
-    _, status, usage = os.wait4(process.pid, 0)
-  process.returncode = os.waitstatus_to_exitcode(status)
-  if process.returncode != 0:
-    raise RuntimeError(f"{workdir}: train exited with {process.returncode} "
-                       f"(see its log.txt)")
-  summary = contract.summarise(contract.read_records(workdir))
-  out = {"process_seconds": usage.ru_utime + usage.ru_stime,
-         "wall_seconds": time.perf_counter() - start,
-         "test_at_val": summary["test_accuracy_at_best_val"]}
-  with open(timing, "w") as f:
-    json.dump(out, f)
-  return out
+  return label_issues_runs.train(
+      workdir, f"configs/arrays.py:loss={loss}", overrides,
+      {"test_at_val": "test_accuracy_at_best_val"})
 
 
 def read_issues(workdir: str) -> dict[str, np.ndarray]:
@@ -299,13 +279,7 @@ def table(rows: list[dict]) -> str:
 
 def main(argv):
   del argv
-  try:
-    import cleanlab  # pylint: disable=import-outside-toplevel,unused-import
-  except ImportError:
-    raise app.UsageError("cleanlab is a benchmark extra: pip install -c "
-                         "constraints.txt -e '.[train,cleanlab]'") from None
-  root = os.path.abspath(_OUT.value)
-  os.makedirs(root, exist_ok=True)
+  root = label_issues_runs.output_folder(_OUT.value)
   rows = []
   with futures.ThreadPoolExecutor(_WORKERS.value) as pool:
     for dataset in _DATASETS.value:
