@@ -264,7 +264,7 @@ def label_state(workdir: str) -> np.ndarray:
   # pylint: disable=import-outside-toplevel
   import orbax.checkpoint as ocp
   manager = ocp.CheckpointManager(
-      os.path.join(workdir, contract.CHECKPOINT_DIR),
+      os.path.abspath(os.path.join(workdir, contract.CHECKPOINT_DIR)),
       item_handlers={"arrays": ocp.StandardCheckpointHandler()})
   restored = manager.restore(manager.latest_step(), args=ocp.args.Composite(
       arrays=ocp.args.StandardRestore()))
