@@ -35,11 +35,10 @@ the 40 % setting of each noise model (a 20 % setting takes its noise
 model's 40 % rates), and writes what it chose to ``OUT/tuning.json``.
 
 On the settings with every seed, a fresh cross-entropy network is also
-trained on each of JO's, CE's and cleanlab's (5-fold, its default filter)
-and cleanlab-on-JO's corrected labels (a flagged label replaced by the
-method's most probable class: ``python -m train.report.label_issues
---apply`` for JO and CE), read back through ``dataset.labels_csv`` as a
-user would; its test accuracy at the best (noisy) validation epoch is set
+trained on each of JO's, CE's and cleanlab's (its most folds, its default
+filter) corrected labels (a flagged label replaced by the method's most
+probable class: ``python -m train.report.label_issues --apply`` for JO
+and CE), read back through ``dataset.labels_csv`` as a user would; its test accuracy at the best (noisy) validation epoch is set
 beside CE's on the noisy labels. Compute is each method's runs and their
 process time (user + system CPU of each training process, ``os.wait4``;
 cleanlab's own in-process time added).
@@ -127,10 +126,6 @@ STUDY_RATES = {
     ("mnist1d", "instance", 0.2): {"ce": 0.3, "jo": 0.1},
     ("mnist1d", "instance", 0.4): {"ce": 0.3, "jo": 0.1},
 }
-# The retrained methods (the 5-fold cleanlab, and on JO's label state,
-# at cleanlab's default filter), by the name of their operating point.
-RETRAINED = {"jo": "jo", "ce": "ce", "cleanlab": "cv5/prune_by_noise_rate",
-             "cleanlab_jo": "jo_state/prune_by_noise_rate"}
 
 
 # --------------------------------------------------------------------------
@@ -228,20 +223,31 @@ def train(workdir: str, npz: str, dataset: str, loss: str, rate: float,
              f"--config=configs/arrays.py:loss={loss}", f"--workdir={workdir}",
              *(f"--config.{k}={v}" for k, v in overrides.items())]
   os.makedirs(workdir, exist_ok=True)
+  # A run stopped part-way (SIGTERM: train checkpoints and exits 0 without
+  # run.json) and resumed counts the process time of every attempt.
+  spent_file = os.path.join(workdir, "process_seconds_spent.json")
+  spent = {"process_seconds": 0.0, "wall_seconds": 0.0}
+  if os.path.exists(spent_file):
+    with open(spent_file) as f:
+      spent = json.load(f)
   start = time.perf_counter()
   with open(os.path.join(workdir, "log.txt"), "a") as log:
     # From this checkout, whatever the caller's folder.
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL, cwd=_ROOT)
     _, status, usage = os.wait4(process.pid, 0)
+  spent = {"process_seconds": spent["process_seconds"] + usage.ru_utime
+           + usage.ru_stime,
+           "wall_seconds": spent["wall_seconds"] + time.perf_counter()
+           - start}
+  with open(spent_file, "w") as f:
+    json.dump(spent, f)
   code = os.waitstatus_to_exitcode(status)
-  if code != 0:
-    raise RuntimeError(f"{workdir}: train exited with {code} (see its "
-                       f"log.txt)")
+  if code != 0 or contract.read_run(workdir) is None:
+    raise RuntimeError(f"{workdir}: train exited with {code} before its "
+                       f"end (see its log.txt; run again to resume)")
   summary = contract.summarise(contract.read_records(workdir))
-  out = {"process_seconds": usage.ru_utime + usage.ru_stime,
-         "wall_seconds": time.perf_counter() - start,
-         "val_best": summary["val_accuracy_best"],
+  out = {**spent, "val_best": summary["val_accuracy_best"],
          "test_at_val": summary["test_accuracy_at_best_val"]}
   with open(timing, "w") as f:
     json.dump(out, f)
@@ -414,16 +420,16 @@ def run_seed(root: str, dataset: str, model: str, rate: float, seed: int,
       "runs": counts, "process_seconds": seconds,
       "noisy_test": runs["ce"]["test_at_val"]}
   if retrain:
-    suggestion = {"cleanlab": oos[5].argmax(-1) if 5 in oos else None,
-                  "cleanlab_jo": state.argmax(-1)}
+    # JO, CE and cleanlab (its most folds, its default filter); cleanlab
+    # on JO's label state is not retrained, for the budget.
     csvs = {m: apply(os.path.join(folder, m),
                      os.path.join(folder, f"labels_{m}.csv"))
             for m in ("jo", "ce")}
-    for m in ("cleanlab", "cleanlab_jo"):
-      if suggestion[m] is not None:
-        csvs[m] = write_labels(
-            os.path.join(folder, f"labels_{m}.csv"),
-            np.where(points[RETRAINED[m]], suggestion[m], labels))
+    k = max(oos)
+    csvs["cleanlab"] = write_labels(
+        os.path.join(folder, "labels_cleanlab.csv"),
+        np.where(points[f"cv{k}/prune_by_noise_rate"], oos[k].argmax(-1),
+                 labels))
     retrained = {m: run(f"retrain_{m}", npz, "ce",
                         {"dataset.labels_csv": path})
                  for m, path in csvs.items()}
@@ -477,6 +483,10 @@ def main(argv):
     with open(os.path.join(root, "records.json"), "w") as f:
       json.dump(records, f, indent=1)
   summary = report.summarise(root, records)
+  tuned = os.path.join(root, "tuning.json")
+  if os.path.exists(tuned):
+    with open(tuned) as f:
+      summary["tuning"] = json.load(f)
   with open(os.path.join(root, "summary.json"), "w") as f:
     json.dump(summary, f, indent=1)
   print(report.tables(summary))

@@ -38,7 +38,6 @@ POINT_NAMES = {
 }
 RETRAINED_NAMES = {"jo": "JO's corrections", "ce": "CE's corrections",
                    "cleanlab": "cleanlab 5-fold's (default filter)",
-                   "cleanlab_jo": "cleanlab on JO's label state (default)",
                    "noisy": "(CE on the noisy labels)"}
 COMPUTE_NAMES = {"jo": "JO", "ce": "CE", "cv5": "cleanlab 5-fold",
                  "cv2": "cleanlab 2-fold", "jo_state": "cleanlab on JO"}

@@ -188,7 +188,7 @@ class ToyRunTest(absltest.TestCase):
                                       "jo_state": 1})
     # The retrained networks read each method's labels file.
     self.assertEqual(set(record["retrained_test"]),
-                     {"jo", "ce", "cleanlab_jo"})
+                     {"jo", "ce", "cleanlab"})
     with open(os.path.join(folder, "retrain_jo", "config.json")) as f:
       self.assertEqual(json.load(f)["dataset"]["labels_csv"],
                        os.path.join(folder, "labels_jo.csv"))
