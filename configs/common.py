@@ -203,9 +203,13 @@ def base_config() -> config_dict.ConfigDict:
   # stage_blocks: blocks per stage of resnet50 (None: 3, 4, 6, 3; tests
   # shrink it). init_from: a folder of pretrained weights
   # (train/pretrained.py) every seed starts from; a head of another class
-  # count is re-initialised.
+  # count is re-initialised. head: linear (the model's own last layer) or
+  # cosine (train/models.CosineHead: cosines of the features and each
+  # class's weights, bounded, for a loss that scales them: LDAM's
+  # loss.scale, 30 in its paper).
   c.model = config_dict.ConfigDict(dict(
       name="cnn1d", width=config_dict.placeholder(_INT), dtype="float32",
+      head="linear",
       stage_blocks=config_dict.placeholder(tuple),
       init_from=config_dict.placeholder(_STR)))
 

@@ -17,7 +17,8 @@ is gone, or summarises it. The summary (``NAME.md``, ``NAME.csv``,
 figures) goes to ``--out`` (default ``docs/results``). ``--readme``
 rewrites the tables of ``OUT/README.md`` (each study's claims, and every
 study's primary claims with Holm's correction over them together) from
-every study's committed ledger, and does nothing else.
+every study's committed ledger, and the table of ``OUT/family.md`` (the
+primary claims, from the study files), and does nothing else.
 
 Exit status: 0 done, 1 some runs failed, 2 a usage error (one line).
 """
@@ -75,7 +76,8 @@ _FIGURES = flags.DEFINE_bool(
     flag_values=FLAGS)
 _README = flags.DEFINE_bool(
     "readme", False, "Rewrite the generated tables of OUT/README.md from "
-    "every study's committed ledger, and nothing else (no --study).",
+    "every study's committed ledger, and OUT/family.md's (the primary "
+    "claims) from the study files; nothing else (no --study).",
     flag_values=FLAGS)
 _DRY_RUN = flags.DEFINE_bool("dry_run", False,
                              "List the runs and their state; train nothing.",
@@ -281,12 +283,19 @@ def _run_study(log) -> list[str]:
 
 
 def _write_readme() -> None:
-  """Rewrites the generated tables of ``--out``'s README.md."""
+  """Rewrites the generated tables of ``--out``'s README.md and
+  family.md."""
   path = os.path.join(_OUT.value, "README.md")
+  family = os.path.join(_OUT.value, "family.md")
+  try:
+    overview.write_family(family)
+  except (OSError, ValueError) as e:
+    raise UsageError(f"--readme: {family}: {e}") from e
   try:
     keys = overview.write(path)
   except (OSError, ValueError) as e:
     raise UsageError(f"--readme: {path}: {e}") from e
+  print(f"{family}: family written from the study files")
   print(f"{path}: {', '.join(keys)} written from the committed ledgers")
 
 

@@ -13,6 +13,11 @@ is replaced, the rest left as it is. The keys:
   without per-example predictions), the verdict and Holm's mark;
 * ``primary claims``: every study's primary claims on every setting, with
   Holm's correction over all of them together (``across_studies``).
+
+``docs/results/family.md`` declares that family, the primary claims, in
+words around the part ``family``: every study's primary claims and the
+settings each is tested on, from the study files alone (no run needed),
+so that the family is on record before the runs that test it.
 """
 
 from __future__ import annotations
@@ -93,9 +98,39 @@ def study_table(study: study_lib.Study, c: results.Collected,
         f"| {summary.claim_text(claim)}{' (P)' if claim.primary else ''} "
         f"| {_label(study, claim.method)} vs {_label(study, claim.baseline)} | "
         + " | ".join(cell(study, c, found[s.name], family)
-                     if s.name in found else "not run" for s in settings)
+                     if s.name in found else _untested(study, claim, s)
+                     for s in settings)
         + " |")
   return lines
+
+
+def _untested(study: study_lib.Study, claim: study_lib.Claim,
+              setting: study_lib.Setting) -> str:
+  """Why a claim has no cell on a setting: its methods do not both run
+  there, or the claim is declared on other settings."""
+  return "not tested" if study.runs_claim(setting, claim) else "not run"
+
+
+def family_table(studies) -> list[str]:
+  """Every primary claim of ``studies``, with the settings it is tested on
+  (each a row of the family Holm's correction runs over), from their
+  declarations alone."""
+  lines = ["| study | primary claim | method vs baseline | settings |",
+           "|---|---|---|---|"]
+  rows = 0
+  for study in studies:
+    for claim in study.claims:
+      if not claim.primary:
+        continue
+      settings = study.claim_settings(claim)
+      rows += len(settings)
+      lines.append(
+          f"| {study.name} | {summary.claim_text(claim)} "
+          f"| {_label(study, claim.method)} vs "
+          f"{_label(study, claim.baseline)} "
+          f"| {'; '.join(s.label or s.name for s in settings)} |")
+  return lines + ["", f"{rows} rows: each primary claim on each setting it "
+                  f"is tested on, over {len(studies)} studies."]
 
 
 def _p(value: float) -> str:
@@ -149,10 +184,20 @@ def rewrite(text: str, parts: Mapping[str, str]) -> str:
   unknown = sorted(set(found) - set(parts))
   missing = sorted(set(parts) - set(found))
   if unknown or missing:
-    raise ValueError(f"the README's generated parts do not match the "
+    raise ValueError(f"the file's generated parts do not match the "
                      f"studies: unknown {unknown}, missing {missing}")
   return pattern.sub(lambda m: f"{BEGIN.format(m.group(1))}\n\n"
                      f"{parts[m.group(1)]}\n\n{END}", text)
+
+
+def write_family(path: str) -> None:
+  """Rewrites the part ``family`` of the family's file at ``path`` from
+  the study files of ``configs/studies/``."""
+  studies = [study_files.load(name) for name in study_files.names()]
+  with open(path) as f:
+    text = rewrite(f.read(), {"family": "\n".join(family_table(studies))})
+  with open(path, "w") as f:
+    f.write(text)
 
 
 def write(path: str) -> list[str]:

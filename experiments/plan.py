@@ -321,19 +321,23 @@ def final_point(study: Study, setting: Setting, method: Method,
 
 
 def sensitivity_claims(study: Study, setting: Setting) -> list[Claim]:
-  """The primary claims the sensitivity panel reads in ``setting`` (none
-  where it has no panel: ``sensitivity_seeds`` 0, the study's or its
-  own)."""
+  """The claims the sensitivity panel reads in ``setting``: its primary
+  claims, and every other claim between two of their methods, which the
+  panel's runs read at no cost of their own (none where it has no panel:
+  ``sensitivity_seeds`` 0, the study's or its own)."""
   if not panel_seed_count(study, setting):
     return []
-  return [c for c in study.claims if c.primary
-          and (not c.settings or setting.name in c.settings)
-          and study.runs_claim(setting, c)]
+  tested = [c for c in study.claims if setting in study.claim_settings(c)]
+  names = {name for c in tested if c.primary
+           for name in (c.method, c.baseline)}
+  return [c for c in tested
+          if c.primary or {c.method, c.baseline} <= names]
 
 
 def sensitivity_methods(study: Study, setting: Setting) -> list[Method]:
-  """The methods of those claims, each once, in the study's order."""
-  names = {name for c in sensitivity_claims(study, setting)
+  """The methods of the primary claims the panel reads, each once, in the
+  study's order."""
+  names = {name for c in sensitivity_claims(study, setting) if c.primary
            for name in (c.method, c.baseline)}
   return [m for m in study.methods_in(setting) if m.name in names]
 

@@ -20,7 +20,10 @@ the runs. ``committed`` finds them in the committed files; the rule
   it exactly;
 * a quote taken from elsewhere (a paper, an earlier edition's page) is
   marked in ``docs/results/quoted.md`` for the file that quotes it; a
-  mark the file no longer quotes is an error too.
+  mark the file no longer quotes is an error too;
+* a sentence that states a finding carries its Holm mark (``unmarked``):
+  a verdict the prose states without saying whether it survives Holm's
+  correction claims more than its table.
 
 Each failure names the file, the line, the quote and what was searched.
 """
@@ -106,6 +109,64 @@ def unsupported(quotes: Sequence[quotes_lib.Quote], holdings_of: Mapping[str, ho
   return errors
 
 
+# What makes a sentence a finding: a verb that ranks one method above or
+# below another, or a verdict's name (not the legend's "✓ confirmed", nor
+# the protocol's *confirmed*).
+_FINDING = re.compile(
+    r"\b(?:beats?|trails?|helps?|hurts?|matches|outperforms?|leads?|"
+    r"loses? to)\b|(?<![\u2713\u2717*] )(?<![*])\b(?:confirmed|refuted)\b"
+    r"(?![*])", re.I)
+# A sentence that reports what a paper says: no finding of ours.
+_REPORTED = re.compile(r"\b(?:reports?|reported|argues?)\b", re.I)
+# The Holm mark: whether the verdict survives the correction.
+_HOLM = re.compile(r"Holm|surviv", re.I)
+# A claim's own words, quoted ("EL beats CE"), state no finding.
+_CLAIM_TEXT = re.compile(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d")
+
+
+def _decided(quote: quotes_lib.Quote) -> bool:
+  """Whether ``quote`` is an interval that excludes 0 (a confirmed or
+  refuted verdict's)."""
+  if quote.kind not in ("interval", "bounds"):
+    return False
+  low, high = quote.values[-2:]
+  return low * high > 0
+
+
+def unmarked(text: str, path: str, first_line: int = 1) -> list[str]:
+  """A message for each sentence of ``text`` that states a finding without
+  its Holm mark.
+
+  A sentence states a finding where it quotes a paired difference whose
+  interval excludes 0, names a verdict (confirmed, refuted), or ranks one
+  method against another (beats, trails, helps, ...; not in a claim's
+  quoted words, nor in a sentence that reports what a paper says). Its
+  mark says whether the verdict survives Holm's correction ("surviving
+  Holm", "not surviving Holm", "survives across the studies"); a sentence
+  whose every interval includes 0 and that says "inconclusive" has none
+  to carry.
+  """
+  errors = []
+  plain = quotes_lib.blank(text, quotes_lib.CODE)
+  for start, sentence in quotes_lib.sentences(plain):
+    words = quotes_lib.blank(sentence, _CLAIM_TEXT)
+    decided = any(_decided(q) for q in quotes_lib.quoted(sentence, path))
+    stated = _FINDING.search(words) and not _REPORTED.search(words)
+    if not (decided or stated) or _HOLM.search(sentence):
+      continue
+    if not decided and re.search(r"\binconclusive\b", words) and not \
+        re.search(r"\b(?:confirmed|refuted)\b", words):
+      continue
+    line = first_line + plain.count("\n", 0, start)
+    shown = " ".join(sentence.split())
+    errors.append(
+        f"{path}:{line}: a finding without its Holm mark: "
+        f"{shown[:120]!r}{'...' if len(shown) > 120 else ''}; say whether "
+        f"it survives Holm's correction (across the studies, within the "
+        f"study, or not at all).")
+  return errors
+
+
 # The parts of docs/results/README.md that are not prose.
 _GENERATED = re.compile(r"<!-- generated: .*?<!-- end generated -->", re.S)
 _FENCE = re.compile(r"^```.*?^```", re.S | re.M)
@@ -136,9 +197,11 @@ def page_errors(study: study_lib.Study, page: str, held: holdings_lib.Holdings,
                 ) -> tuple[list[str], int]:
   """The unsupported quotes of a study's page (its text ``page``, named
   ``path``) and how many numbers its prose quotes."""
-  quotes = [q for line, text in page_prose(study, page)
+  parts = page_prose(study, page)
+  quotes = [q for line, text in parts
             for q in quotes_lib.quoted(text, path, line)]
-  return (unsupported(quotes, {study.name: held}, marks=marks, path=path),
+  return (unsupported(quotes, {study.name: held}, marks=marks, path=path)
+          + [e for line, text in parts for e in unmarked(text, path, line)],
           sum(len(q.values) for q in quotes))
 
 
@@ -164,8 +227,8 @@ def readme_errors(text: str, holdings_of: Mapping[str, holdings_lib.Holdings], p
     if current:
       study_of[number] = [current]
   quotes = quotes_lib.quoted(prose, path)
-  return (unsupported(quotes, holdings_of, study_of, marks, path),
-          sum(len(q.values) for q in quotes))
+  return (unsupported(quotes, holdings_of, study_of, marks, path)
+          + unmarked(prose, path), sum(len(q.values) for q in quotes))
 
 
 def verdict_lines(text: str) -> str:
@@ -197,8 +260,8 @@ def verdict_errors(text: str, holdings_of: Mapping[str, holdings_lib.Holdings], 
     if current:
       study_of[number] = [current]
   quotes = quotes_lib.quoted(text, path)
-  return (unsupported(quotes, holdings_of, study_of, marks, path),
-          sum(len(q.values) for q in quotes))
+  return (unsupported(quotes, holdings_of, study_of, marks, path)
+          + unmarked(text, path), sum(len(q.values) for q in quotes))
 
 
 def committed_study(name: str) -> tuple[study_lib.Study, str, holdings_lib.Holdings]:

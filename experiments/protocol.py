@@ -295,10 +295,7 @@ def claim_rows(study, final: Mapping[tuple[str, str], Mapping[int, Mapping]],
   examples = examples or {}
   rows = []
   for claim in study.claims:
-    for s in study.settings:
-      if (claim.settings and s.name not in claim.settings
-          or not study.runs_claim(s, claim)):
-        continue
+    for s in study.claim_settings(claim):
       pairs = [(s.name, name) for name in (claim.method, claim.baseline)]
       rows.append(dict(claim=claim, setting=s, **compare(
           claim, *(final.get(pair, {}) for pair in pairs),

@@ -29,7 +29,7 @@ _RANGE = re.compile(r"\s*(?:-|\u2013|to|and)\s*")
 _REFERENCE = re.compile(
     r"(?:(?:AAAI|CVPR|ICCV|ECCV|ICLR|ICML|NeurIPS|NIPS|JMLR|TPAMI|arXiv"
     r"|et\s+al\.,?)\s+(?:19|20)\d\d|[Ii]ssues?\s+#?\d+)")
-_CODE = re.compile(r"``.*?``|`[^`\n]*`", re.S)
+CODE = re.compile(r"``.*?``|`[^`\n]*`", re.S)
 _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _SENTENCE_END = re.compile(r"(?<=[.;:!?])\s+(?=[A-Z(*\"\u201c])")
 # What makes a number a p-value.
@@ -109,7 +109,7 @@ _TOGETHER = (  # (kind, pattern of what lies between the numbers)
 def quoted(text: str, path: str, first_line: int = 1) -> list[Quote]:
   """The numbers ``text`` quotes, alone or together (see the module's
   docstring)."""
-  plain = blank(blank(blank(text, _CODE), _LINK_TARGET), _REFERENCE)
+  plain = blank(blank(blank(text, CODE), _LINK_TARGET), _REFERENCE)
   found = numbers(plain)
 
   def gap(i):  # what lies between number i and number i + 1
@@ -156,8 +156,8 @@ def quoted(text: str, path: str, first_line: int = 1) -> list[Quote]:
   for i in range(len(groups) - 2, -1, -1):
     if is_range(i):
       score[i] = score[i] or score[i + 1]
-  sentences = _sentences(text)
-  starts = [start for start, _ in sentences]
+  found_sentences = sentences(text)
+  starts = [start for start, _ in found_sentences]
   out = []
   for (kind, group), is_score in zip(groups, score):
     first, last = group[0][0], group[-1][0]
@@ -169,11 +169,13 @@ def quoted(text: str, path: str, first_line: int = 1) -> list[Quote]:
         tuple(g[1] for g in group), tuple(g[2] for g in group),
         tuple(len(g[0].group("decimals") or ".") - 1 for g in group),
         is_score or kind != "number",
-        sentences[bisect.bisect_right(starts, first.start()) - 1][1]))
+        found_sentences[bisect.bisect_right(starts, first.start()) - 1][1]))
   return out
 
 
-def _sentences(text: str) -> list[tuple[int, str]]:
+def sentences(text: str) -> list[tuple[int, str]]:
+  """(offset, text) of each sentence of ``text`` (a clause after a
+  semicolon or colon that starts with a capital counts as one)."""
   starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text)]
   return [(a, text[a:b]) for a, b in zip(starts, starts[1:] + [len(text)])]
 

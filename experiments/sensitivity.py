@@ -2,7 +2,9 @@
 
 A verdict compares two methods each at its selected point, and a selection
 made on a few tuning seeds may rest on a near-tie between two learning
-rates. The panel reads each primary claim again on the first
+rates. The panel reads each primary claim (and every other claim between
+two of their methods, from the same runs: ``plan.sensitivity_claims``)
+again on the first
 ``Study.sensitivity_seeds`` final seeds of every setting it is tested on,
 four times: the claim's method with its learning rate one step down its
 grid (*lr-*) and one step up (*lr+*) against the baseline at its selected
@@ -66,8 +68,9 @@ class Cell:
 
 def rows(study: study_lib.Study, c: results.Collected
          ) -> list[dict[str, Any]]:
-  """The panel, a row for each primary claim on each setting it is tested
-  on, in the claims' order (``protocol.claim_rows``').
+  """The panel, a row for each claim it reads (``plan.sensitivity_claims``)
+  on each setting it is tested on, in the claims' order
+  (``protocol.claim_rows``').
 
   Returns:
     Dicts with ``claim``, ``setting``, ``seeds`` (the panel's),
@@ -241,7 +244,8 @@ def lines(study: study_lib.Study, c: results.Collected) -> list[str]:
     return []
   out = [
       "## Sensitivity to the learning rate", "",
-      f"Each primary claim read again on the first "
+      f"Each primary claim, and each other claim between two of their "
+      f"methods (read from the same runs), read again on the first "
       f"{study.sensitivity_seeds} final seeds of each setting (all where "
       f"it has fewer), with one of its two methods' learning rate moved one "
       f"step down (*lr\u2212*) or up (*lr+*) the grid it was selected from, "

@@ -13,7 +13,8 @@ dataset, model and noise model) under one protocol:
 4. **sensitivity**: each primary claim's two methods again with the
    learning rate one step down and one step up their grid, on the first
    few final seeds, so that a page shows whether a verdict rests on a
-   near-tie of the selection (``plan.sensitivity_runs``).
+   near-tie of the selection (``plan.sensitivity_runs``); every other
+   claim between those methods is read from the same runs.
 
 Study files live in ``configs/studies/`` and define ``get_study()`` with
 this module alone: it imports no JAX and nothing of ``configs``, so a
@@ -100,6 +101,9 @@ class Method:
       the training set at its best validation epoch
       (``label_state.initial``; soft or hard as the method's
       ``label_state.initial_mode`` says), and waits for it as above.
+    own_grid: a setting's ``grid`` does not replace this method's values
+      (a range extended for this method alone, where the setting narrows
+      everyone else's).
   """
   name: str
   overrides: Overrides = dataclasses.field(default_factory=dict)
@@ -109,6 +113,7 @@ class Method:
   inherit_keys: tuple[str, ...] = ()
   transition_from: str | None = None
   labels_from: str | None = None
+  own_grid: bool = False
 
   @property
   def source(self) -> str | None:
@@ -118,9 +123,10 @@ class Method:
 
   def grid_in(self, setting: Setting | None) -> dict[str, Sequence[Any]]:
     """The grid this method tunes in ``setting`` (its values replaced by the
-    setting's ``grid`` where that names one of its keys)."""
+    setting's ``grid`` where that names one of its keys, unless
+    ``own_grid``)."""
     grid = dict(self.grid)
-    if setting is not None:
+    if setting is not None and not self.own_grid:
       grid.update({k: v for k, v in setting.grid.items() if k in grid})
     return grid
 
@@ -380,6 +386,13 @@ class Study:
     """Whether ``setting`` runs both methods ``claim`` compares."""
     names = {m.name for m in self.methods_in(setting)}
     return claim.method in names and claim.baseline in names
+
+  def claim_settings(self, claim: Claim) -> tuple[Setting, ...]:
+    """The settings ``claim`` is tested on: those it names (all where it
+    names none) that run both its methods, in the study's order."""
+    return tuple(s for s in self.settings
+                 if (not claim.settings or s.name in claim.settings)
+                 and self.runs_claim(s, claim))
 
   def seeds(self, setting: Setting, phase: str) -> tuple[int, ...]:
     """The seeds of ``phase`` (``tune`` or ``final``) in ``setting``: its

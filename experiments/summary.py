@@ -20,6 +20,7 @@ from experiments import protocol
 from experiments import results
 from experiments import sensitivity
 from experiments import study as study_lib
+from experiments import study_files
 
 
 def _pct(value: float | None, digits: int = 2) -> str:
@@ -93,8 +94,12 @@ def grid_lines(study: study_lib.Study) -> list[str]:
            "| method | grid |", "|---|---|", *rows, ""]
   for s in study.settings:
     if s.grid:
+      keeps = [m.label or m.name for m in study.methods_in(s)
+               if m.own_grid and set(s.grid) & set(m.grid)]
       lines.append(f"In *{s.label or s.name}*, {_grid_text(s.grid)} "
-                   f"instead, for every method that tunes it.")
+                   f"instead, for every method that tunes it"
+                   + (f" but {', '.join(keeps)}, which keeps its own"
+                      if keeps else "") + ".")
   if any(s.grid for s in study.settings):
     lines.append("")
   return lines
@@ -287,7 +292,10 @@ def markdown(study: study_lib.Study, c: results.Collected,
       "way, else *inconclusive*. *Holm*: whether a verdict survives Holm's "
       "correction for the number of claims, at a family-wise 5 %, on the "
       "p-value of the t test the verdict reads: a primary claim (the "
-      "papers' headlines, marked *primary*) across the primary claims of "
+      "papers' headlines, marked *primary*"
+      + ("; the family is declared in [`family.md`](family.md)"
+         if study.name in study_files.names() else "")
+      + ") across the primary claims of "
       "every study of the project together, and within this study's; a "
       "secondary claim within the study's secondary claims.", "",
       "Columns: *recovery* is the share of training "

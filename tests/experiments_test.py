@@ -610,6 +610,19 @@ class StudyTest(TestCase):
     self.assertEqual(summary._edge_text(grid, wide, ({lr: 0.1}, 0.5)), "")
     self.assertEqual(summary._edge_text(grid, None, ({lr: 0.1}, 0.5)),
                      "learning_rate 0.1, the lowest")
+    # A method with its own grid keeps it where the setting narrows the
+    # others', and the page says so.
+    own = dataclasses.replace(study, methods=(
+        *study.methods, study_lib.Method("nce", grid={lr: (0.001, 0.01)},
+                                         own_grid=True)))
+    self.assertEqual([dict(p) for p in own.method("nce").points(
+        own.setting("b"))], [{lr: 0.001}, {lr: 0.01}])
+    self.assertEqual(points("b", "ce"), [{lr: 0.01}, {lr: 0.1}])
+    self.assertEqual(summary._edge_text(own.method("nce"), own.setting("b"),
+                                        ({lr: 0.001}, 0.5)), "")
+    self.assertIn("In *b*, learning_rate {0.01, 0.1} instead, for every "
+                  "method that tunes it but nce, which keeps its own.",
+                  summary.grid_lines(own))
     with self.assertRaisesRegex(ValueError, "which no method tunes"):
       self._study(settings=(study_lib.Setting("a", "f.py",
                                               grid={"loss.gamma": (1,)}),))
@@ -1392,6 +1405,33 @@ class AcrossStudiesTest(TestCase):
                      "survive Holm's correction over all 5 together (a "
                      "family-wise 5 %).")
 
+  def test_the_family_and_a_claim_declared_elsewhere(self):
+    # The family's table: each primary claim with the settings it is
+    # tested on, from the declarations alone. A claim declared on other
+    # settings than one that runs both its methods is "not tested" there;
+    # one whose methods do not both run there, "not run".
+    study, c = self._study("a", [(0.09, 0.10, 0.11), (0.08, 0.10, 0.12),
+                                 (0.07, 0.10, 0.13)])
+    study = dataclasses.replace(
+        study, settings=(*study.settings, study_lib.Setting(
+            "t", "x.py", label="T", methods=("ce", "m0", "m1"))),
+        claims=(study.claims[0], dataclasses.replace(
+            study.claims[1], settings=("s",)), dataclasses.replace(
+                study.claims[2], primary=False)))
+    self.assertEqual(overview.family_table([study]), [
+        "| study | primary claim | method vs baseline | settings |",
+        "|---|---|---|---|",
+        "| a | m0 beats ce [test at best clean val] | m0 vs ce | s; T |",
+        "| a | m1 beats ce [test at best clean val] | m1 vs ce | s |",
+        "", "3 rows: each primary claim on each setting it is tested on, "
+        "over 1 studies."])
+    for m in ("ce", "m0", "m1"):
+      c.final[("t", m)] = c.final[("s", m)]
+    table = overview.study_table(study, c, across_studies.family(
+        [(study, c)]))
+    self.assertTrue(table[3].endswith("| not tested |"), table[3])
+    self.assertTrue(table[4].endswith("| not run |"), table[4])
+
   def test_readme_parts_are_replaced_and_the_prose_kept(self):
     text = ("Prose.\n\n<!-- generated: claims x -->\nold\ntable\n"
             "<!-- end generated -->\n\nMore prose.\n"
@@ -1459,25 +1499,29 @@ class CommittedReadmeTest(TestCase):
 
   def test_readme(self):
     out = self._tempdir()
-    committed = os.path.join(study_files.RESULTS_DIR, "README.md")
-    shutil.copy(committed, out)
+    for name in ("README.md", "family.md"):
+      shutil.copy(os.path.join(study_files.RESULTS_DIR, name), out)
     status, printed, err = _cli("--readme", f"--out={out}")
     self.assertEqual(status, 0, err)
     self.assertIn("claims el_clean", printed)
-    with open(committed, "rb") as f, open(os.path.join(out, "README.md"),
-                                          "rb") as g:
-      self.assertEqual(g.read(), f.read(), "docs/results/README.md differs "
-                       "from its rebuild from the ledgers")
-    # A README without the generated parts is refused, and left alone.
-    bare = os.path.join(out, "README.md")
-    with open(bare, "w") as f:
-      f.write("prose\n")
-    status, _, err = _cli("--readme", f"--out={out}")
-    self.assertEqual(status, 2)
-    self.assertIn("the README's generated parts do not match the studies",
-                  err)
-    with open(bare) as f:
-      self.assertEqual(f.read(), "prose\n")
+    for name, source in (("README.md", "the ledgers"),
+                         ("family.md", "the study files")):
+      with open(os.path.join(study_files.RESULTS_DIR, name), "rb") as f, \
+          open(os.path.join(out, name), "rb") as g:
+        self.assertEqual(g.read(), f.read(), f"docs/results/{name} differs "
+                         f"from its rebuild from {source}")
+    # A file without the generated parts is refused, and left alone.
+    for name in ("README.md", "family.md"):
+      bare = os.path.join(out, name)
+      with open(bare, "w") as f:
+        f.write("prose\n")
+      status, _, err = _cli("--readme", f"--out={out}")
+      self.assertEqual(status, 2)
+      self.assertIn(f"{name}: the file's generated parts do not match the "
+                    f"studies", err)
+      with open(bare) as f:
+        self.assertEqual(f.read(), "prose\n")
+      shutil.copy(os.path.join(study_files.RESULTS_DIR, name), out)
 
 
 class ImportsTest(TestCase):

@@ -116,6 +116,89 @@ class ModelsTest(parameterized.TestCase):
       models.create("cnn_small", (40, 1), 10, seed=0)
 
 
+class CosineHeadTest(parameterized.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    jax.config.update("jax_enable_x64", True)
+    self.addCleanup(jax.config.update, "jax_enable_x64", False)
+
+  def test_scores_are_the_cosines(self):
+    # Against the plain form in float64 NumPy: each class's score is the
+    # cosine of the features and that class's weight column.
+    head = models.CosineHead(6, 4, rngs=nnx.Rngs(0))
+    x = np.random.default_rng(0).normal(size=(5, 6))
+    w = np.asarray(head.kernel[...], np.float64)
+    want = np.array([[a @ w[:, c] / np.linalg.norm(a) / np.linalg.norm(w[:, c])
+                      for c in range(4)] for a in x])
+    got = head(jnp.asarray(x))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    self.assertTrue(np.all(np.abs(got) <= 1 + 1e-12))
+    # A positive scale of the features or of a column changes nothing.
+    np.testing.assert_allclose(head(jnp.asarray(1e3 * x)), want, rtol=1e-12)
+
+  def test_a_zero_feature_vector_scores_zero_with_a_finite_gradient(self):
+    head = models.CosineHead(3, 2, rngs=nnx.Rngs(0))
+    x = jnp.zeros((1, 3))
+    np.testing.assert_array_equal(head(x), 0.0)
+    grad = jax.grad(lambda x: head(x).sum())(x)
+    self.assertTrue(np.all(np.isfinite(grad)))
+
+  @parameterized.parameters(("mlp", (40, 1)), ("cnn1d", (40, 1)),
+                            ("cnn_small", (28, 28, 1)))
+  def test_cosine_replaces_the_last_layer_alone(self, name, shape):
+    linear = models.create(name, shape, 10, seed=3)
+    cosine = models.create(name, shape, 10, seed=3, head="cosine")
+    self.assertIsInstance(cosine.head, models.CosineHead)
+    self.assertEqual(cosine.head.kernel[...].shape,
+                     linear.head.kernel[...].shape)
+    below = lambda m: [v for path, v in nnx.to_flat_state(
+        nnx.state(m, nnx.Param)) if path[0] != "head"]
+    for a, b in zip(below(linear), below(cosine), strict=True):
+      np.testing.assert_array_equal(a[...], b[...])
+    classifier = models.Classifier.split(cosine)
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(4, *shape)),
+                    jnp.float32)
+    logits, _ = classifier.apply(classifier.params, classifier.model_state,
+                                 x, train=False)
+    self.assertTrue(np.all(np.abs(logits) <= 1 + 1e-6))
+
+  def test_ldam_at_scale_30_trains_the_cosine_head(self):
+    # LDAM as its paper runs it: the margins come off the cosines, scale 30
+    # makes logits of them. A few full-batch steps on separable data fit it.
+    from losses import long_tail  # pylint: disable=g-import-not-at-top
+    rng = np.random.default_rng(0)
+    labels = np.arange(60) % 3
+    x = jnp.asarray(rng.normal(size=(60, 8)) + 3 * np.eye(8)[labels])
+    model = models.create("mlp", (8, 1), 3, seed=0, width=16, head="cosine")
+    classifier = models.Classifier.split(model)
+
+    def loss(params):
+      logits, _ = classifier.apply(params, classifier.model_state, x,
+                                   train=True)
+      return long_tail.ldam_loss(logits, labels, class_counts=jnp.array(
+          [30.0, 20.0, 10.0]), scale=30.0).mean(), logits
+
+    params = classifier.params
+    (first, _), _ = jax.value_and_grad(loss, has_aux=True)(params)
+    for _ in range(30):
+      (_, logits), grads = jax.value_and_grad(loss, has_aux=True)(params)
+      params = jax.tree.map(lambda p, g: p - 0.05 * g, params, grads)
+    (last, logits), _ = jax.value_and_grad(loss, has_aux=True)(params)
+    self.assertLess(float(last), 0.5 * float(first))
+    self.assertEqual(float(np.mean(np.argmax(logits, -1) == labels)), 1.0)
+
+  def test_an_unknown_head_is_refused_where_the_config_is_read(self):
+    with self.assertRaisesRegex(ValueError, r"unknown head 'norm'"):
+      models.create("mlp", (40, 1), 10, seed=0, head="norm")
+    config = tiny_config()
+    config.model.head = "normed"
+    with self.assertRaisesRegex(
+        ConfigError, r"config.model.head = 'normed': must be one of "
+        r"\['linear', 'cosine'\]"):
+      models.check(config.model)
+
+
 @pytest.mark.slow
 class MixedPrecisionTest(absltest.TestCase):
 

@@ -154,6 +154,54 @@ class MarksTest(absltest.TestCase):
       prose.read_marks(path)
 
 
+class UnmarkedTest(absltest.TestCase):
+
+  def test_a_finding_without_its_holm_mark_fails(self):
+    for text in (
+        "ASL's probability margin is what helps.",
+        "JO beats CE under every noise model.",
+        "ELR matches it.",
+        "At rho 100 EL gains +5.0 [+3.6, +6.5] over CE.",
+        "The margin's gain is confirmed.",
+        # A mark in another sentence is no mark of this one's.
+        "EL beats CE. That survives Holm's correction."):
+      with self.subTest(text=text):
+        (error,) = prose.unmarked(text, "f.md", 7)
+        self.assertStartsWith(error, "f.md:7: a finding without its Holm "
+                              "mark: ")
+
+  def test_a_finding_with_its_mark_and_what_is_no_finding_pass(self):
+    for text in (
+        "ASL beats focal loss (+0.74 [+0.43, +1.05], surviving Holm within "
+        "the study but not across the studies).",
+        "EL trails logit adjustment (refuted, not surviving Holm).",
+        "Every verdict survives the correction.",
+        # Inconclusive: no verdict to correct.
+        "Soft labels beat hard ones in none (inconclusive in all).",
+        "EL gains +0.15 [-0.04, +0.35] over the plain bonus.",
+        # A paper's claim, a claim's own words, the legend, the protocol.
+        "Zhao et al. report that it helps on long-tailed data.",
+        'The claim "EL beats CE" is read at five seeds.',
+        "\u2713 confirmed, \u2717 refuted, \u25cb inconclusive.",
+        "*confirmed* where it excludes 0, *refuted* where it excludes 0 the "
+        "other way.",
+        "The noisy labels are 64 % right."):
+      with self.subTest(text=text):
+        self.assertEqual(prose.unmarked(text, "f.md"), [])
+
+  def test_the_check_runs_on_the_committed_files(self):
+    study, page, held = prose.committed_study("el_clean")
+    path = "docs/results/el_clean.md"
+    right = study.notes.split("\n\n")[0]
+    wrong = right + "\n\nEL beats CE on every model."
+    changed = dataclasses.replace(study, notes=study.notes.replace(right,
+                                                                  wrong))
+    errors, _ = prose.page_errors(changed, page.replace(right, wrong), held,
+                                  path)
+    self.assertTrue(any("a finding without its Holm mark: 'EL beats CE on "
+                        "every model.'" in e for e in errors), errors)
+
+
 class CommittedProseTest(absltest.TestCase):
   """Every number the committed prose quotes is held by its study's data,
   or marked."""

@@ -152,6 +152,24 @@ class PlanTest(absltest.TestCase):
       self.assertEqual(plan.sensitivity_claims(own, own.settings[1]) == [],
                        count == 0)
 
+  def test_claims_between_the_panels_methods_are_read_from_its_runs(self):
+    # A secondary claim between two of the primary claims' methods joins
+    # the panel at no cost: the same runs, none added. One with a method of
+    # its own (MAE) does not.
+    study = _study()
+    a = study.settings[0]
+    el_vs_at_ce = study_lib.Claim("EL beats EL at CE's rate", "p", "el",
+                                  "el_at_ce")
+    more = dataclasses.replace(study, claims=(*study.claims, el_vs_at_ce))
+    self.assertEqual(plan.sensitivity_claims(more, a),
+                     [*study.claims[:2], el_vs_at_ce])
+    self.assertEqual(plan.sensitivity_runs(more, "/r", SELECTED),
+                     plan.sensitivity_runs(study, "/r", SELECTED))
+    # On b EL at CE's rate is in no primary claim: the panel has no runs
+    # of it there, and no row for the claim.
+    self.assertEqual(plan.sensitivity_claims(more, study.settings[1]),
+                     [study.claims[0]])
+
   def test_a_method_reading_another_run_reads_its_final_run(self):
     study = _study(claims=(study_lib.Claim("FC beats CE", "p", "fc", "ce",
                                            primary=True),))

@@ -10,6 +10,10 @@ averages when ``train`` is true, the running averages otherwise. The ResNets
 and ``cnn`` work on images ``[H, W, C]`` and on signals ``[L, C]`` alike (the
 kernel has the input's spatial rank).
 
+Heads (``HEADS``): every model ends in a linear layer, ``head``; ``cosine``
+replaces it with ``CosineHead``, whose scores are the cosines between the
+features and each class's weights (LDAM's normalised classifier).
+
 ``Classifier`` splits a model into a graph definition (static), its
 parameters and its other state (batch-norm statistics), and ``apply`` merges
 them inside jit: ``nnx.split`` -> pure function -> ``nnx.merge``, the
@@ -31,6 +35,49 @@ from flax import nnx
 from train import imagenet_resnet
 from train import pretrained
 from train.errors import ConfigError
+
+
+# A feature vector or weight column shorter than this normalises to 0, not
+# NaN (PyTorch's F.normalize uses the same floor).
+_NORM_FLOOR = 1e-12
+
+
+def _normalised(x: jax.Array, axis: int) -> jax.Array:
+  """``x / max(||x||, floor)`` along ``axis``. The squared norm is floored
+  before its root, so the gradient at a zero vector is 0, not NaN."""
+  squared = jnp.sum(jnp.square(x), axis=axis, keepdims=True)
+  return x * jax.lax.rsqrt(jnp.maximum(squared, _NORM_FLOOR ** 2))
+
+
+class CosineHead(nnx.Module):
+  r"""A normalised (cosine) classifier: class ``c``'s score is the cosine
+  between the features ``x`` and its weight vector ``w_c``.
+
+  .. math::
+    z_c = \frac{x^\top w_c}{\lVert x \rVert\, \lVert w_c \rVert}
+    \in [-1, 1].
+
+  Plain form::
+
+    z = (x / norm(x, axis=-1)) @ (kernel / norm(kernel, axis=0))
+
+  The scores are bounded, so a loss that trains on them scales them: LDAM's
+  ``loss.scale`` (30 in Cao et al., NeurIPS 2019, whose official model ends
+  in this layer, ``NormedLinear``, and subtracts its margins from the
+  cosines before scaling). The arg max, hence accuracy, is the cosines'.
+  The kernel starts uniform in ``[-1, 1]``, as the official layer's does
+  before its columns are normalised (which the forward pass does anyway).
+  """
+
+  def __init__(self, in_features: int, num_classes: int, *,
+               rngs: nnx.Rngs):
+    self.in_features, self.out_features = in_features, num_classes
+    self.kernel = nnx.Param(jax.random.uniform(
+        rngs.params(), (in_features, num_classes), minval=-1.0, maxval=1.0))
+
+  def __call__(self, x):
+    kernel = self.kernel[...].astype(x.dtype)
+    return _normalised(x, -1) @ _normalised(kernel, 0)
 
 
 def _spatial_dims(input_shape: Sequence[int]) -> int:
@@ -323,25 +370,42 @@ _BUILDERS: dict[str, Callable[..., nnx.Module]] = {
     "resnet50": _resnet50,
 }
 MODELS = tuple(_BUILDERS)
+# config.model.head -> what the model ends in: its linear layer, or the
+# cosine head in its place.
+HEADS = ("linear", "cosine")
 # config.model.dtype -> the dtype of activations and matmuls (None: as the
 # parameters, float32).
 COMPUTE_DTYPES = {"float32": None, "bfloat16": jnp.bfloat16}
 
 
 def create(name: str, input_shape: Sequence[int], num_classes: int, *,
-           seed: int, **options) -> nnx.Module:
+           seed: int, head: str = "linear", **options) -> nnx.Module:
   """Builds model ``name`` for inputs of ``input_shape``, initialised by seed.
 
+  Args:
+    head: ``linear`` (the model's own last layer) or ``cosine``
+      (``CosineHead`` in its place, drawn from its own key of the seed, so
+      the layers below start as they do under ``linear``).
+
   Raises:
-    ValueError: an unknown name or option, or an input the model cannot take.
+    ValueError: an unknown name, head or option, or an input the model
+      cannot take.
   """
   if name not in _BUILDERS:
     raise ValueError(f"unknown model {name!r}; known: {list(MODELS)}")
+  if head not in HEADS:
+    raise ValueError(f"unknown head {head!r}; known: {list(HEADS)}")
   try:
-    return _BUILDERS[name](tuple(input_shape), num_classes,
-                           rngs=nnx.Rngs(seed), **options)
+    model = _BUILDERS[name](tuple(input_shape), num_classes,
+                            rngs=nnx.Rngs(seed), **options)
   except TypeError as e:
     raise ValueError(f"model {name!r}: bad options {options}: {e}") from e
+  if head == "cosine":
+    linear = model.head
+    model.head = CosineHead(
+        linear.in_features, linear.out_features,
+        rngs=nnx.Rngs(jax.random.fold_in(jax.random.key(seed), 1)))
+  return model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -426,6 +490,9 @@ def check(model_config) -> None:
   if model_config.dtype not in COMPUTE_DTYPES:
     raise ConfigError.of("model.dtype", model_config.dtype,
                          f"must be one of {list(COMPUTE_DTYPES)}")
+  if model_config.head not in HEADS:
+    raise ConfigError.of("model.head", model_config.head,
+                         f"must be one of {list(HEADS)}")
 
 
 def factory(model_config, input_shape: Sequence[int], num_classes: int, *,
@@ -450,7 +517,7 @@ def factory(model_config, input_shape: Sequence[int], num_classes: int, *,
   def make(seed: int) -> Classifier:
     try:
       model = create(model_config.name, input_shape, num_classes, seed=seed,
-                     **options)
+                     head=model_config.head, **options)
     except ValueError as e:
       raise ConfigError(f"config.model: {e}") from None
     classifier = Classifier.split(model, dtype=model_config.dtype)

@@ -62,7 +62,7 @@ on another machine than the third: seed 100 of EL 0.75 at learning rate
 at CE's learning rate") and 98.15 in the third's (as EL 0.75's
 selection). Over the 15 seeds that configuration scored alike on both
 (97.91 ± 0.19 and 97.90 ± 0.23, -0.01 [-0.18, +0.15] over seeds and test
-examples). The primary claim's interval widened in this edition while
+examples, a difference of machines that no Holm family tests). The primary claim's interval widened in this edition while
 its pairs crossed the machines (CE's runs the second edition's, EL's the
 third's), so MNIST-1D's final runs that the second edition had made (CE,
 label smoothing, EL 0.5, MSE, MAE and EL at CE's learning rate: 90 runs)
@@ -74,30 +74,46 @@ mark moved, below). Fashion-MNIST's runs all ran on the second edition's
 machine.
 
 What the runs say (the third edition). With every method tuning its
-learning rate alone, EL's bonus helps on clean MNIST-1D at every log_end
+learning rate alone, EL's bonus gains on clean MNIST-1D at every log_end
 tried: at the paper's 0.75 it beats CE by +0.36 [+0.13, +0.60] (97.90 ±
 0.23 against 97.53 ± 0.23, 15 seeds), confirmed and surviving Holm
 within the study but not across the studies (p = 0.0043, Holm-adjusted
-0.12 over the 82 primary claim rows of the four studies); the plain
+0.12 over the 72 primary claim rows of the four studies); the plain
 bonus (log_end 1) by +0.21 [+0.02, +0.41] (confirmed, not surviving
-Holm) and the deferred bonus by +0.28 [+0.11, +0.44]. The conservative
+Holm) and the deferred bonus by +0.28 [+0.11, +0.44] (confirmed,
+surviving Holm within the study's secondary claims). The conservative
 bonus is no longer shown to beat the plain one (+0.15 [-0.04, +0.35],
-inconclusive). On the small
-CNN EL 0.75 beats CE by +0.37 [+0.06, +0.67] (10 seeds; not surviving
-Holm across the studies). Two cautions stand: CE with label smoothing 0.1
-beats EL 0.75 on both models (-0.51 [-0.74, -0.29] and -0.43 [-0.65,
--0.21]), and on the CNN, where CE selects 0.1 and EL 0.03, EL trained at
-CE's 0.1 trails CE (-0.44 [-0.81, -0.08]; surviving Holm within the
-study, not across the studies), as the published reproduction found; on
-MNIST-1D both select 0.1, so there "EL at CE's learning rate" is EL's
-own configuration and the claim is refuted. The panel on MNIST-1D (the
-first five final seeds, where EL 0.75 leads CE by +0.53 [-0.01, +1.07]
-at their selected 0.1 and 0.1, five seeds too few to confirm it) finds
-the primary verdict resting on EL's selection: with EL at 0.03 the
+inconclusive). On the small CNN EL 0.75 beats CE by +0.37 [+0.06, +0.67]
+(10 seeds; surviving Holm within the study, not across the studies).
+Two cautions stand: CE with label smoothing 0.1 beats EL 0.75 on both
+models (-0.51 [-0.74, -0.29] and -0.43 [-0.65, -0.21], both surviving
+Holm within the study's secondary claims), and on the CNN, where CE
+selects 0.1 and EL 0.03, EL trained at CE's 0.1 trails CE (-0.44 [-0.81,
+-0.08]; surviving Holm within the study, not across the studies), as
+the published reproduction found; on MNIST-1D both select 0.1, so there
+"EL at CE's learning rate" is EL's own configuration, and its claim is
+not tested there (the primary family, below). The panel on MNIST-1D
+(the first five final seeds, where EL 0.75 leads CE by +0.53 [-0.01,
++1.07] at their selected 0.1 and 0.1, five seeds too few to confirm it)
+finds the primary verdict resting on EL's selection: with EL at 0.03 the
 difference is -0.27 [-0.80, +0.26], its sign flipped, and at 0.3 EL
-falls far behind (-12.58 [-20.39, -4.77]); CE at either neighbour loses more to EL (+1.59 [+1.25, +1.93]
-at 0.03, +1.29 [+0.19, +2.38] at 0.3). EL's gain is there at its
+falls far behind (-12.58 [-20.39, -4.77], a panel reading, which no
+Holm family corrects); CE at either neighbour loses more to EL
+(+1.59 [+1.25, +1.93] at 0.03, +1.29 [+0.19, +2.38] at 0.3, panel
+readings, outside Holm's families too). EL's gain is there at its
 selected rate, a few tenths of a point, and gone one step below it.
+
+The primary family (issue 48). The claims Holm's correction runs over
+across the studies are those [`family.md`](family.md) declares, committed
+before issue 48's runs. "EL with CE's hyperparameters trails CE" is now
+tested on Fashion-MNIST alone: on MNIST-1D EL 0.75 selects CE's rate, so
+that row was the headline's own runs again, scored alike seed by seed
+(p = 0.0043 for both), and it counted one test twice. It left the
+family, which now holds 72 rows over the four studies (82 in the third
+edition, with noisy_labels' nine rows of "JO recovers true labels beyond
+the given ones", now secondary), and its panel row with it. No verdict
+of this study moved, nor any Holm mark: the MNIST-1D headline survives
+within the study (now of 3 primary rows) and not across the studies.
 
 What changed from the second edition, and why: EL at the paper's bonus
 weight 1 (every method tunes its learning rate alone), a third tuning
@@ -106,16 +122,17 @@ seed on MNIST-1D, Fashion-MNIST's grid one step up. Verdicts that moved
 then the third's):
 
 * "EL (log_end 1.0) beats CE": inconclusive (-0.03 [-0.23, +0.17]) is
-  now confirmed (+0.21 [+0.02, +0.41]): at bonus weight 1 the plain bonus
-  scores 97.75 ± 0.21, where at the second edition's selected 0.5 it
-  scored 97.51 ± 0.24;
+  now confirmed (+0.21 [+0.02, +0.41], not surviving Holm): at bonus
+  weight 1 the plain bonus scores 97.75 ± 0.21, where at the second
+  edition's selected 0.5 it scored 97.51 ± 0.24;
 * "EL with the deferred bonus (0.75) beats CE": inconclusive
-  (+0.08 [-0.04, +0.21]) is now confirmed (+0.28 [+0.11, +0.44]), at bonus
-  weight 1 where it had selected 0.5;
+  (+0.08 [-0.04, +0.21]) is now confirmed (+0.28 [+0.11, +0.44],
+  surviving Holm within the study's secondary claims), at bonus weight 1
+  where it had selected 0.5;
 * "the conservative bonus beats the plain bonus": confirmed
-  (+0.41 [+0.20, +0.61]) is now inconclusive (+0.15 [-0.04, +0.35]): the plain
-  bonus gained at weight 1, the conservative one stayed (97.91 ± 0.22 at
-  0.5, 97.90 ± 0.23 at 1).
+  (+0.41 [+0.20, +0.61], surviving Holm then) is now inconclusive
+  (+0.15 [-0.04, +0.35]): the plain bonus gained at weight 1, the
+  conservative one stayed (97.91 ± 0.22 at 0.5, 97.90 ± 0.23 at 1).
 
 The primary "EL (log_end 0.75) beats CE" on MNIST-1D holds
 (+0.38 [+0.24, +0.52], then +0.36 [+0.13, +0.60]) but no longer survives
@@ -212,9 +229,14 @@ def get_study():
               f"el_le{le}", "ce", primary=le == 0.75)
       for le in (0.5, 0.75, 0.9, 1.0)]
   claims += [
+      # On Fashion-MNIST alone: on MNIST-1D EL 0.75 selects CE's rate, so
+      # there "EL at CE's learning rate" is EL 0.75's own configuration,
+      # its runs score as the headline's seed by seed, and a second row
+      # would count one test twice in the primary family (docs/results/
+      # family.md).
       s.Claim("EL with CE's hyperparameters trails CE",
               "failed reproduction (CIFAR-10)", "el_at_ce", "ce",
-              direction=-1, primary=True),
+              settings=("fashion_mnist_cnn",), direction=-1, primary=True),
       s.Claim("the conservative bonus (0.75) beats the plain bonus",
               "Zhao et al. 2022", "el_le0.75", "el_le1.0"),
       s.Claim("EL with the deferred bonus (0.75) beats CE",

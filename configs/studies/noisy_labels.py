@@ -108,27 +108,32 @@ headline claims are confirmed in all nine settings and all survive Holm's
 correction within the study (all but nine also across the four studies'
 primary claims; see What changed): JO beats CE by 4.6 to 15.4 points
 under class-conditional noise on MNIST-1D, by 6.0 and 15.0 under
-instance-dependent noise, and by 0.93 on Fashion-MNIST; its labels end 15
-to 38 points more often right than the given ones; its network predicts the
-wrong given label for 10 to 56 points fewer of the mislabelled examples
-than CE's on MNIST-1D (1.7 on Fashion-MNIST, where CE memorises little).
-The longer training is not what helps: CE trained for JO's 70 epochs (60 on
-Fashion-MNIST) scores within 1.1 points of CE at 40 at its best validation
-epoch, or up to 4.1 below, and memorises more by its last; JO beats it by
-5.2 to 16.7 points (0.94 on Fashion-MNIST). Relabelling is what helps (+3.1
-to +18.0 over JO's loss without it on MNIST-1D, +0.65 on Fashion-MNIST; six
-of the nine survive Holm), with the entropy term (+3.2 to +10.9); the prior
-term helps under asymmetric noise only (+3.85), the one noise model here
-that unbalances the given labels' classes. Averaging the last K epochs'
-predictions trails K = 1 in all three settings that test it (-1.12, -2.14,
--7.41: refuted, none surviving Holm, and confounded with the shortened
-schedule: see Budget (the third edition)), and soft labels beat hard ones in none (pair flip -1.34:
-refuted). Forward correction with the true T beats CE everywhere (by 26
-points under pair flip); with T estimated from CE's network it gains under
-40 % symmetric, asymmetric and pair-flip noise, loses at 60 and 80 %
-symmetric noise (-4.61, -11.17) and is inconclusive elsewhere; the
-estimate's error (a mean absolute 0.02-0.05 over T's entries) does not tell
-these settings apart. On Fashion-MNIST CE and forward correction selected
+instance-dependent noise, and by 0.93 on Fashion-MNIST (each surviving
+Holm within the study); its labels end 15 to 38 points more often right
+than the given ones; its network predicts the wrong given label for 10
+to 56 points fewer of the mislabelled examples than CE's on MNIST-1D (1.7
+on Fashion-MNIST, where CE memorises little), each surviving Holm within
+the study. The longer training does not explain it: CE trained for JO's
+70 epochs (60 on Fashion-MNIST) scores within 1.1 points of CE at 40 at
+its best validation epoch, or up to 4.1 below, and memorises more by its
+last; JO beats it by 5.2 to 16.7 points (0.94 on Fashion-MNIST), each
+surviving Holm within the study. Relabelling carries JO (+3.1 to +18.0
+over JO's loss without it on MNIST-1D, +0.65 on Fashion-MNIST; six of
+the nine surviving Holm), with the entropy term (+3.2 to +10.9); the
+prior term shows under asymmetric noise only (+3.85, not surviving
+Holm), the one noise model here that unbalances the given labels'
+classes. Averaging the last K epochs' predictions trails K = 1 in all
+three settings that test it (-1.12, -2.14, -7.41: refuted, none
+surviving Holm, and confounded with the shortened schedule: see Budget
+(the third edition)), and soft labels beat hard ones in none (pair flip
+-1.34: refuted, not surviving Holm). Forward correction with the true T
+beats CE everywhere (by 26 points under pair flip; now surviving Holm
+in seven of the eight MNIST-1D settings); with T estimated from CE's
+network it gains under 40 % symmetric, asymmetric and pair-flip noise
+(now surviving Holm under asymmetric noise alone), loses at 60 and 80 % symmetric noise (-4.61,
+-11.17, neither surviving Holm) and is inconclusive elsewhere; the
+estimate's error (a mean absolute 0.02-0.05 over T's entries) does not
+tell these settings apart. On Fashion-MNIST CE and forward correction selected
 the grid's lowest rate, 0.01, at which CE memorises 5 % of the mislabelled
 examples by its last epoch (at 0.03 it memorised 16-37 % by epoch 20 and
 nearly all by epoch 40, see Models): JO's margin there is small (+0.93
@@ -149,22 +154,24 @@ its best validation epoch (it was the last epoch's). Changed verdicts, all
 on MNIST-1D:
 
 * "soft labels beat hard labels", 40 % symmetric: confirmed (+1.13
-  [+0.35, +1.91]) is now inconclusive (+0.85 [-0.26, +1.96]; over seeds
-  and test examples the same);
-* the same at 40 % asymmetric: confirmed (+0.78 [+0.02, +1.55]) is now
-  inconclusive (+0.22 [-0.75, +1.19], the same);
+  [+0.35, +1.91], not surviving Holm) is now inconclusive (+0.85 [-0.26,
+  +1.96]; over seeds and test examples the same);
+* the same at 40 % asymmetric: confirmed (+0.78 [+0.02, +1.55], not
+  surviving Holm) is now inconclusive (+0.22 [-0.75, +1.19], the same);
 * "averaging K epochs beats K = 1", 40 % asymmetric: inconclusive (-2.02
-  [-4.26, +0.22]) is now refuted (-2.14 [-3.13, -1.15], the same);
+  [-4.26, +0.22]) is now refuted (-2.14 [-3.13, -1.15], the same; not
+  surviving Holm);
 * "forward correction (estimated T) beats CE", 60 % symmetric:
   inconclusive (-1.71 [-4.76, +1.33]) is now refuted (-4.61 [-8.53,
-  -0.69], the same).
+  -0.69], the same; not surviving Holm).
 
 Both soft-label verdicts were small effects at the edge of their intervals
 that half the seeds no longer resolve. Every other verdict the two
 editions share is as it was. Fashion-MNIST's verdicts are now the small
 CNN's (on the MLP: JO vs CE +0.16 [-0.03, +0.35], inconclusive; now +0.93,
-confirmed; forward correction with the estimated T -0.41, refuted; now
-+0.08, inconclusive). JO's ablations but relabelling (hard labels, K = 1,
+confirmed, surviving Holm within the study; forward correction with the
+estimated T -0.41, refuted, not surviving Holm; now +0.08,
+inconclusive). JO's ablations but relabelling (hard labels, K = 1,
 alpha = 0, beta = 0) at 20, 60 and 80 % symmetric noise and on
 Fashion-MNIST, and GCE, SCE and forward correction with the true T on
 Fashion-MNIST, did not run again (Budget); their first-edition verdicts
@@ -179,16 +186,18 @@ the seeds, and its percentiles are no t quantiles), so the seed interval
 decided; the test set adds little to the seeds' spread here, and the new
 interval, never narrower than the seed interval, is the seed interval in
 nearly every row. No verdict moved. Holm's correction of a primary claim
-now also runs across the primary claims of every study together (82
-rows with the self-training controls below), and, with the third
-edition's runs, 18 of this study's 54 survive it within the study only:
-JO beats CE at 40 % (p = 0.0041), 60 % (0.0019) and 80 % symmetric noise
-(0.011) and on Fashion-MNIST (0.0097); JO beats CE trained as long at
-40 % symmetric (0.003) and 20 % instance-dependent noise (0.0013) and on
-Fashion-MNIST (0.0043); JO memorises less than CE at 80 % symmetric
+now also runs across the primary claims of every study together (72
+rows since issue 48, 82 in the third edition: The primary family,
+below), and 18 of this study's 45 survive it within the study only,
+each surviving Holm within the study but not across the studies: JO
+beats CE at 40 % (p = 0.0041), 60 % (0.0019) and 80 % symmetric noise
+(0.011) and on Fashion-MNIST (0.0097), surviving Holm within the study
+only; JO beats CE trained as long at 40 % symmetric (0.003) and 20 %
+instance-dependent noise (0.0013) and on Fashion-MNIST (0.0043), surviving
+Holm within the study only too; JO memorises less than CE at 80 % symmetric
 noise (0.0027) and on Fashion-MNIST (0.0022); and nine of the
-self-training rows. Holm's step-down stops at the 43rd smallest p-value
-of the 82, 0.0013, just above its threshold 0.05 / 40.
+self-training rows. Holm's step-down stops at the 34th smallest p-value
+of the 72, 0.0013 (the 43rd of the third edition's 82).
 
 Third edition: self-training. Relabelling is JO's mechanism, and the
 control a reviewer asks for first is the plain two-stage baseline: CE
@@ -240,10 +249,11 @@ claim's interval as it was and every verdict the same.
 * A third tuning seed (2) on the three 40 % MNIST-1D settings; the
   others keep two, for the budget.
 * ELR and NCE+RCE on those three settings, their learning rate on CE's
-  grid. NCE+RCE selects the lowest rate under pair flip (0.01) and 40 %
-  instance-dependent noise (0.03, that grid's lowest); not extended: its
-  bounded loss underfits this CNN in 40 epochs at the paper's alpha =
-  beta = 1, and the rates above reach chance on validation.
+  grid. NCE+RCE selected the lowest rate under pair flip (0.01) and 40 %
+  instance-dependent noise (0.03, that grid's lowest); not extended then:
+  its bounded loss underfit this CNN in 40 epochs at alpha = beta = 1,
+  and the rates above reached chance on validation (issue 48 tunes it
+  again, below).
 * JO's ablations each tune their own learning rate on 40 % symmetric and
   pair-flip noise (``NAME_lr``, JO's other hyperparameters at their
   defaults); elsewhere they keep JO's point.
@@ -258,17 +268,21 @@ What the runs say (the third edition). At its paper's defaults JO's four
 headline claims stay confirmed in all nine settings, all surviving Holm
 within the study: JO beats CE by 4.89 to 21.01 points on MNIST-1D (the
 most under pair flip, where CE now selects 0.1 and scores 62.72 ± 2.15)
-and by 0.93 on Fashion-MNIST. ELR, a regulariser on cross entropy with
+and by 0.93 on Fashion-MNIST, surviving Holm across the studies in five
+of the nine settings. ELR, a regulariser on cross entropy with
 one network and 40 epochs, beats CE in all three settings it runs
 (+9.65 [+7.29, +12.01], +19.71 [+14.92, +24.50] and +16.50 [+13.72,
 +19.28] under 40 % symmetric, pair-flip and instance-dependent noise,
-each surviving Holm) and matches JO: "JO beats ELR" is refuted at 40 %
-symmetric (-1.99 [-3.82, -0.16]) and instance-dependent noise (-1.55
+each surviving Holm) and leads JO in two of them, with one network
+for 40 epochs against JO's two stages of 70: "JO beats ELR" is refuted
+at 40 % symmetric (-1.99 [-3.82, -0.16]) and instance-dependent noise (-1.55
 [-2.37, -0.73]), neither surviving Holm, and inconclusive under pair flip
-(+1.30 [-2.58, +5.18]). NCE+RCE underfits (test accuracy 74.38 ± 6.66,
-58.64 ± 3.72 and 53.82 ± 19.33): it trails CE at 40 % symmetric noise
-(-10.05 [-19.74, -0.36], not surviving Holm; inconclusive elsewhere)
-and JO by 17.71 to 36.00 points (surviving Holm under pair flip only). JO's ablations at their own learning
+(+1.30 [-2.58, +5.18]). NCE+RCE, at alpha = beta = 1 and its grid's
+lowest rates, underfit (test accuracy 74.38 ± 6.66, 58.64 ± 3.72 and
+53.82 ± 19.33): it trailed CE at 40 % symmetric noise (-10.05 [-19.74,
+-0.36], not surviving Holm; inconclusive elsewhere) and JO by 17.71 to
+36.00 points (surviving Holm under pair flip only), verdicts on a
+method not tuned as its paper tunes it (issue 48, below). JO's ablations at their own learning
 rate, at 40 % symmetric and pair-flip noise: relabelling helps (+5.44
 [+4.26, +6.62] and +18.49 [+13.90, +23.08]), and the entropy term
 (+4.71 [+3.90, +5.52]; +11.88 [+7.55, +16.21], the latter not surviving
@@ -280,7 +294,7 @@ symmetric noise; soft labels beat hard ones in neither (+1.24 [-0.18,
 pair flip (-6.85 [-12.78, -0.92], not surviving Holm, and with the
 schedule's confound) and is inconclusive under symmetric noise (-1.80
 [-3.64, +0.04]). The panel (40 % symmetric and pair-flip noise, the
-first five final seeds) finds JO's gain over CE resting on JO's own
+first five final seeds; its readings are outside Holm's families) finds JO's gain over CE resting on JO's own
 selection at 40 % symmetric noise and mostly holding under pair flip: at 40 %
 symmetric noise CE at its 0.3 beats JO moved a step down (0.03: -3.38
 [-6.29, -0.47]) or up (0.3: -12.39 [-17.27, -7.51]), self-training
@@ -292,6 +306,39 @@ memorisation hold at all four neighbours; under pair flip every claim
 holds at JO's lower neighbour and at both of CE's (JO at 0.03 beats CE
 by +12.12 [+6.53, +17.71]), and at JO's upper neighbour its gains lose
 significance (+8.97 [-2.38, +20.32]).
+
+The primary family (issue 48). The claims Holm's correction runs over
+across the studies are those [`family.md`](family.md) declares,
+committed before issue 48's runs. "JO recovers true labels beyond the
+given ones" is secondary now: its baseline is CE's label state, the
+labels as given, whose recovery is one minus the realised noise rate
+(63.99 ± 0.00 at 40 % symmetric noise), a constant that any relabelling
+towards a network's own predictions beats, so the claim was all but
+true by construction (its nine rows, each confirmed, survive Holm
+within the study's secondary claims). The question it stands for, whether JO's labels
+know more than CE's own network, is the primary claim "JO's labels
+recover more than CE's own predictions", tested against self-training's
+labels on the same nine settings. Its nine rows left the family (72
+rows over the four studies, from 82), each still confirmed and
+surviving Holm within the study's secondary claims; no other row of the
+family changed its mark: 27 of this study's 45 primary rows survive
+across the studies, the other 18 within the study only.
+
+Issue 48: NCE+RCE tuned as its paper tunes it, and ELR as long as JO.
+The third edition ran NCE+RCE at alpha = beta = 1 on CE's learning
+rates, where it selected the grid's lowest under pair flip and
+instance-dependent noise; its verdicts (above) read a loss that had not
+been fitted. It now tunes (alpha, beta) over the pairs of its paper's
+official configurations, (1, 1), (1, 10) and (10, 0.1), with learning
+rates from 0.001 to 1 (its own grid, on every setting it runs), on the
+three tuning seeds: it selects (10, 0.1) at 0.3 in all three settings,
+inside the grid, and its final runs follow. ELR trains one network for
+40 epochs where JO trains two for 70, so a control trains ELR for JO's
+70 epochs, its cosine decay stretched over them, at ELR's selected rate
+(``elr_jo_epochs``, as CE's control), beside the paper-default
+comparison. Both run on another processor than the runs they pair
+with (JO's final runs there are the second edition's), so their pairs cross
+machines, whose XLA kernels differ (el_clean measured what that does).
 
 What changed in the third edition, and why: the paper defaults, the
 third tuning seed, the ablations' own rates (Budget). CE's selection
@@ -306,13 +353,13 @@ moved at 40 % symmetric noise (0.1 to 0.3) and under pair flip (0.3 to
   now confirmed (+1.82 [+0.34, +3.30]; not surviving Holm), SCE at (0.1,
   1);
 * "JO beats self-training (soft labels)", 40 % symmetric: confirmed
-  (+7.03 [+3.88, +10.18]) is now inconclusive (+3.93 [-0.20, +8.06]):
+  (+7.03 [+3.88, +10.18], not surviving Holm) is now inconclusive (+3.93 [-0.20, +8.06]):
   relabelled from CE at 0.3, self-training scores 88.16 ± 2.51;
 * "soft labels beat hard labels", pair flip: refuted (-1.34 [-2.43,
-  -0.25], at JO's point) is now inconclusive (-0.58 [-2.10, +0.94], at
+  -0.25], at JO's point, not surviving Holm) is now inconclusive (-0.58 [-2.10, +0.94], at
   its own rate);
 * "averaging K epochs beats K = 1", 40 % symmetric: refuted (-1.12
-  [-1.91, -0.33]) is now inconclusive (-1.80 [-3.64, +0.04], at its own
+  [-1.91, -0.33], not surviving Holm) is now inconclusive (-1.80 [-3.64, +0.04], at its own
   rate);
 * "the prior term helps", pair flip: inconclusive (+1.44 [-0.02,
   +2.90]) is now confirmed (+2.59 [+0.01, +5.17], at its own rate; not
@@ -368,8 +415,20 @@ _ABLATIONS = ("jo_hard", "jo_k1", "jo_alpha0", "jo_beta0")
 _CONTEXT = ("boot_soft", "boot_hard", "el", "focal")
 # Today's baselines (third edition): early-learning regularisation and the
 # active-passive NCE+RCE, on the three 40 % settings of MNIST-1D that span
-# the noise models (symmetric, pair flip, instance-dependent).
-_TODAY = ("elr", "nce_rce")
+# the noise models (symmetric, pair flip, instance-dependent); and ELR
+# trained as long as JO's two stages (issue 48).
+_TODAY = ("elr", "nce_rce", "elr_jo_epochs")
+# NCE+RCE's grid (issue 48): its learning rate two steps below where it
+# selected the grid's lowest (0.01 under pair flip, 0.03 of the
+# instance-dependent settings' grid) and up to 1 (0.3 first, where alpha =
+# beta = 1 reaches chance on validation; then 1, when (10, 0.1) selected
+# 0.3 at 40 % symmetric noise), on every setting it runs (``own_grid``),
+# with (alpha, beta) over the pairs of its paper's official configurations
+# (MNIST (1, 10), CIFAR-10 (1, 1), CIFAR-100 (10, 0.1)).
+_NCE_RCE_GRID = {"optimizer.learning_rate": (0.001, 0.003, 0.01, 0.03, 0.1,
+                                             0.3, 1.0),
+                 "loss.alpha,loss.beta": ((1.0, 1.0), (1.0, 10.0),
+                                          (10.0, 0.1))}
 
 
 def _mnist1d(name, label, noise, rate, group, methods, **extra):
@@ -422,12 +481,13 @@ def _own_rates(name, methods):
 
 def _jo_schedule(overrides, epochs):
   """A setting's JO schedule for every JO method (K = 1 keeps its own K),
-  and CE's epoch count for the control trained as long as JO's two
-  stages."""
+  and CE's and ELR's epoch count for the controls trained as long as JO's
+  two stages."""
   out = {m: {k: v for k, v in overrides.items()
              if not (m.startswith("jo_k1") and k == "label_state.history")}
          for m in _JO_METHODS}
-  out["ce_jo_epochs"] = {"num_epochs": epochs + overrides["stage2.epochs"]}
+  out["ce_jo_epochs"] = out["elr_jo_epochs"] = {
+      "num_epochs": epochs + overrides["stage2.epochs"]}
   # Self-training's fresh network trains for what is left of JO's budget
   # once CE's run (its first stage) has trained for `epochs`.
   out["st_hard"] = out["st_soft"] = {
@@ -563,24 +623,35 @@ def get_study():
                            "label_state.initial_mode": "soft"},
                inherit_from="ce", inherit_keys=("optimizer.learning_rate",),
                labels_from="ce_first", label="self-training, soft"),
-      # Today's baselines, each tuning its learning rate on CE's grid (as
-      # many points as CE) at its paper's CIFAR-10 setting, the 10-class
-      # dataset its authors tuned for: early-learning regularisation
-      # (Liu et al., NeurIPS 2020; lambda 3, targets' momentum 0.7), which
-      # keeps every example's running target as per-example state, and
-      # NCE+RCE (Ma et al., ICML 2020; alpha 1, beta 1).
+      # Today's baselines. Early-learning regularisation (Liu et al.,
+      # NeurIPS 2020; lambda 3, targets' momentum 0.7, its paper's CIFAR-10
+      # setting), which keeps every example's running target as
+      # per-example state, tunes its learning rate on CE's grid (as many
+      # points as CE). NCE+RCE (Ma et al., ICML 2020) tunes its rate and
+      # its (alpha, beta) (``_NCE_RCE_GRID``), on the tuning seeds and
+      # epochs of the methods it is compared with: at alpha = beta = 1 it
+      # had selected the lowest rate of its grid under pair flip and
+      # instance-dependent noise.
       s.Method("elr", {"loss.name": "early_learning_regularization",
                        "loss.lam": 3.0, "loss.beta": 0.7}, _LR,
                label="ELR"),
       s.Method("nce_rce", {"loss.name": "active_passive",
                            "loss.active": "normalized_cross_entropy",
-                           "loss.passive": "reverse_cross_entropy",
-                           "loss.alpha": 1.0, "loss.beta": 1.0}, _LR,
-               label="NCE+RCE"),
+                           "loss.passive": "reverse_cross_entropy"},
+               _NCE_RCE_GRID, own_grid=True, label="NCE+RCE"),
+      # ELR for as many epochs as JO's two stages, its cosine decay
+      # stretched over them, at ELR's selected learning rate (as CE's
+      # control): ELR trains one network for 40 epochs where JO trains two
+      # for 70.
+      s.Method("elr_jo_epochs", {"loss.name": "early_learning_regularization",
+                                 "loss.lam": 3.0, "loss.beta": 0.7},
+               inherit_from="elr", inherit_keys=("optimizer.learning_rate",),
+               label="ELR, JO's epoch count"),
   )
-  # Primary: the questions the study exists for, JO's three headline
-  # claims and the control a reviewer asks for first (equal epochs). The
-  # robust losses' "beats CE" and JO's ablations are secondary.
+  # Primary (the family of docs/results/family.md): the questions the
+  # study exists for, JO's headline claims and the controls a reviewer asks
+  # for first (equal epochs, self-training). The robust losses' "beats CE",
+  # today's baselines and JO's ablations are secondary.
   claims = (
       s.Claim("JO beats CE under label noise", "Tanaka et al. 2018", "jo",
               "ce", primary=True),
@@ -589,10 +660,14 @@ def get_study():
       # Recovery against the labels as given: CE's label state stays the
       # noisy labels, so its recovery is their accuracy (the same, seed by
       # seed, as JO's without relabelling; CE runs on every setting, that
-      # ablation at JO's point on some).
+      # ablation at JO's point on some). Secondary since issue 48: its
+      # baseline is a constant of the noise draw (one minus the realised
+      # noise rate), so the claim is all but true by construction; the
+      # primary question, whether JO's labels know more than CE's own
+      # network, is the claim against self-training's labels below.
       s.Claim("JO recovers true labels beyond the given ones",
               "Tanaka et al. 2018", "jo", "ce",
-              metric="recovery_accuracy_last", primary=True),
+              metric="recovery_accuracy_last"),
       # Of the examples whose given label is wrong, the share the final
       # network (JO's stage 2) predicts as that wrong label.
       s.Claim("JO memorises less of the noise than CE", "Tanaka et al. 2018",
@@ -613,6 +688,8 @@ def get_study():
               primary=True),
       # Today's baselines (secondary, as GCE's and SCE's claims).
       s.Claim("JO beats ELR", "control", "jo", "elr"),
+      s.Claim("JO beats ELR at equal epochs (ELR trained as long as JO's two "
+              "stages)", "control", "jo", "elr_jo_epochs"),
       s.Claim("JO beats NCE+RCE", "control", "jo", "nce_rce"),
       s.Claim("ELR beats CE under label noise", "Liu et al. 2020", "elr",
               "ce"),
