@@ -1,6 +1,6 @@
 r"""Loss benchmark: value-and-gradient time of every loss, as ratios to optax CE.
 
-    python -m benchmarks.losses_benchmark [--shapes=4096x1000,4096x10] [--rounds=7]
+    python -m benchmarks.losses_benchmark [--shapes=4096x1000,4096x80,4096x10] [--rounds=7]
     python -m benchmarks.losses_benchmark --only='bootstrapping|floor'  # a few rows
     python -m benchmarks.losses_benchmark --x64 --baseline=../main  # a change
 
@@ -16,8 +16,9 @@ Losses are also timed as ``jax.grad`` of their plain textbook formula
 ("textbook" rows, from tests/*_reference.py), and the "x textbook" column
 gives the loss's time over that one's, measured in the same rounds.
 ``--baseline`` times the library of another checkout (a commit before a
-change) in the same rounds, its rows marked "@baseline", and the
-"x baseline" column gives each loss's time over its baseline's. ``--x64``
+change) in the same rounds, its rows marked "@baseline" (their "x
+textbook" against the same textbook row), and the "x baseline" column
+gives each loss's time over its baseline's. ``--x64``
 turns on ``jax_enable_x64`` (the logits stay float32), as a program that
 needs float64 elsewhere runs the losses.
 """
@@ -34,11 +35,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+import benchmarks
 import losses
 from tests import sigmoid_reference
 from tests import softmax_reference
 
-_SHAPES = flags.DEFINE_list("shapes", ["4096x1000", "4096x10"],
+# 80 classes: COCO's, the multi-label size of the sigmoid family.
+_SHAPES = flags.DEFINE_list("shapes", ["4096x1000", "4096x80", "4096x10"],
                             "Logit shapes BxC.")
 _ROUNDS = flags.DEFINE_integer("rounds", 7, "Interleaved timing rounds.")
 _CALLS = flags.DEFINE_integer("calls", 3, "Calls per sample.")
@@ -242,7 +245,7 @@ def _sigmoid_cases(c, losses=losses):
       # The textbook BCE is the stable form, as optax writes it.
       "sigmoid_bce" + TEXTBOOK: lambda z, y, t: (
           jnp.maximum(z, 0) - z * t + jnp.log1p(jnp.exp(-jnp.abs(z)))),
-      "sigmoid_focal" + TEXTBOOK: lambda z, y, t: ref.focal(z, t),
+      "sigmoid_focal" + TEXTBOOK: lambda z, y, t: ref.focal(z, t, alpha=0.25),
       "sigmoid_asymmetric" + TEXTBOOK: lambda z, y, t: ref.asymmetric(z, t),
       "sigmoid_encouraging" + TEXTBOOK: lambda z, y, t: ref.encouraging(z, t),
       "sigmoid_squared_error" + TEXTBOOK: lambda z, y, t:
@@ -332,7 +335,8 @@ def _run_shape(b, c):
         + (f" {'x baseline':>11s} {'p25-p75':>11s}" if _BASELINE.value
            else ""))
   for name in compiled:
-    textbook = times.get(name + TEXTBOOK)
+    # A baseline row against the same textbook row: before and after.
+    textbook = times.get(name.removesuffix(BASELINE) + TEXTBOOK)
     vs = (f"{np.median(times[name] / textbook):11.2f}"
           if textbook is not None else f"{'':11s}")
     lo, mid, hi = np.percentile(times[name] / ref, [25, 50, 75])
@@ -349,7 +353,8 @@ def main(argv):
   del argv
   if _X64.value:
     jax.config.update("jax_enable_x64", True)
-  print(f"jax {jax.__version__} on {jax.devices()[0].platform}")
+  print(f"jax {jax.__version__} on {jax.devices()[0].platform}; "
+        f"{benchmarks.processor()}")
   for shape in _SHAPES.value:
     b, c = (int(x) for x in shape.split("x"))
     _run_shape(b, c)

@@ -1,7 +1,7 @@
 r"""Steep against its peers' own implementations in PyTorch: speed and values.
 
     pip install -e '.[peers]'
-    python -m benchmarks.peers_benchmark --rounds=15 [--shapes=4096x1000,4096x10] [--losses=el,asl_single]
+    python -m benchmarks.peers_benchmark --rounds=15 [--shapes=4096x1000,4096x80,4096x10] [--losses=el,asl_single]
 
 Each row times one training step's loss work on float32 logits ``[B, C]``:
 Steep's ``jax.jit(jax.value_and_grad(lambda z, y: loss(z, y).mean()))``
@@ -86,9 +86,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # pylint: disable=g-import-not-at-top
 import torch.nn.functional as F
 
+import benchmarks
 import losses
 
-_SHAPES = flags.DEFINE_list("shapes", ["4096x1000", "4096x10"],
+# 80 classes: COCO's, the multi-label size of the sigmoid family.
+_SHAPES = flags.DEFINE_list("shapes", ["4096x1000", "4096x80", "4096x10"],
                             "Logit shapes BxC.")
 _ROUNDS = flags.DEFINE_integer("rounds", 15, "Interleaved timing rounds.")
 _SAMPLE_MS = flags.DEFINE_float(
@@ -272,6 +274,15 @@ def _jo_constant(t: np.ndarray, alpha=1.0) -> float:
 # --------------------------------------------------------------------------
 # The rows: (Steep loss, peer loss, which labels, value offset).
 # --------------------------------------------------------------------------
+def _textbook_focal(z, t, alpha=0.25, gamma=2.0):
+  """torchvision's sigmoid focal formula in jnp, per element (the plain
+  autodiff row beside Steep's)."""
+  p = jax.nn.sigmoid(z)
+  ce = jnp.maximum(z, 0) - z * t + jnp.log1p(jnp.exp(-jnp.abs(z)))
+  p_t = p * t + (1 - p) * (1 - t)
+  return (alpha * t + (1 - alpha) * (1 - t)) * ce * (1 - p_t) ** gamma
+
+
 @dataclasses.dataclass(frozen=True)
 class Case:
   name: str
@@ -328,6 +339,9 @@ CASES = (
          lambda x, t: F.binary_cross_entropy_with_logits(x, t), "multi_hot"),
     Case("sigmoid_focal",
          lambda z, t: losses.sigmoid_focal_loss(z, t, alpha=0.25, gamma=2.0),
+         torchvision_sigmoid_focal, "multi_hot"),
+    # Its floor: jax.grad of torchvision's formula written in jnp.
+    Case("focal_textbook", lambda z, t: _textbook_focal(z, t),
          torchvision_sigmoid_focal, "multi_hot"),
     Case("asl", lambda z, t: losses.sigmoid_asymmetric_loss(z, t),
          official_asl, "multi_hot"),
@@ -458,7 +472,8 @@ def main(argv):
                          f"{[c.name for c in CASES]}")
   print(f"jax {jax.__version__} ({jax.devices()[0].platform}), torch "
         f"{torch.__version__} ({torch.get_num_threads()} threads, "
-        f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']})")
+        f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}); "
+        f"{benchmarks.processor()}")
   for shape in _SHAPES.value:
     b, c = (int(x) for x in shape.split("x"))
     run_shape(b, c, chosen)

@@ -285,51 +285,6 @@ def softmax_vjp(probs: jax.Array, dloss_dp: jax.Array) -> jax.Array:
 
 
 # --------------------------------------------------------------------------
-# Sigmoid.
-# --------------------------------------------------------------------------
-def sigmoid_parts(z: jax.Array
-                  ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-  """``σ(z)``, ``1 - σ(z)``, ``log σ(z)``, ``log(1 - σ(z))`` from one ``exp``.
-
-  With ``e = exp(-|z|)`` (never overflows) and ``l = log1p(e)``:
-  ``log σ(z) = min(z, 0) - l``, ``log σ(-z) = min(-z, 0) - l``, and
-  ``σ(±z)`` are ``1/(1+e)`` and ``e/(1+e)`` by the sign of ``z``, each
-  exact at every logit, ``±inf`` included.
-  """
-  e = jnp.exp(-jnp.abs(z))
-  l = jnp.log1p(e)
-  r = 1.0 / (1.0 + e)
-  nonneg = z >= 0
-  return (jnp.where(nonneg, r, e * r), jnp.where(nonneg, e * r, r),
-          jnp.minimum(z, 0.0) - l, jnp.minimum(-z, 0.0) - l)
-
-
-def swap_sides(parts):
-  """:func:`sigmoid_parts` of ``-z`` from those of ``z``: no new exp."""
-  p, one_minus_p, log_p, log1m_p = parts
-  return one_minus_p, p, log1m_p, log_p
-
-
-def mix_targets(term, z: jax.Array, t: jax.Array, pos_weight=1.0,
-                neg_weight=1.0):
-  """``t a+ f(z) + (1-t) a- f(-z)`` and its derivative wrt ``z``.
-
-  ``term(parts)`` is the loss of a positive element and its
-  derivative wrt its logit, from the :func:`sigmoid_parts` of that logit; a
-  negative at ``z`` is a positive at ``-z`` because ``σ(-z) = 1 - σ(z)``, so
-  both sides share one exp and one log. A zero weight drops its side even
-  where that side is infinite (``z = +inf`` for a negative), as the math
-  does.
-  """
-  parts = sigmoid_parts(z)
-  pos, dpos = term(parts)
-  neg, dneg = term(swap_sides(parts))
-  a, b = t * pos_weight, (1.0 - t) * neg_weight
-  return (xlogp(a, pos) + xlogp(b, neg),
-          xlogp(a, dpos) - xlogp(b, dneg))
-
-
-# --------------------------------------------------------------------------
 # Loss pieces shared by two families or two modules.
 # --------------------------------------------------------------------------
 def reverse_cross_entropy_terms(log_p: jax.Array, log1m_p: jax.Array,
@@ -361,14 +316,14 @@ def reverse_cross_entropy_dense(probs: jax.Array, targets: jax.Array,
   return jnp.sum(dloss_dlogp, axis=-1), dloss_dlogp
 
 
-def conservative_bonus(log_p, log1m_p, log_end, floor):
+def conservative_bonus(p, log1m_p, log_end, floor):
   """The Encouraging Loss's bonus ``b(p)`` and its regions.
 
   Returns ``(bonus, linear, log_region, 1 - LE)``: ``linear`` marks
   ``p > log_end`` (the tangent line), ``log_region`` marks ``log(1-p)``
-  above the floor. Shared by the softmax and the sigmoid Encouraging Loss.
+  above the floor. Shared by the softmax and the sigmoid Encouraging Loss,
+  which both have ``p`` and an exact ``log(1 - p)`` at hand.
   """
-  p = jnp.exp(log_p)
   linear = p > log_end
   # log_end = 1 never selects the tangent; the safe denominator only keeps
   # the unselected branch free of 0/0.
@@ -379,38 +334,3 @@ def conservative_bonus(log_p, log1m_p, log_end, floor):
   log_region = ~linear & (log1m_p >= log_floor)
   bonus = jnp.where(linear, tangent, jnp.maximum(log1m_p, log_floor))
   return bonus, linear, log_region, one_minus_le
-
-
-def focal_positive(parts, gamma, weight_as_constant=False):
-  """``-(1-p)^g log p`` of a positive and its derivative wrt its logit ``m``.
-
-  ``parts`` are the :func:`sigmoid_parts` of ``m``.
-
-  ``d/dm = w (g p log p - (1-p))`` with ``w = (1-p)^g``: the focusing
-  weight's gradient with ``(1-p)`` cancelled, so ``0 < g < 1`` stays finite
-  at ``p -> 1`` and ``p log p -> 0`` at ``p -> 0``. With
-  ``weight_as_constant`` (a bool, possibly traced) the weight's gradient is
-  stopped, in the value too, so autodiff wrt ``gamma`` agrees. Shared by
-  the sigmoid focal loss and ASL's positives.
-  """
-  p, one_minus_p, log_p, log1m_p = parts
-  weight = pow_from_log(log1m_p, gamma)
-  weight = jnp.where(weight_as_constant, jax.lax.stop_gradient(weight), weight)
-  focusing = jnp.where(weight_as_constant, 0.0, gamma * xlogp(p, log_p))
-  return -xlogp(weight, log_p), weight * (focusing - one_minus_p)
-
-
-def focal_curve(log_x, log1m_x, gamma, weight_as_constant=False):
-  """``h(x) = -x^g log(1 - x)`` and ``dh/dx`` from ``log x``, ``log(1 - x)``.
-
-  ``x`` is the probability of the wrong side (``1 - p`` for a positive,
-  ``p`` or the clipped ``p_m`` for a negative):
-  ``dh/dx = x^g (1/(1-x) - g log(1-x)/x)``; ``log(1-x)/x`` is
-  :func:`log_ratio` (-1 at ``x = 0``), so ``0 < g < 1`` stays finite.
-  ``x = 1`` gives ``inf`` for both, their limits. The steepness curves of
-  the sigmoid focal loss and ASL.
-  """
-  weight = pow_from_log(log_x, gamma)
-  focusing = jnp.where((gamma == 0) | weight_as_constant, 0.0,
-                       gamma * log_ratio(log1m_x, log_x))
-  return -weight * log1m_x, weight * (jnp.exp(-log1m_x) - focusing)

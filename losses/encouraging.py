@@ -26,7 +26,7 @@ def _encouraging(logits, labels, *, bonus_weight, log_end, floor):
   targets = labels
   log_p, probs, log1m_p, is_max, q = _numerics.softmax_and_complement(logits)
   bonus, linear, log_region, one_minus_le = _numerics.conservative_bonus(
-      log_p, log1m_p, log_end, floor)
+      probs, log1m_p, log_end, floor)
   value = jnp.sum(-_numerics.xlogp(targets, log_p)
                   + bonus_weight * _numerics.xlogp(targets, bonus), axis=-1)
   special = is_max & log_region
@@ -47,9 +47,9 @@ def _target_terms(log_p, log1m_p, *, bonus_weight, log_end, floor):
   ``A = (1-p) + rho p`` in the log region (so ``dL/dz_y = -1`` at rho = 1),
   ``(1-p) + rho p (1-p)/(1-LE)`` on the tangent, ``1-p`` below the floor.
   """
-  bonus, linear, log_region, one_minus_le = _numerics.conservative_bonus(
-      log_p, log1m_p, log_end, floor)
   p, one_minus_p = jnp.exp(log_p), jnp.exp(log1m_p)
+  bonus, linear, log_region, one_minus_le = _numerics.conservative_bonus(
+      p, log1m_p, log_end, floor)
   push = jnp.where(linear, p * one_minus_p / one_minus_le,
                    jnp.where(log_region, p, 0.0))
   return -log_p + bonus_weight * bonus, one_minus_p + bonus_weight * push
@@ -136,7 +136,7 @@ def conservative_bonus(p: ArrayLike, *, log_end: ArrayLike = 0.75,
   """The bonus ``b(p)`` alone, as a function of the probability ``p``."""
   p = jnp.asarray(p, jnp.float32)
   hyper = _inputs.encouraging_hyperparameters(0.0, log_end, floor)
-  bonus, *_ = _numerics.conservative_bonus(jnp.log(p), jnp.log1p(-p),
+  bonus, *_ = _numerics.conservative_bonus(p, jnp.log1p(-p),
                                            hyper["log_end"], hyper["floor"])
   return bonus
 
@@ -155,7 +155,7 @@ def encouraging_loss_steepness(p: ArrayLike, *, bonus_weight: ArrayLike = 1.0,
   bonus_weight, log_end, floor = (hyper["bonus_weight"], hyper["log_end"],
                                   hyper["floor"])
   bonus, linear, log_region, one_minus_le = _numerics.conservative_bonus(
-      jnp.log(p), jnp.log1p(-p), log_end, floor)
+      p, jnp.log1p(-p), log_end, floor)
   dbonus = jnp.where(linear, -1.0 / one_minus_le,
                      jnp.where(log_region, -1.0 / (1.0 - p), 0.0))
   return -jnp.log(p) + bonus_weight * bonus, -1.0 / p + bonus_weight * dbonus

@@ -12,8 +12,9 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from losses import _apply
-from losses import _numerics
 from losses import _inputs
+from losses import _numerics
+from losses import _sigmoid
 
 
 def _clipped(p, one_minus_p, log_p, log1m_p, clip):
@@ -38,23 +39,22 @@ def _clipped(p, one_minus_p, log_p, log1m_p, clip):
   return x, one_minus_x, log_x, log1m_x, active
 
 
-def _asl_negative(parts, gamma, clip, weight_as_constant):
+def _asl_negative(s, gamma, clip, weight_as_constant):
   """``-x^g log(1 - x)``, ``x = p_m``, at ``p = σ(z)`` and its ``d/dz``.
 
-  ``parts`` are the :func:`_numerics.sigmoid_parts` of ``z``.
+  ``s`` are the :func:`_sigmoid.pieces` of ``z``.
 
   ``d/dz = [x > 0] p x^g ((1-p)/(1-x) - g (1-p) log(1-x)/x)``:
   ``(1-p)/(1-x) <= 1`` and ``log(1-x)/x`` (-1 at ``x = 0``) are finite at
   the clip boundary ``p -> m`` for ``g < 1`` (autodiff of
   ``max(p - m, 0)^g`` gives NaN there) and at ``p -> 1`` without a clip.
   At ``p = m`` it is 0. Everything comes from the exact ``p`` and ``1 - p``
-  of :func:`_numerics.sigmoid_parts` by arithmetic, two logs and one exp per
+  of :func:`_sigmoid.pieces` by arithmetic, two logs and one exp per
   element: the elementwise losses are bound by their transcendentals, and
   this keeps the analytic gradient as cheap as autodiff of the value.
   """
-  p, one_minus_p, log_p, log1m_p = parts
-  x, one_minus_x, log_x, log1m_x, active = _clipped(
-      p, one_minus_p, log_p, log1m_p, clip)
+  p, one_minus_p = s.p, s.one_minus_p
+  x, one_minus_x, log_x, log1m_x, active = _clipped(*s, clip)
   weight = _numerics.pow_from_log(log_x, gamma)
   weight = jnp.where(weight_as_constant, jax.lax.stop_gradient(weight), weight)
   # log(1-x)/x, -1 at x = 0; both logs above are exact for small x.
@@ -65,18 +65,14 @@ def _asl_negative(parts, gamma, clip, weight_as_constant):
                     one_minus_p / jnp.where(one_minus_x > 0, one_minus_x, 1.0),
                     1.0)
   dvalue = weight * (ratio - focusing)
-  return -_numerics.xlogp(weight, log1m_x), jnp.where(active, p * dvalue,
-                                                       0.0)
+  return -weight * log1m_x, jnp.where(active, p * dvalue, 0.0)
 
 
 def _asymmetric(z, t, *, gamma_pos, gamma_neg, clip, prediction_as_constant):
-  """A zero target weight drops its side, even an infinite one."""
-  parts = _numerics.sigmoid_parts(z)
-  pos, dpos = _numerics.focal_positive(parts, gamma_pos,
-                                       prediction_as_constant)
-  neg, dneg = _asl_negative(parts, gamma_neg, clip, prediction_as_constant)
-  return (_numerics.xlogp(t, pos) + _numerics.xlogp(1.0 - t, neg),
-          _numerics.xlogp(t, dpos) + _numerics.xlogp(1.0 - t, dneg))
+  s = _sigmoid.pieces(z)
+  pos, dpos = _sigmoid.focal_side(s, gamma_pos, prediction_as_constant)
+  neg, dneg = _asl_negative(s, gamma_neg, clip, prediction_as_constant)
+  return _sigmoid.combine(t, pos, 1.0 - t, neg), t * dpos + (1.0 - t) * dneg
 
 
 def _asl_hyper(gamma_pos, gamma_neg, clip, prediction_as_constant):
@@ -105,7 +101,12 @@ def sigmoid_asymmetric_loss(logits: ArrayLike, labels: ArrayLike, *,
   Negatives with ``p <= m`` give exactly 0 loss and 0 gradient. The weights
   are ``exp(gamma log(.))`` of exact logs, and ``jax.grad`` of this function
   uses the analytic gradient (:func:`sigmoid_asymmetric_loss_grad`), finite
-  for ``gamma < 1`` at ``p -> 0``, ``p -> 1`` and the clip boundary.
+  for ``gamma < 1`` at ``p -> 0``, ``p -> 1`` and the clip boundary. Value
+  and gradient compute six transcendentals per element: one ``exp`` and
+  one ``log1p`` for ``log p`` and ``log(1 - p)``, the positives' weight
+  (an ``exp``), and the clipped negative's ``log p_m``, ``log1p(-p_m)``
+  and weight (an ``exp``); the plain form's autodiff, ``gamma`` traced,
+  computes seven (one ``exp``, two ``log``, four ``power``).
 
   Differences from the official code (``AsymmetricLoss``): it clamps both
   logs at ``log(max(x, 1e-8))``, so a positive with ``p < 1e-8``
@@ -199,9 +200,9 @@ def sigmoid_asymmetric_loss_steepness(p: ArrayLike, *,
       hyper["gamma_pos"], hyper["gamma_neg"], hyper["clip"],
       hyper["prediction_as_constant"])
   log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
-  pos, dpos = _numerics.focal_curve(log1m_p, log_p, gamma_pos, constant)
+  pos, dpos = _sigmoid.focal_curve(log1m_p, log_p, gamma_pos, constant)
   _, _, log_x, log1m_x, active = _clipped(p, 1.0 - p, log_p, log1m_p, clip)
-  neg, dneg = _numerics.focal_curve(log_x, log1m_x, gamma_neg, constant)
+  neg, dneg = _sigmoid.focal_curve(log_x, log1m_x, gamma_neg, constant)
   positive = target == 1
   return (jnp.where(positive, pos, neg),
           jnp.where(positive, -dpos, jnp.where(active, dneg, 0.0)))

@@ -8,31 +8,30 @@ from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _inputs
+from losses import _sigmoid
 
 
 def _binary_cross_entropy(z, t):
-  """``max(z, 0) - z t + log1p(exp(-|z|))`` and ``σ(z) - t``.
+  """``log1p(e^-|z|) + max(z, 0) - z t`` and ``σ(z) - t``, one exp between them.
 
-  The forward pass is one exp and one log1p, as optax's and torch's, and
-  nothing else that XLA:CPU cannot fuse into the caller's reduction: a
-  select (``jnp.where``) or a clamp there makes it write a ``[B, C]``
-  operand to memory first, which costs more than the transcendentals
-  (measured 1.6x). So an infinite logit is made finite by arithmetic alone,
-  ``sign(z) min(|z|, max float)``: where the target agrees (``z = +inf,
-  t = 1``, ``z = -inf, t = 0``) the loss is exactly 0, as the math says,
-  instead of ``inf - inf``; where it disagrees, the largest float.
+  The value is summed where it is computed: XLA:CPU runs the caller's
+  reduction as a YNNPACK fusion with the value's arithmetic inside, where
+  every operation costs a pass and ``sign`` costs ten (``_sigmoid``'s
+  docstring). So it is the textbook's few operations on ``n = -z`` made
+  finite by two ``min``s, ``n t - min(n, 0) = max(z, 0) - z t``; at an
+  infinite logit the target agrees with (``z = inf, t = 1``, ``z = -inf,
+  t = 0``) the loss is exactly 0, as the math says, instead of
+  ``inf - inf``; where it disagrees, the largest float. (As a ``clip``
+  XLA would fuse the two into a ``clamp``, which YNNPACK does not take.)
 
-  The gradient is ``(1 - t) σ(z) - t σ(-z)``: exact where ``σ(z)`` rounds
-  to 1 (``σ(z) - 1`` would keep no digit of ``1 - p`` there), from two
-  logistics of ``z``, which XLA:CPU computes inside the gradient's own
-  loop; one logistic shared by both sides, picked by the sign of ``z``,
-  measured 1.5x slower.
+  The gradient is the exact residual of :func:`_sigmoid.residual`, from the
+  value's own ``exp(-|z|)``.
   """
-  magnitude = jnp.abs(z)
-  finite = jnp.sign(z) * jnp.minimum(magnitude, jnp.finfo(z.dtype).max)
-  value = (jnp.maximum(finite, 0.0) - finite * t
-           + jnp.log1p(jnp.exp(-magnitude)))
-  return value, (1.0 - t) * jax.nn.sigmoid(z) - t * jax.nn.sigmoid(-z)
+  big = jnp.finfo(z.dtype).max
+  n = jnp.minimum(-jnp.minimum(z, big), big)
+  e, _ = _sigmoid.smaller_probability(z)
+  value = n * t - jnp.minimum(n, 0.0) + jnp.log1p(e)
+  return value, _sigmoid.residual(z, t)[0]
 
 
 @_apply.elementwise_docstring
@@ -46,7 +45,10 @@ def sigmoid_binary_cross_entropy(logits: ArrayLike, labels: ArrayLike, *,
     \frac{\partial L}{\partial z} = \sigma(z) - t.
 
   Exact at every finite logit: at ``z = -1e4, t = 1`` the loss is ``1e4``
-  and its gradient ``-1``. At an infinite logit the target agrees with
+  and its gradient ``-1``. Value and gradient compute one ``exp`` and one
+  ``log1p`` per element: ``e^{-|z|}`` serves the loss's ``log1p`` and the
+  gradient's ``σ(z)`` (the plain form's autodiff: one ``exp``, two
+  ``log``). At an infinite logit the target agrees with
   (``z = inf, t = 1``) both are 0; at one it disagrees with, the loss is
   the largest float and the gradient ``±1``. Same values as optax's
   ``sigmoid_binary_cross_entropy``; here labels may be bool or int and

@@ -9,29 +9,29 @@ from jax.typing import ArrayLike
 from losses import _apply
 from losses import _inputs
 from losses import _numerics
+from losses import _sigmoid
 from losses import encouraging
 
 
 # --------------------------------------------------------------------------
-def _encouraging_term(parts, bonus_weight, log_end, floor):
+def _encouraging_side(s, bonus_weight, log_end, floor):
   """``-log p + rho b(p)`` of a positive element and its derivative wrt ``z``.
 
   ``d log(1-p)/dz = -p``, bounded where the plain chain rule meets
   ``(1/(1-p)) * p(1-p) = inf * 0`` at ``p = 1``; the tangent line's slope
   ``-1/(1-LE)`` times ``dp/dz = p(1-p)``; 0 below the floor.
   """
-  p, one_minus_p, log_p, log1m_p = parts
   bonus, linear, log_region, one_minus_le = _numerics.conservative_bonus(
-      log_p, log1m_p, log_end, floor)
-  dbonus = -p * jnp.where(linear, one_minus_p / one_minus_le,
-                          log_region.astype(p.dtype))
-  return -log_p + bonus_weight * bonus, -one_minus_p + bonus_weight * dbonus
+      s.p, s.log1m_p, log_end, floor)
+  dbonus = -s.p * jnp.where(linear, s.one_minus_p / one_minus_le,
+                            log_region.astype(s.p.dtype))
+  return (-s.log_p + bonus_weight * bonus,
+          -s.one_minus_p + bonus_weight * dbonus)
 
 
 def _encouraging(z, t, *, bonus_weight, log_end, floor):
-  return _numerics.mix_targets(
-      lambda parts: _encouraging_term(parts, bonus_weight, log_end, floor),
-      z, t)
+  return _sigmoid.mix(
+      lambda s: _encouraging_side(s, bonus_weight, log_end, floor), z, t)
 
 
 @_apply.elementwise_docstring
@@ -43,20 +43,21 @@ def sigmoid_encouraging_loss(logits: ArrayLike, labels: ArrayLike, *,
 
   .. math::
     L = -\log p_t + \rho\, b(p_t),\qquad
-    b(p) = \begin{cases}
-      \log(\max(1 - p, \text{floor})) & p \le LE \\
-      \log(1 - LE) - \frac{p - LE}{1 - LE} & p > LE
+    p_t = \begin{cases} \sigma(z) & t = 1 \\ 1 - \sigma(z) & t = 0
     \end{cases}
 
-  with ``p_t = σ(z)`` for a positive and ``1 - σ(z)`` for a negative; a
-  soft target ``t`` interpolates linearly:
-  ``t L(positive) + (1 - t) L(negative)``. The bonus is the one of
-  :func:`losses.encouraging_loss`, floored as in the official code
-  (the floor acts on the log branch only). ``log(1 - p_t)`` is exact
-  (``log_sigmoid(-z)`` for a positive). With ``rho = 1`` the gradient of a
-  positive is ``-1`` at every ``p`` of the log region (BCE's ``p - 1``
-  vanishes as ``p -> 1``); ``jax.grad`` of this function uses the analytic
-  gradient (:func:`sigmoid_encouraging_loss_grad`), finite at every logit.
+  with ``b`` the conservative bonus of :func:`losses.encouraging_loss`
+  (:func:`losses.conservative_bonus`: ``log(max(1 - p, floor))`` up to
+  ``LE``, its tangent line beyond), floored as in the official code (the
+  floor acts on the log branch only). A soft target ``t`` interpolates
+  linearly: ``t L(positive) + (1 - t) L(negative)``. ``log(1 - p_t)`` is
+  exact (``log_sigmoid(-z)`` for a positive). With ``rho = 1`` the
+  gradient of a positive is ``-1`` at every ``p`` of the log region (BCE's
+  ``p - 1`` vanishes as ``p -> 1``); ``jax.grad`` of this function uses
+  the analytic gradient (:func:`sigmoid_encouraging_loss_grad`), finite at
+  every logit. Value and gradient compute one ``exp`` and one ``log1p``
+  per element, shared by both sides (the plain form's autodiff: one
+  ``exp``, four ``log``).
 
   Plain form (targets ``t`` in ``[0, 1]``; the code takes
   ``log(1 - p)`` as ``log_sigmoid(-z)``)::

@@ -7,8 +7,8 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from losses import _apply
-from losses import _numerics
 from losses import _inputs
+from losses import _sigmoid
 
 
 def _alpha_weights(alpha):
@@ -21,9 +21,8 @@ def _alpha_weights(alpha):
 
 
 def _focal(z, t, *, gamma, pos_weight, neg_weight):
-  return _numerics.mix_targets(
-      lambda parts: _numerics.focal_positive(parts, gamma), z, t,
-      pos_weight=pos_weight, neg_weight=neg_weight)
+  return _sigmoid.mix(lambda s: _sigmoid.focal_side(s, gamma), z, t,
+                      pos_weight=pos_weight, neg_weight=neg_weight)
 
 
 def _focal_hyper(alpha, gamma):
@@ -52,6 +51,11 @@ def sigmoid_focal_loss(logits: ArrayLike, labels: ArrayLike, *,
   and ``jax.grad`` of this function uses the analytic gradient
   (:func:`sigmoid_focal_loss_grad`), finite for ``0 < gamma < 1`` at
   ``p_t -> 1`` and exact at ``p_t -> 0`` (``-alpha_t`` at ``z = -1e4``).
+  Value and gradient compute four transcendentals per element: one
+  ``exp`` and one ``log1p`` give ``log p`` and ``log(1 - p)``, and each
+  side's weight is one ``exp`` (``gamma`` traced: the plain form's
+  autodiff computes one ``exp``, two ``log`` and four ``power``; at a
+  constant ``gamma = 2`` it squares instead).
 
   Plain form (targets ``t`` in ``[0, 1]``; the code takes the logs
   from ``log_sigmoid``)::
@@ -112,8 +116,8 @@ def sigmoid_focal_loss_steepness(p: ArrayLike, *,
   gamma, pos_weight, neg_weight = (hyper["gamma"], hyper["pos_weight"],
                                    hyper["neg_weight"])
   log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
-  pos, dpos = _numerics.focal_curve(log1m_p, log_p, gamma)  # x = 1 - p
-  neg, dneg = _numerics.focal_curve(log_p, log1m_p, gamma)  # x = p
+  pos, dpos = _sigmoid.focal_curve(log1m_p, log_p, gamma)  # x = 1 - p
+  neg, dneg = _sigmoid.focal_curve(log_p, log1m_p, gamma)  # x = p
   positive = target == 1
   return (jnp.where(positive, pos_weight * pos, neg_weight * neg),
           jnp.where(positive, -pos_weight * dpos, neg_weight * dneg))

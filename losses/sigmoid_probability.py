@@ -8,31 +8,20 @@ from jax.typing import ArrayLike
 
 from losses import _apply
 from losses import _inputs
-
-
-# --------------------------------------------------------------------------
-def _residual_and_slope(z, t):
-  """``σ(z) - t`` and ``dσ/dz = p (1 - p)`` from one exp.
-
-  The residual is written so that a hard target never subtracts from a
-  rounded 1: ``t = 1`` gives ``-σ(-z)``, exact where ``σ(z)`` rounds to 1.
-  Autodiff of ``jax.nn.sigmoid`` is ``σ (1 - σ)``, whose ``1 - σ`` cancels in
-  float32; here both factors are exact.
-  """
-  # Logistics straight from z, for XLA:CPU's fusion (see the binary
-  # cross entropy).
-  p, one_minus_p = jax.nn.sigmoid(z), jax.nn.sigmoid(-z)
-  return (1.0 - t) * p - t * one_minus_p, p * one_minus_p
+from losses import _sigmoid
 
 
 def _squared_error(z, t):
-  r, slope = _residual_and_slope(z, t)
+  r, slope = _sigmoid.residual(z, t)
   return jnp.square(r), 2.0 * r * slope
 
 
 def _absolute_error(z, t):
-  r, slope = _residual_and_slope(z, t)
-  return jnp.abs(r), jnp.sign(r) * slope
+  # The derivative of |r| as jax.grad takes it, +1 at r = 0: one select.
+  # ``sign(r)``, 0 there, is a compare more per element, and at [4096, 10]
+  # (compute-bound) it made value and gradient 1.13x as costly in CPU time.
+  r, slope = _sigmoid.residual(z, t)
+  return jnp.abs(r), jnp.where(r >= 0, slope, -slope)
 
 
 @_apply.elementwise_docstring
@@ -45,7 +34,8 @@ def sigmoid_squared_error(logits: ArrayLike, labels: ArrayLike, *,
     \frac{\partial L}{\partial z} = 2 (p - t)\, p (1 - p).
 
   Bounded (at most 1), so a wrong label costs at most 1; the gradient
-  vanishes at both ends, ``p -> 0`` and ``p -> 1``.
+  vanishes at both ends, ``p -> 0`` and ``p -> 1``. Value and gradient
+  compute one ``exp`` per element, as the plain form's autodiff does.
 
   Plain form (targets ``t`` in ``[0, 1]``; the code forms ``p - t``
   as ``(1 - t) σ(z) - t σ(-z)``)::
@@ -91,7 +81,10 @@ def sigmoid_absolute_error(logits: ArrayLike, labels: ArrayLike, *,
 
   Symmetric in the sense of Ghosh et al. (a positive and a negative loss sum
   to 1), hence robust to symmetric label noise; its steepness is constant in
-  ``p``. At ``p = t`` the gradient is 0.
+  ``p``. At ``p = t`` (a soft target) the gradient is the right
+  derivative ``p (1 - p)``, as ``jax.grad`` of the plain form gives; a hard
+  target meets ``p = t`` only at an infinite logit, where it is 0. One
+  ``exp`` per element, as the squared error.
 
   Plain form (targets ``t`` in ``[0, 1]``; the code forms ``p - t``
   as ``(1 - t) σ(z) - t σ(-z)``)::
@@ -108,14 +101,16 @@ def sigmoid_absolute_error(logits: ArrayLike, labels: ArrayLike, *,
 
   References:
     Ghosh et al., Robust Loss Functions under Label Noise for Deep Neural
-    Networks, AAAI 2017.
+    Networks, AAAI 2017 (Theorem 1: a loss whose positive and negative sum
+    to a constant is tolerant to symmetric noise).
   """
   return _apply.elementwise_loss(_absolute_error, logits, labels, where=where)
 
 
 def sigmoid_absolute_error_grad(logits: ArrayLike, labels: ArrayLike, *,
                                 where: ArrayLike | None = None) -> jax.Array:
-  """Analytic ``d sum(loss) / d logits = sign(p - t) p (1 - p)``."""
+  """Analytic ``d sum(loss) / d logits = sign(p - t) p (1 - p)``, the right
+  derivative ``p (1 - p)`` where ``p = t``."""
   return _apply.elementwise_gradient(_absolute_error, logits, labels,
                                      where=where)
 

@@ -18,7 +18,10 @@ One change moved some of them, on purpose, and says so in the file's
 and the streamed Clothing1M multiplied by ``1 / 255``, one unit in the
 last place off for half the values). ``moved.before`` keeps those
 entries' first values, and a test checks that with the multiplication put
-back they are what they were.
+back they are what they were. Another, made on main while the refactor was
+under way, is in ``repinned``: a researcher's folder and ``.npz`` split by
+the data's own labels (issue 44); its ``before`` keeps the first values and
+its ``why`` says how the new ones were made.
 
     python -m tests.data_pins_test --observe=/tmp/pins.json
 

@@ -27,8 +27,17 @@ from train.loop import settings as settings_lib
 from train.loop import trainer
 from train.report import label_figure
 from train.report import label_issues
+from train.report import label_pairs
 from train.report import label_ranking
+from train.report import label_summary
 
+PAIR_COLUMNS = ["rank", "part", "index", "source", "class", "class_name",
+                "given", "suggested", "probability", "threshold", "score",
+                "score_from", "flipped", "replica"]
+IMAGE_COLUMNS = ["rank", "part", "index", "source", "given_label",
+                 "suggested_label", "given_name", "suggested_name", "added",
+                 "removed", "changes", "score", "score_from", "flipped",
+                 "replica"]
 COLUMNS = ["rank", "part", "index", "source", "given_label",
            "suggested_label", "given_name", "suggested_name",
            "given_probability", "suggested_probability", "score",
@@ -115,7 +124,7 @@ class RunTest(absltest.TestCase):
       self.assertAlmostEqual(issues["precision"], hits / sum(changed))
       self.assertAlmostEqual(issues["recall"], hits / k)
       self.assertAlmostEqual(issues["precision_at_k"], sum(flipped[:k]) / k)
-      line = label_issues.summary_line(issues, 256, 200)
+      line = label_summary.summary_line(issues, 256, 200)
       self.assertIn(line, printed.splitlines())
       self.assertIn(f"would change {sum(changed)} of its 256", line)
       self.assertIn(f"precision {100 * hits / sum(changed):.1f} %, recall "
@@ -129,9 +138,9 @@ class RunTest(absltest.TestCase):
               "precision": [0.0, 0.0], "recall": [None, None],
               "precision_at_k": [None, None], "restored": [0, 0]}
     self.assertEqual(
-        label_issues.summary_line(issues, 100),
+        label_summary.summary_line(issues, 100),
         "label issues: the run would change 4.0±1.4 of its 100 training "
-        f"labels (4.0 %, from {label_issues.ORIGINS['label_state']}; "
+        f"labels (4.0 %, from {label_summary.ORIGINS['label_state']}; "
         "label_issues.csv); the noise flipped none of them, so every change "
         "would replace a clean label")
 
@@ -225,7 +234,12 @@ def _rows(count, *, multi_label=False, flipped="1"):
            "suggested_name": names[(i + 1) % 5], "given_probability": "0.01",
            "suggested_probability": "0.93", "flipped": flipped}
     if multi_label:
-      row.update(added="Coat;Dress" if i % 2 else "", removed="Trouser")
+      row["doubts"] = [
+          {"given": "0", "suggested": "1", "class_name": "Ankle boot",
+           "probability": "0.81", "threshold": "0.7432", "flipped": flipped},
+          {"given": "1", "suggested": "1", "class_name": "T-shirt/top",
+           "probability": "0.3", "threshold": "0.21", "flipped": "0"},
+      ][:i % 3]
     rows.append(row)
   return rows
 
@@ -242,7 +256,9 @@ class FigureTest(absltest.TestCase):
          "#9 train row 108"),
         (_rows(3), rng.random((3, 8, 8, 1)), "#3 val row 102"),
         (_rows(4, multi_label=True), rng.random((4, 56, 56, 1)),
-         "+Coat, Dress\n−Trouser")):
+         "+Ankle boot p 0.81 ≥ 0.74\n−T-shirt/top? p 0.30 > 0.21"),
+        (_rows(4, multi_label=True), rng.random((4, 56, 56, 1)),
+         "#4 train row 103\nno label doubted")):
       fig = label_figure.figure(rows, images, title="t")
       (ax,) = fig.get_axes()
       texts = [t.get_text() for t in ax.texts]
@@ -293,7 +309,7 @@ class WriteTest(absltest.TestCase):
     self.assertEqual([r["flipped"] for r in rows], [""] * 4)
     self.assertEqual((rows[0]["given_name"], rows[0]["suggested_name"]),
                      ("dog", "cat"))
-    line = label_issues.summary_line(issues, 4)
+    line = label_summary.summary_line(issues, 4)
     self.assertEqual(line, "label issues: the run would change 2 of its 4 "
                      "training labels (50.0 %, from its network at the best "
                      "validation epoch; label_issues.csv)")
@@ -359,37 +375,131 @@ class WriteTest(absltest.TestCase):
     self.assertEqual(_read_labels(out), (["index", "noisy"], {
         "0": "cat", "1": "dog", "2": "bird"}))
 
-  def test_multi_label_rows_and_replicas(self):
-    workdir = tempfile.mkdtemp()
-    given = np.array([[1, 0, 0], [0, 1, 1], [1, 1, 0], [0, 0, 0]])
-    q = np.array([[.9, .1, .1], [.1, .9, .2], [.8, .9, .1], [.1, .2, .6]])
-    flipped = given.copy()
-    flipped[0] = [0, 0, 1]  # replica 1's noise moved example 0
-    each = [label_ranking.suggest(given, q, multi_label=True),
-            label_ranking.suggest(flipped, q, multi_label=True)]
+  def _multi_label(self, workdir, sources=None):
+    """A multi-label run's files written (two replicas, the second's noise
+    flipped class 0 of six examples); each replica's suggestions and the
+    clean labels."""
+    rng = np.random.default_rng(0)
+    clean = rng.random((40, 3)) < 0.4
+    noisy = [clean.copy(), clean.copy()]
+    noisy[1][:6, 0] = ~noisy[1][:6, 0]
+    q = np.clip(0.15 + 0.7 * clean + rng.normal(0, 0.1, clean.shape), 0, 1)
+    each = [label_pairs.suggest(given, q) for given in noisy]
     issues = label_issues.write(
         workdir, [label_issues.Part("train", each, "label_state",
-                                    [given, given])],
-        dataset=self._dataset(train_source_index=np.arange(10, 14)),
-        inputs=lambda part, rows: np.zeros((len(rows), 8, 8, 1)), drawn=2)
-    self.assertEqual(issues["changed"], [2, 3])
-    self.assertEqual(issues["flipped"], [0, 1])
-    self.assertEqual(issues["restored"], [0, 1])
-    rows = label_issues.read(workdir, replica=0)
-    # Scores 1 - .9 * .9 * .2, 1 - .9 * .8 * .4, 1 - .8 * .9 * .9, ...
-    self.assertEqual([r["index"] for r in rows], ["1", "3", "2", "0"])
-    self.assertEqual((rows[0]["given_label"], rows[0]["suggested_label"],
-                      rows[0]["removed"], rows[0]["added"],
-                      rows[0]["source"]), ("1 2", "1", "bird", "", "11"))
-    self.assertEqual((rows[1]["added"], rows[1]["removed"]), ("bird", ""))
-    self.assertEqual(rows[2]["given_name"], "cat;dog")
-    self.assertEqual(label_issues.read(workdir, replica=1)[0]["flipped"],
-                     "1")
+                                    [clean, clean])],
+        dataset=self._dataset(
+            train_source_index=np.arange(100, 140), num_train=40,
+            **({} if sources is None else {"train_sources": sources})),
+        inputs=lambda part, rows: np.zeros((len(rows), 8, 8, 1)), drawn=4)
+    with open(os.path.join(workdir, contract.RUN_FILE), "w") as f:
+      json.dump({"class_names": ["cat", "dog", "bird"],
+                 "multi_label": True}, f)
+    return issues, each, clean
+
+  def test_multi_label_pairs_images_and_replicas(self):
+    workdir = tempfile.mkdtemp()
+    issues, each, clean = self._multi_label(workdir)
+    with open(os.path.join(workdir, contract.LABEL_ISSUES_FILE)) as f:
+      self.assertEqual(f.readline().strip().split(","), PAIR_COLUMNS)
+    with open(os.path.join(workdir, contract.LABEL_ISSUES_IMAGES_FILE)) as f:
+      self.assertEqual(f.readline().strip().split(","), IMAGE_COLUMNS)
+    for r, s in enumerate(each):
+      # The doubted pairs, by score, each with its own numbers.
+      pairs = label_issues.read(workdir, replica=r)
+      doubted = label_pairs.doubted(s)
+      self.assertLen(pairs, doubted.sum())
+      scores = [float(p["score"]) for p in pairs]
+      self.assertEqual(scores, sorted(scores, reverse=True))
+      for p in pairs:
+        i, k = int(p["index"]), int(p["class"])
+        self.assertTrue(doubted[i, k])
+        self.assertAlmostEqual(float(p["score"]), s.score[i, k], places=5)
+        self.assertEqual((p["given"], p["suggested"], p["flipped"],
+                          p["source"], p["class_name"]),
+                         (str(int(s.given[i, k])),
+                          str(int(s.suggested[i, k])),
+                          str(int(s.given[i, k] != clean[i, k])),
+                          str(100 + i), ("cat", "dog", "bird")[k]))
+      # Every example, by its most doubted pair, its label sets named.
+      images = label_issues.read(workdir, replica=r,
+                                 name=contract.LABEL_ISSUES_IMAGES_FILE)
+      self.assertEqual([int(x["index"]) for x in images],
+                       np.lexsort((np.arange(40), -s.image_score)).tolist())
+      for x in images:
+        i = int(x["index"])
+        self.assertEqual(x["given_label"], " ".join(
+            map(str, np.flatnonzero(s.given[i]))))
+        self.assertEqual(int(x["changes"]), s.changed_pairs[i].sum())
+        self.assertEqual(x["flipped"], str(int((s.given[i]
+                                                != clean[i]).any())))
+    # Replica 1's six flips are its six most doubted pairs, five changed.
+    pairs = label_issues.read(workdir, replica=1)
+    self.assertEqual([(p["index"], p["class"], p["flipped"])
+                      for p in pairs[:6]],
+                     [(str(i), "0", "1")
+                      for i in np.argsort(-each[1].score[:6, 0])])
+    self.assertEqual(sum(p["given"] != p["suggested"] for p in pairs[:6]), 5)
+    self.assertEqual(issues["flipped"], [0, 6])
+    self.assertEqual(issues["changed"],
+                     [int(s.changed_pairs.sum()) for s in each])
+    self.assertEqual(issues["recall"][1], 5 / 6)
+    self.assertEqual(issues["labels"], [120, 120])
+    line = label_summary.summary_line(issues, 40)
+    self.assertIn("training (example, class) labels, in ", line)
+    self.assertIn("of its 40 examples", line)
+    self.assertIn(f"positive labels per example: "
+                  f"{np.mean([s.given.sum() / 40 for s in each]):.2f}", line)
+    self.assertIn(f"{clean.sum() / 40:.2f} clean", line)
+    self.assertNotIn("restore", line)
     self.assertTrue(os.path.exists(os.path.join(
         workdir, contract.LABEL_ISSUES_FIGURE)))
-    line = label_issues.summary_line(issues, 4)
-    self.assertIn("change 2.5±0.7 of its 4 training labels", line)
-    self.assertIn("recall 100.0 %", line)  # replica 0 has no flips
+
+  def test_multi_label_apply_writes_label_sets(self):
+    # A shipped dataset: a CSV of every example's corrected label set.
+    workdir = tempfile.mkdtemp()
+    _, each, clean = self._multi_label(workdir)
+    out = os.path.join(workdir, "labels.csv")
+    s = each[1]
+    self.assertEqual(label_issues.apply(workdir, out, replica=1),
+                     s.changed_pairs.sum())
+    with open(out, newline="") as f:
+      header, *rows = list(csv.reader(f))
+    self.assertEqual(header, ["index", "cat", "dog", "bird"])
+    self.assertEqual(label_issues.default_out(workdir),
+                     os.path.join(workdir, "labels_corrected.csv"))
+    self.assertEqual([r[0] for r in rows], [str(100 + i) for i in range(40)])
+    np.testing.assert_array_equal(np.array(rows)[:, 1:].astype(int),
+                                  s.suggested)
+    # Only the changes sure beyond 0.9.
+    q = np.where(s.suggested, s.probability, 1 - s.probability)
+    sure = s.changed_pairs & (q > 0.9)
+    self.assertEqual(label_issues.apply(workdir, out, replica=1,
+                                         threshold=0.9), sure.sum())
+
+  def test_multi_label_apply_corrects_a_copy_of_the_npz(self):
+    workdir = tempfile.mkdtemp()
+    _, each, _ = self._multi_label(workdir, sources=np.array(
+        [f"x_train[{i}]" for i in range(40)]))
+    npz = os.path.join(workdir, "data.npz")
+    given = each[1].given.astype(np.float32)
+    np.savez(npz, x_train=np.arange(80.0).reshape(40, 2), y_train=given,
+             class_names=np.array(["cat", "dog", "bird"]))
+    with open(os.path.join(workdir, contract.CONFIG_FILE), "w") as f:
+      json.dump({"dataset": {"name": "arrays", "path": npz}}, f)
+    with self.assertRaisesRegex(ValueError, "ending in .npz"):
+      label_issues.apply(workdir, os.path.join(workdir, "labels.csv"),
+                         replica=1)
+    out = label_issues.default_out(workdir)
+    self.assertEqual(out, os.path.join(workdir, "labels_corrected.npz"))
+    self.assertEqual(label_issues.apply(workdir, out, replica=1),
+                     each[1].changed_pairs.sum())
+    with np.load(out) as written, np.load(npz) as original:
+      self.assertEqual(sorted(written.files), sorted(original.files))
+      np.testing.assert_array_equal(written["x_train"], original["x_train"])
+      self.assertEqual(written["y_train"].dtype, np.float32)
+      np.testing.assert_array_equal(written["y_train"], each[1].suggested)
+    self.assertGreater(each[1].changed_pairs.sum(), 0)
 
 
 class ConfigTest(absltest.TestCase):

@@ -28,19 +28,6 @@ class SuggestTest(absltest.TestCase):
     np.testing.assert_array_equal(label_ranking.rank(s.score[::-1]),
                                   [0, 3, 1, 2, 4])
 
-  def test_multi_label_scores_the_given_set_under_independent_classes(self):
-    given = np.array([[1, 0, 1], [0, 1, 0]], np.float32)
-    q = np.array([[0.9, 0.8, 0.4], [0.1, 0.7, 0.2]])
-    s = label_ranking.suggest(given, q, multi_label=True)
-    np.testing.assert_array_equal(s.suggested, [[1, 1, 0], [0, 1, 0]])
-    # The plain products, written out.
-    np.testing.assert_allclose(s.given_probability,
-                               [0.9 * 0.2 * 0.4, 0.9 * 0.7 * 0.8])
-    np.testing.assert_allclose(s.suggested_probability,
-                               [0.9 * 0.8 * 0.6, 0.9 * 0.7 * 0.8])
-    np.testing.assert_array_equal(s.changed, [True, False])
-    np.testing.assert_array_equal(label_ranking.rank(s.score), [0, 1])
-
   def test_every_changed_label_scores_above_one_half(self):
     rng = np.random.default_rng(0)
     q = rng.dirichlet(np.full(10, 0.3), size=2000)
@@ -54,10 +41,6 @@ class SuggestTest(absltest.TestCase):
     s = label_ranking.suggest(np.array([1, 1, 1]), q)
     np.testing.assert_array_equal(s.score, [1.0, 0.0, 0.5])
     np.testing.assert_array_equal(s.suggested, [0, 1, 0])  # first of ties
-    s = label_ranking.suggest(np.ones((1, 3)), np.array([[1.0, 0.0, 1.0]]),
-                              multi_label=True)
-    np.testing.assert_array_equal(s.score, [1.0])
-    self.assertTrue(np.isfinite(s.suggested_probability).all())
 
   def test_bad_input_is_one_clear_error(self):
     q = np.full((2, 3), 1 / 3)
@@ -94,16 +77,6 @@ class AgreementTest(absltest.TestCase):
     self.assertEqual(stats, {"changed": 0, "flipped": 0, "precision": None,
                              "recall": None, "precision_at_k": None,
                              "restored": 0})
-
-  def test_multi_label(self):
-    clean = np.array([[1, 0], [0, 1], [1, 1]])
-    given = np.array([[1, 0], [1, 1], [1, 1]])  # example 1: class 0 added
-    q = np.array([[0.9, 0.1], [0.2, 0.9], [0.4, 0.9]])  # 1 and 2 change
-    s = label_ranking.suggest(given, q, multi_label=True)
-    stats = label_ranking.agreement(s, clean)
-    self.assertEqual(stats, {"changed": 2, "flipped": 1, "precision": 0.5,
-                             "recall": 1.0, "precision_at_k": 1.0,
-                             "restored": 1})
 
 
 if __name__ == "__main__":

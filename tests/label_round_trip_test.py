@@ -8,7 +8,6 @@ import csv
 import io
 import os
 import tempfile
-from unittest import mock
 
 import numpy as np
 import pytest
@@ -18,7 +17,6 @@ from configs import common
 from tests import own_data_files as files
 from tests.config_test import _load_config
 from train import contract
-from train.data import local_data
 from train.errors import ConfigError
 from train.loop import trainer
 from train.report import label_apply
@@ -37,9 +35,7 @@ class RoundTripTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.tmp = tempfile.mkdtemp()
-    cls.enterClassContext(mock.patch.dict(
-        "os.environ", {local_data.CACHE_ENV: os.path.join(cls.tmp, "cache")}))
+    cls.tmp = files.scratch_folder(cls)
     cls.root = os.path.join(cls.tmp, "images")
     cls.written = files.make_folder(cls.root, per_class=10)
     cls.npz = os.path.join(cls.tmp, "data.npz")
@@ -141,6 +137,71 @@ class RoundTripTest(absltest.TestCase):
     second = self.train(common.override(config,
                                         **{"dataset.labels_csv": out}))
     self.assertEqual(self.sources(first, "val"), self.sources(second, "val"))
+
+  def test_multi_label_npz(self):
+    # A multi-label .npz: the pairs ranked, --apply writes a copy of the
+    # file with y_train's label sets corrected, and training reads it back:
+    # the same validation rows, every corrected pair given.
+    npz = os.path.join(self.tmp, "sets.npz")
+    rng = np.random.default_rng(0)
+    clean = (rng.random((60, 3)) < 0.4).astype(np.float32)
+    given = clean.copy()
+    given[:8, 0] = 1 - given[:8, 0]
+    x = (rng.normal(size=(60, 5)) + np.pad(3 * clean, ((0, 0), (0, 2))))
+    np.savez(npz, x_train=x.astype(np.float32), y_train=given,
+             class_names=np.array(["a", "b", "c"]))
+    # Multi-label data takes the multilabel noise, here of rates 0.
+    config = self.config("arrays", **{"dataset.path": npz,
+                                      "noise.name": "multilabel"})
+    common.use_loss(config, "bce", begin=0)
+    first = self.train(config)
+    self.assertIn("(example, class) labels", self.printed)
+    pairs = label_issues.read(first, 0)
+    self.assertEqual({r["part"] for r in pairs}, {"train", "val"})
+    self.assertEqual({r["score_from"] for r in pairs if r["part"] == "val"},
+                     {"out_of_sample"})
+    images = label_issues.read(first, 0,
+                               name=contract.LABEL_ISSUES_IMAGES_FILE)
+    self.assertLen(images, 60 - 12)  # the test cut and 6 validation rows
+    self.assertTrue(os.path.exists(os.path.join(
+        first, contract.LABEL_ISSUES_FIGURE)))
+    # Pretend the run doubted one training pair and one validation pair so
+    # that both corrections are there to be read back.
+    path = os.path.join(first, contract.LABEL_ISSUES_FILE)
+    table = _rows(path)
+    header = table[0]
+    column = {name: header.index(name) for name in header}
+    picked = {}
+    for part in ("train", "val"):
+      row = next(r for r in table[1:] if r[column["part"]] == part)
+      row[column["suggested"]] = str(1 - int(row[column["given"]]))
+      picked[row[column["source"]], int(row[column["class"]])] = int(
+          row[column["suggested"]])
+    with open(path, "w", newline="") as f:
+      csv.writer(f).writerows(table)
+    out = label_issues.default_out(first)
+    self.assertTrue(out.endswith("labels_corrected.npz"))
+    changed = label_issues.apply(first, out, parts=("train", "val"))
+    self.assertEqual(changed, sum(r["given"] != r["suggested"]
+                                  for r in label_issues.read(first, 0)))
+    with np.load(out) as written:
+      corrected = written["y_train"]
+      np.testing.assert_array_equal(written["x_train"], x.astype(np.float32))
+    for (source, k), value in picked.items():
+      self.assertEqual(corrected[int(source[len("x_train["):-1]), k], value)
+    second = self.train(common.override(config, **{"dataset.path": out}),
+                        seed=1)
+    val = [sorted(r["source"] for r in label_issues.read(
+        w, 0, "val", name=contract.LABEL_ISSUES_IMAGES_FILE))
+           for w in (first, second)]
+    self.assertEqual(val[0], val[1])
+    self.assertLen(val[0], 6)
+    again = label_issues.read(second, 0,
+                              name=contract.LABEL_ISSUES_IMAGES_FILE)
+    for row in again:
+      i = int(row["source"][len("x_train["):-1])
+      self.assertEqual(row["given_label"], " ".join(
+          map(str, np.flatnonzero(corrected[i]))))
 
   def test_a_labels_csv_edited_in_place_is_refused(self):
     csv_path = files.write_csv(

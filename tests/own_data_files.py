@@ -7,9 +7,13 @@ and source through a split.
 """
 
 import os
+import tempfile
+from unittest import mock
 
 import numpy as np
 from PIL import Image
+
+from train.data import local_data
 
 CLASSES = ("cat", "dog", "emu")
 PER_CLASS = 6
@@ -18,6 +22,16 @@ PER_CLASS = 6
 def pixel_value(label: int, k: int) -> int:
   """The fill of image ``k`` of class ``label``: distinct, 8-bit."""
   return 40 * label + 5 * k + 3
+
+
+def scratch_folder(test_class) -> str:
+  """A fresh folder for ``test_class`` (a ``setUpClass``'s ``cls``), the
+  data cache inside it for as long as the class runs, so its runs share
+  conversions with nobody else's."""
+  tmp = tempfile.mkdtemp()
+  test_class.enterClassContext(mock.patch.dict(
+      "os.environ", {local_data.CACHE_ENV: os.path.join(tmp, "cache")}))
+  return tmp
 
 
 def make_folder(root: str, *, classes=CLASSES, per_class=PER_CLASS,

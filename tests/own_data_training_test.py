@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import tempfile
-from unittest import mock
 
 import numpy as np
 import pytest
@@ -20,7 +19,6 @@ from tests.tiny import ROOT
 from train import contract
 from train.data import convert
 from train.data import datasets
-from train.data import local_data
 from train.data import records
 from train.data import sources
 from train.data import training_data
@@ -44,9 +42,7 @@ class _OwnData(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.tmp = tempfile.mkdtemp()
-    cls.enterClassContext(mock.patch.dict(
-        "os.environ", {local_data.CACHE_ENV: os.path.join(cls.tmp, "cache")}))
+    cls.tmp = files.scratch_folder(cls)
     cls.root = os.path.join(cls.tmp, "images")
     written = files.make_folder(cls.root)
     sets = files.noisy_label_sets(written)

@@ -21,6 +21,7 @@ from train.data import local_data
 from train.data import training_data
 from train.loop import trainer
 from train.objective import loss_registry
+from train.report import label_issues
 from train.report import reporting
 
 # Measured durations differ between identical runs; nothing else may.
@@ -234,10 +235,23 @@ class TrainerTest(parameterized.TestCase):
         "dataset.num_test": 200, "dataset.val_size": 100,
         "dataset.train_size": None, "noise.name": "multilabel",
         "noise.drop_rate": 0.2, "loss.name": "asl", "num_epochs": 1,
-        "eval_batch_size": 100})
-    _, (record,), _ = _run(config)
+        "eval_batch_size": 100, "label_issues": True})
+    _, (record,), workdir = _run(config)
     self.assertBetween(record["test_map"], 0.0, 1.0)
     self.assertEqual(sum(record["grad_bin_count"]), 256 * 10)
+    # The label issues pair by pair, from the kept [N, C] probabilities.
+    with np.load(os.path.join(workdir, contract.SUGGESTIONS_BEST_FILE)) as f:
+      self.assertEqual(f["probability"].shape, (1, 300, 10))
+      self.assertEqual(f["val_probability"].shape, (1, 100, 10))
+    issues = contract.read_run(workdir)["label_issues"]
+    self.assertEqual(issues["labels"], 3000)
+    self.assertGreater(issues["flipped"], 0)
+    self.assertGreater(issues["positives_clean"], issues["positives_given"])
+    pairs = label_issues.read(workdir, 0, "train")
+    self.assertEqual(sum(p["given"] != p["suggested"] for p in pairs),
+                     issues["changed"])
+    self.assertLen(label_issues.read(
+        workdir, 0, name=contract.LABEL_ISSUES_IMAGES_FILE), 400)
 
   @pytest.mark.integration
   def test_validation_labels_carry_the_noise(self):

@@ -87,8 +87,12 @@ TEST_PREDICTIONS_FILE = "predictions_test.npz"
 TEST_PROBABILITIES_BEST_FILE = "probabilities_test_best.npy"
 # ``config.label_issues``: every training example, the most doubted given
 # label first (``train.report.label_issues``): its index, source, given and
-# suggested label, their probabilities and the score it is ranked by.
+# suggested label, their probabilities and the score it is ranked by;
+# multi-label: every doubted (example, class) pair (``label_pairs``).
 LABEL_ISSUES_FILE = "label_issues.csv"
+# Multi-label: every example, ranked by its most doubted pair, with its
+# given and suggested label sets.
+LABEL_ISSUES_IMAGES_FILE = "label_issues_images.csv"
 # The most doubted examples drawn (``config.label_issues.drawn``).
 LABEL_ISSUES_FIGURE = "label_issues.png"
 # ``config.label_issues``: each replica's label suggestions from the
@@ -97,7 +101,8 @@ LABEL_ISSUES_FIGURE = "label_issues.png"
 # that a resumed run has them), an ``.npz`` of ``[R, ...]`` arrays:
 # best_epoch; suggested, suggested_probability, given_probability (the
 # training set's); val_suggested, val_suggested_probability,
-# val_given_probability.
+# val_given_probability (multi-label: probability and val_probability,
+# ``[R, N, C]``).
 SUGGESTIONS_BEST_FILE = "label_suggestions_best.npz"
 CHECKPOINT_DIR = "checkpoints"
 
@@ -119,6 +124,9 @@ RUN_FIELDS = (
     # precision_at_k, restored (``train.report.label_ranking.agreement``;
     # the last five None where the clean labels are unknown), from
     # (``'label_state'`` or ``'best_validation'``); lists of R with replicas.
+    # Multi-label: of (example, class) pairs, and images_changed and the
+    # positives per example, given, suggested and clean
+    # (``train.report.label_pairs.agreement``).
     "label_issues",
 )
 

@@ -16,6 +16,7 @@ import pytest
 EVERY_CASE = ("test_value_matches_formula",
               "test_gradients_match_autodiff_of_formula",
               "test_plain_form_is_the_loss",
+              "test_transcendentals",
               # Errors raised before anything compiles (every_loss_test.py).
               "test_a_hyperparameter_of_the_wrong_shape_is_named",
               "test_logits_without_a_class_axis_are_named")

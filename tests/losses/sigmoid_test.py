@@ -99,6 +99,18 @@ class SigmoidTest(parameterized.TestCase):
     np.testing.assert_allclose(el, -np.log(0.9) + np.log(0.25) - 0.6,
                                rtol=1e-6)
 
+  def test_absolute_error_gradient_at_p_equal_t(self):
+    """At p = t (a soft target) the right derivative p (1 - p), as jax.grad
+    of the plain form; a hard target meets p = t only at an infinite logit,
+    where the gradient is 0."""
+    z = np.array([0.0, np.inf, -np.inf], np.float32)
+    t = np.array([0.5, 1.0, 0.0], np.float32)  # p - t exactly 0
+    np.testing.assert_array_equal(
+        losses.sigmoid_absolute_error_grad(z, t), [0.25, 0.0, 0.0])
+    plain = jax.grad(lambda z: jnp.sum(ref.absolute_error(z, t[:1])))(z[:1])
+    np.testing.assert_array_equal(
+        losses.sigmoid_absolute_error_grad(z[:1], t[:1]), plain)
+
   def test_bce_at_infinite_logits(self):
     """Agreeing: loss and gradient exactly 0; disagreeing: the largest
     float32 (inf once rounded to bfloat16), gradient ±1."""

@@ -23,7 +23,9 @@ from train import contract
 from train.loop import predictions
 from train.loop import run as run_lib
 from train.report import label_issues
+from train.report import label_pairs
 from train.report import label_ranking
+from train.report import label_summary
 from train.report import reporting
 from train.step import label_state as label_state_lib
 
@@ -64,8 +66,8 @@ def finish(run: run_lib.Run, workdir: str, *, classifier, state,
                                   clean_known=run.clean_labels_known),
           flush=True)
     if issues is not None:
-      print(label_issues.summary_line(issues, data.num_train,
-                                      len(data.val_y)), flush=True)
+      print(label_summary.summary_line(issues, data.num_train,
+                                       len(data.val_y)), flush=True)
   return summary
 
 
@@ -110,19 +112,21 @@ def _label_parts(run: run_lib.Run, label_state: label_state_lib.LabelState,
 
 
 def _suggest(run: run_lib.Run, part: str, table: np.ndarray
-             ) -> list[label_ranking.Suggestions]:
+             ) -> list[label_ranking.Suggestions |
+                       label_pairs.PairSuggestions]:
   """Each replica's suggestions of ``table`` (``[R, N, C]``) for its given
-  labels of ``part``."""
+  labels of ``part`` (multi-label: pair by pair, ``label_pairs``)."""
   given = run.given_labels(part)
-  return [label_ranking.suggest(given[r], table[r, :len(given[r])],
-                                multi_label=run.data.multi_label)
+  suggest = (label_pairs.suggest if run.data.multi_label
+             else label_ranking.suggest)
+  return [suggest(given[r], table[r, :len(given[r])])
           for r in range(run.replicas)]
 
 
 def _train_suggestions(run: run_lib.Run,
                        label_state: label_state_lib.LabelState,
                        best: predictions.BestPredictions | None, outputs
-                       ) -> tuple[list[label_ranking.Suggestions], str]:
+                       ) -> tuple[list, str]:
   """Each replica's suggestions for its training labels and where they come
   from: the label state where the run relabels (soft: its labels; hard:
   the mean of its kept epochs, whose arg max its labels are), else the

@@ -12,7 +12,8 @@ not the last one), and the label suggestions (``label_ranking.suggest``:
 three numbers per example, where the softmax is ``C``) of the validation
 softmax (out of sample: the network never trained on those examples) and,
 for a run that does not relabel, of the training softmax (in sample): what
-``label_issues.csv`` ranks. All are written to the workdir at each new
+``label_issues.csv`` ranks (multi-label: the ``[N, C]`` probabilities
+themselves, from which ``label_pairs`` estimates each class's thresholds). All are written to the workdir at each new
 best, so a killed run resumes with them (``resume``); a best that the
 resumed records no longer name (the run was killed between the file and
 the checkpoint) is dropped, and found again when its epoch reruns.
@@ -31,12 +32,16 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from train import contract
+from train.report import label_pairs
 from train.report import label_ranking
 
 # What is kept of each replica's suggestions (the given labels are the
-# run's own), and the prefix of each part's keys in the file.
+# run's own), and the prefix of each part's keys in the file. Multi-label:
+# each class's probability, whose thresholds are estimated from the whole
+# part at the end (label_pairs).
 _SUGGESTION_KEYS = ("suggested", "suggested_probability",
                     "given_probability")
+_PAIR_KEYS = ("probability",)
 _SUGGESTION_PREFIX = {"train": "", "val": "val_"}
 
 
@@ -138,6 +143,11 @@ class BestPredictions:
     if self.kept.suggest:
       epochs, self.best_suggestions = self._saved(
           contract.SUGGESTIONS_BEST_FILE, "")
+      wanted_keys = {_SUGGESTION_PREFIX[part] + key for part in
+                     self.kept.suggest for key in self._keys}
+      if not wanted_keys <= set(self.best_suggestions):
+        # A file of another version's keys: found again at the next best.
+        epochs, self.best_suggestions = np.zeros_like(epochs), {}
       held.append(epochs)
     train = self._saved_probabilities(self.kept.train_probabilities,
                                       contract.PROBABILITIES_BEST_FILE)
@@ -216,18 +226,28 @@ class BestPredictions:
     self.best_epoch[improved] = record["epoch"]
     self.write()
 
+  @property
+  def _keys(self) -> tuple[str, ...]:
+    return _PAIR_KEYS if self.multi_label else _SUGGESTION_KEYS
+
   def _suggested(self, part: str, probabilities: np.ndarray,
                  rows: list[int]) -> dict[str, np.ndarray]:
-    """``[R, ...]`` arrays of ``_SUGGESTION_KEYS`` of ``part`` (zeros but
-    for the replicas ``rows``), keyed as the file keeps them."""
+    """``[R, ...]`` arrays of ``_keys`` of ``part`` (zeros but for the
+    replicas ``rows``), keyed as the file keeps them."""
     out = {}
     for r in rows:
-      s = label_ranking.suggest(self.kept.suggest[part][r], probabilities[r],
-                                multi_label=self.multi_label)
-      for key in _SUGGESTION_KEYS:
-        value = getattr(s, key)
-        value = value.astype(np.float32) if value.dtype == np.float64 else (
-            value if value.dtype == bool else value.astype(np.int32))
+      if self.multi_label:
+        s = {"probability": np.clip(probabilities[r], 0, 1)}
+      else:
+        s = label_ranking.suggest(self.kept.suggest[part][r],
+                                  probabilities[r])
+        s = {key: getattr(s, key) for key in _SUGGESTION_KEYS}
+      for key in self._keys:
+        value = s[key]
+        value = np.asarray(value)
+        value = (value.astype(np.float32)
+                 if np.issubdtype(value.dtype, np.floating) else
+                 value if value.dtype == bool else value.astype(np.int32))
         key = _SUGGESTION_PREFIX[part] + key
         if key not in out:
           out[key] = np.zeros((self.replicas, *value.shape), value.dtype)
@@ -235,7 +255,8 @@ class BestPredictions:
     return out
 
   def suggestions(self, part: str, outputs: Callable[[str], np.ndarray]
-                  ) -> list[label_ranking.Suggestions]:
+                  ) -> list[label_ranking.Suggestions |
+                            label_pairs.PairSuggestions]:
     """Each replica's suggestions of ``part`` at its best validation epoch;
     a replica without one (no validation score) gets those of
     ``outputs(part)``, the network's now (called on every process alike)."""
@@ -245,10 +266,12 @@ class BestPredictions:
             self._suggested(part, outputs(part), missing), missing)
     given = self.kept.suggest[part]
     kept = {key: self.best_suggestions[_SUGGESTION_PREFIX[part] + key]
-            for key in _SUGGESTION_KEYS}
+            for key in self._keys}
+    if self.multi_label:
+      return [label_pairs.suggest(given[r], kept["probability"][r])
+              for r in range(self.replicas)]
     return [label_ranking.Suggestions(
-        given=(given[r] > 0.5 if self.multi_label
-               else given[r].astype(np.int64)),
+        given=given[r].astype(np.int64),
         suggested=kept["suggested"][r],
         given_probability=kept["given_probability"][r],
         suggested_probability=kept["suggested_probability"][r])

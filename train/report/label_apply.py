@@ -25,10 +25,17 @@ The validation split and the test cut of a researcher's own data are
 stratified by the labels the data itself gives (its class folders,
 ``y_train``), which a labels CSV never moves: a run on the written file
 validates and tests on the same rows as the run it came from.
+
+Multi-label runs change (example, class) pairs, and a labels CSV gives one
+class per row: ``write_label_sets`` writes a copy of the run's ``.npz``
+with its label sets corrected (``--out=labels.npz``; training reads it as
+``--config.dataset.path``), or, for a shipped dataset, a CSV ``index``,
+then one 0/1 column per class, for the record.
 """
 
 from __future__ import annotations
 
+import csv
 import os
 from collections.abc import Mapping, Sequence
 
@@ -60,12 +67,7 @@ def corrected(rows: Sequence[Mapping[str, str]], *, dataset: Mapping,
     ValueError: a bad threshold or part, a multi-label ``.npz`` without a
       labels CSV, a suggestion for an example outside the labels file.
   """
-  if threshold is not None and not 0 <= threshold < 1:
-    raise ValueError(f"--threshold={threshold}: must lie in [0, 1)")
-  unknown = sorted(set(parts) - set(PARTS))
-  if unknown or not parts:
-    raise ValueError(f"--parts={','.join(parts)}: each must be one of "
-                     f"{', '.join(PARTS)}")
+  _check(parts, threshold)
   changed = [r for r in rows if r["part"] in parts
              and r["given_label"] != r["suggested_label"]
              and (threshold is None
@@ -97,6 +99,15 @@ def corrected(rows: Sequence[Mapping[str, str]], *, dataset: Mapping,
     table = [[k, suggested.get(k, r["given_name"] or r["given_label"])]
              for k, r in keys]
   return header, table, len(changed)
+
+
+def _check(parts: Sequence[str], threshold: float | None) -> None:
+  if threshold is not None and not 0 <= threshold < 1:
+    raise ValueError(f"--threshold={threshold}: must lie in [0, 1)")
+  unknown = sorted(set(parts) - set(PARTS))
+  if unknown or not parts:
+    raise ValueError(f"--parts={','.join(parts)}: each must be one of "
+                     f"{', '.join(PARTS)}")
 
 
 def csv_key(source: str) -> str:
@@ -140,10 +151,100 @@ def _corrected_pool(name: str, path: str, class_names: Sequence[str],
     keys, header = files, ["file", "label"]
   else:
     labels = np.load(path, allow_pickle=False)["y_train"]
-    if labels.ndim != 1:
-      raise ValueError(f"arrays file {path} is multi-label: a labels CSV "
-                       f"gives one class per row; correct y_train in the "
-                       f"file instead")
     keys, header = [str(i) for i in range(len(labels))], ["index", "label"]
   return header, [[key, suggested.get(key, class_names[int(label)])]
                   for key, label in zip(keys, labels)]
+
+
+# ---------------------------------------------------------------------------
+# Multi-label: label sets.
+# ---------------------------------------------------------------------------
+def changed_pairs(pairs: Sequence[Mapping[str, str]], *,
+                  parts: Sequence[str], threshold: float | None
+                  ) -> list[Mapping[str, str]]:
+  """The rows of ``label_issues.csv`` (multi-label: pairs) whose change is
+  applied: of the ``parts`` asked, and with ``threshold``, only those
+  whose suggested value's probability (``q`` to add, ``1 - q`` to
+  remove) exceeds it."""
+  _check(parts, threshold)
+  out = []
+  for r in pairs:
+    if r["part"] not in parts or r["given"] == r["suggested"]:
+      continue
+    q = float(r["probability"])
+    if threshold is None or (q if r["suggested"] == "1" else 1 - q) > (
+        threshold):
+      out.append(r)
+  return out
+
+
+def write_label_sets(pairs: Sequence[Mapping[str, str]],
+                     images: Sequence[Mapping[str, str]], out: str, *,
+                     dataset: Mapping, class_names: Sequence[str] | None,
+                     parts: Sequence[str] = ("train",),
+                     threshold: float | None = None) -> int:
+  """Writes a multi-label run's corrected label sets to ``out``; returns
+  the pairs changed (``changed_pairs``).
+
+  * An ``.npz`` (``arrays``): a copy of it with ``y_train`` (and, where
+    validation is its own, ``y_val``) corrected, every other array kept:
+    ``--config.dataset.path=OUT`` trains on it; its validation split and
+    test cut are drawn at random for multi-label data, so they keep their
+    rows. ``out`` must end in ``.npz``.
+  * A shipped dataset (no labels CSV takes label sets): a CSV ``index``,
+    then one 0/1 column per class, a row per example of the ``parts``
+    ranked, for the record.
+
+  Args:
+    pairs, images: one replica's rows of ``label_issues.csv`` and
+      ``label_issues_images.csv``.
+    out: the file written.
+    dataset: the run's ``config.dataset``.
+    class_names: the run's classes (``run.json``'s; None: unknown).
+    parts, threshold: as ``changed_pairs``.
+
+  Raises:
+    ValueError: a bad threshold or part, an ``out`` that does not end in
+      ``.npz`` for an ``.npz``, a change of an example outside it, no
+      class names for a CSV.
+  """
+  changes = changed_pairs(pairs, parts=parts, threshold=threshold)
+  if dataset.get("name") == "arrays":
+    if not out.endswith(".npz"):
+      raise ValueError(f"--out={out}: a multi-label .npz is corrected in a "
+                       f"copy of it; give --out a name ending in .npz")
+    with np.load(dataset["path"], allow_pickle=False) as f:
+      arrays = dict(f)
+    for r in changes:
+      key, row = r["source"].rstrip("]").split("[")
+      if key not in ("x_train", "x_val"):
+        raise ValueError(f"a suggested change names {r['source']}, outside "
+                         f"the training and validation sets of "
+                         f"{dataset['path']}")
+      labels = arrays["y" + key[1:]]
+      labels[int(row), int(r["class"])] = int(r["suggested"])
+    tmp = out[:-len(".npz")] + ".tmp.npz"
+    np.savez(tmp, **arrays)
+    os.replace(tmp, out)
+    return len(changes)
+  if not class_names:
+    raise ValueError("the run's class names are unknown (no run.json): "
+                     "the CSV names a column per class")
+  rows = {}
+  for r in images:
+    if r["part"] in parts:
+      labels = np.zeros(len(class_names), np.int64)
+      labels[[int(k) for k in r["given_label"].split()]] = 1
+      rows[csv_key(r["source"])] = labels
+  for r in changes:
+    rows[csv_key(r["source"])][int(r["class"])] = int(r["suggested"])
+  keys = sorted(rows, key=lambda k: (not k.isdigit(),
+                                     int(k) if k.isdigit() else k))
+  header = ["index" if all(k.isdigit() for k in keys) else "file",
+            *class_names]
+  with open(out + ".tmp", "w", newline="") as f:
+    writer = csv.writer(f)
+    writer.writerow(header)
+    writer.writerows([k, *rows[k].tolist()] for k in keys)
+  os.replace(out + ".tmp", out)
+  return len(changes)

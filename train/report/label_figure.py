@@ -4,8 +4,10 @@
 a caller picks beside their inputs: a picture each, or a line for a 1-D
 signal, captioned with where the example is (its part and its file, or its
 row of the dataset), the change the run suggests and both labels'
-probabilities; green where the noise flipped the given label, red where
-the given label is the clean one, black where that is not known.
+probabilities (multi-label: the one or two (example, class) pairs it
+doubts most, each class's probability beside its threshold); green where
+the noise flipped the given label (a pair shown), red where the given
+label is the clean one, black where that is not known.
 """
 
 from __future__ import annotations
@@ -28,11 +30,18 @@ def figure_title(workdir: str, k: int, replica: str, known: bool,
   """The figure's title; ``replica``: its name, ``''`` for a single run
   (``contract.replica_name``)."""
   name = os.path.basename(os.path.normpath(workdir))
-  change = ("+ the labels it adds, − those it removes" if multi_label
-            else "given → suggested")
-  text = (f"{name}: the {k} most doubted labels"
-          f"{' of ' + replica if replica else ''}, training and validation "
-          f"({change}; p: the suggestion's probability)")
+  where = f"{' of ' + replica if replica else ''}, training and validation"
+  if multi_label:
+    text = (f"{name}: the {k} examples with the most doubted labels{where} "
+            f"(+ a class it would add, − one it would remove, ? doubted "
+            f"but kept; p: the class's probability, beside the class's "
+            f"threshold)")
+    if known:
+      text += ("\ngreen: the noise flipped a label shown; red: the labels "
+               "shown are the clean ones")
+    return text
+  text = (f"{name}: the {k} most doubted labels{where} (given → suggested; "
+          f"p: the suggestion's probability)")
   if known:
     text += ("\ngreen: the noise flipped the given label; red: the given "
              "label is the clean one")
@@ -52,22 +61,44 @@ def _where(row: Mapping[str, str]) -> str:
   return head + source
 
 
-def _caption(row: Mapping[str, str]) -> str:
+def _caption(row: Mapping[str, Any]) -> str:
   lines = [_where(row)]
-  if "added" in row:
-    for sign, key in (("+", "added"), ("−", "removed")):
-      if row[key]:
-        # At most two lines of a cell's width each.
-        wrapped = textwrap.wrap(sign + row[key].replace(";", ", "),
-                                _CAPTION_WIDTH)
-        lines += wrapped[:2]
-        if len(wrapped) > 2:
-          lines[-1] = lines[-1][:25] + "..."
-  else:
-    lines.append(f"{row['given_name']} → {row['suggested_name']}")
+  if "doubts" in row:
+    lines += [_doubt(pair) for pair in row["doubts"]] or ["no label doubted"]
+    return "\n".join(lines)
+  lines.append(f"{row['given_name']} → {row['suggested_name']}")
   lines.append(f"p {_probability(row['suggested_probability'])} (given "
                f"{_probability(row['given_probability'])})")
   return "\n".join(lines)
+
+
+def _doubt(pair: Mapping[str, str]) -> str:
+  """``+Dress p 0.81 ≥ 0.74``: a pair of ``label_issues.csv`` (multi-label),
+  the class it would add (+) or remove (−), ``?`` where it keeps it, its
+  probability and the class's threshold."""
+  add = pair["given"] == "0"
+  changed = pair["given"] != pair["suggested"]
+  text = (f"{'+' if add else '−'}{pair['class_name']}{'' if changed else '?'}"
+          f" p {_probability(pair['probability'])}")
+  if pair["threshold"]:
+    sign = ("≥" if changed else "<") if add else ("≤" if changed else ">")
+    text += f" {sign} {_probability(pair['threshold'])}"
+  if len(text) > _CAPTION_WIDTH:
+    name = pair["class_name"]
+    text = text.replace(name, name[:len(name) - (len(text) - _CAPTION_WIDTH)
+                                   - 1] + "…", 1)
+  return text
+
+
+def _colour(row: Mapping[str, Any]) -> str:
+  """Green where the noise flipped the label (multi-label: a pair shown),
+  red where it did not, black where that is not known."""
+  flags = ([pair["flipped"] for pair in row["doubts"]] if "doubts" in row
+           else [str(row["flipped"])])
+  if "1" in flags:
+    return _FLIPPED_COLOUR
+  return _CLEAN_COLOUR if flags and all(f == "0" for f in flags) else (
+      "black")
 
 
 def _probability(text: str) -> str:
@@ -104,8 +135,7 @@ def figure(rows: Sequence[Mapping[str, Any]], images: np.ndarray, *,
   for i, (row, text, image) in enumerate(zip(rows, captions, images)):
     r, c = divmod(i, columns)
     left, top = c * width + (width - box) / 2, r * height + caption
-    colour = {"1": _FLIPPED_COLOUR, "0": _CLEAN_COLOUR}.get(
-        str(row["flipped"]), "black")
+    colour = _colour(row)
     ax.text(c * width + width / 2, r * height + 0.05, text, ha="center",
             va="top", fontsize=8, color=colour)
     image = np.asarray(image, np.float32)

@@ -6,12 +6,14 @@ r"""Which labels a run doubts: a ranked file, a figure, a fix.
         --apply --out=/tmp/labels.csv --threshold=0.9
 
 A run that finishes (``config.label_issues``, on by default) writes into
-its workdir ``label_issues.csv``: every training and validation example,
+its workdir ``label_issues.csv``: every training and validation example
+(multi-label: every doubted (example, class) pair, below),
 ranked within its part, the most doubted given label first
 (``label_ranking``: the score is the probability, under the run's
 suggestion, that the given label is wrong); ``label_issues.png``: the
 ``config.label_issues_drawn`` most doubted examples drawn (``label_figure``);
-and prints one line: how many labels of each part the run would change
+and prints one line (``label_summary``): how many labels of each part the
+run would change
 and, where the clean labels are known (synthetic noise, a clean label
 set), the precision and recall of those changes against the labels the
 noise flipped.
@@ -39,12 +41,11 @@ The columns (one row per example and replica):
   source            its file (``Dataset.train_sources``), else its row in
                     the dataset's own training set (before the validation
                     split is cut), else ``index``
-  given_label       the class index (multi-label: the classes, by spaces)
+  given_label       the class index
   suggested_label   the same for the suggestion
-  given_name        class names (multi-label: joined by ';')
+  given_name        class names
   suggested_name
-  added, removed    (multi-label) the classes the suggestion adds, removes
-  given_probability      of the given label (set) under the suggestion
+  given_probability      of the given label under the suggestion
   suggested_probability  of the suggested one
   score             1 - given_probability, what the rows are ranked by
   score_from        ``label_state``, ``in_sample`` or ``out_of_sample``
@@ -53,18 +54,40 @@ The columns (one row per example and replica):
   replica           the seed replica (``config.replicas``); each replica
                     has its own noisy labels and ranks its own rows
 
+Multi-label runs judge each (example, class) label on its own, against
+the class's thresholds estimated from the part's own probabilities
+(``label_pairs``), and write two files. ``label_issues.csv``: one row per
+doubted pair (nearer the other label's mean than its own), ranked within
+its part and replica: ``rank``, ``part``, ``index``, ``source``, ``class``
+(its index), ``class_name``, ``given`` and ``suggested`` (0 or 1),
+``probability`` (the class's), ``threshold`` (where the pair would
+change: the class's positives' mean for a given 0, its negatives' for a
+given 1; empty for a class without thresholds), ``score``
+(``label_pairs``: how far the probability crossed the threshold, 0 at
+it), ``score_from``, ``flipped`` (the pair), ``replica``.
+``label_issues_images.csv``: one row per example, ranked by its most
+doubted pair: ``rank``, ``part``, ``index``, ``source``,
+``given_label`` and ``suggested_label`` (the classes, by spaces),
+``given_name`` and ``suggested_name`` (joined by ';'), ``added``,
+``removed``, ``changes`` (its changed pairs), ``score`` (its most doubted
+pair's), ``score_from``, ``flipped`` (1 where the noise changed any of its
+labels), ``replica``.
+
 ``--apply`` writes the corrected labels as a label file that
 ``dataset.labels_csv`` reads back and trains on as given
 (``label_apply``); ``--parts=train,val`` corrects the validation labels
-too (by default only the training labels change).
+too (by default only the training labels change). Multi-label: a copy of
+the run's ``.npz`` with its label sets corrected (``--out`` ending in
+``.npz``), or for a shipped dataset a CSV ``index`` then a 0/1 column per
+class.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import json
-import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -76,12 +99,9 @@ from train import command_line
 from train import contract
 from train.report import label_apply
 from train.report import label_figure
+from train.report import label_pairs
 from train.report import label_ranking
 
-# Where the suggestions come from (run.json's label_issues.origin).
-ORIGINS = {"label_state": "its label state",
-           "best_validation": "its network at the best validation epoch",
-           "last_epoch": "its last network"}
 PARTS = label_apply.PARTS
 _PART_NAMES = {"train": "training", "val": "validation"}
 
@@ -109,7 +129,8 @@ def _define_flags():
 @dataclasses.dataclass(frozen=True)
 class Part:
   """A part's suggestions: ``name`` (``'train'``, ``'val'``), each
-  replica's ``suggestions``, their ``origin`` (a key of ``ORIGINS``) and
+  replica's ``suggestions``, their ``origin`` (a key of
+  ``label_summary.ORIGINS``) and
   each replica's clean labels of the part (None where unknown)."""
   name: str
   suggestions: Sequence[label_ranking.Suggestions]
@@ -127,45 +148,26 @@ class Part:
 # ---------------------------------------------------------------------------
 # The file.
 # ---------------------------------------------------------------------------
-def _names(classes: Sequence[int], class_names: Sequence[str]) -> str:
-  return ";".join(class_names[k] for k in classes)
-
-
 def _columns(part: Part, r: int, class_names: Sequence[str],
              sources: Sequence) -> dict[str, list]:
-  """The CSV columns of one part of one replica, its rows ranked."""
+  """The CSV columns of one part of one replica, its rows ranked
+  (single-label; multi-label: ``label_pairs.columns``)."""
   s = part.suggestions[r]
   clean = None if part.clean is None else part.clean[r]
   order = label_ranking.rank(s.score)
   number = lambda x: np.char.mod("%.6g", x[order]).tolist()
+  names = np.asarray(class_names, object)
   columns = {"rank": list(range(1, len(order) + 1)),
              "part": [part.name] * len(order),
              "index": order.tolist(),
-             "source": [sources[i] for i in order]}
-  if s.multi_label:
-    given = [np.flatnonzero(s.given[i]) for i in order]
-    suggested = [np.flatnonzero(s.suggested[i]) for i in order]
-    columns.update(
-        given_label=[" ".join(map(str, g)) for g in given],
-        suggested_label=[" ".join(map(str, g)) for g in suggested],
-        given_name=[_names(g, class_names) for g in given],
-        suggested_name=[_names(g, class_names) for g in suggested],
-        added=[_names(np.setdiff1d(b, a), class_names)
-               for a, b in zip(given, suggested)],
-        removed=[_names(np.setdiff1d(a, b), class_names)
-                 for a, b in zip(given, suggested)])
-  else:
-    names = np.asarray(class_names, object)
-    columns.update(given_label=s.given[order].tolist(),
-                   suggested_label=s.suggested[order].tolist(),
-                   given_name=names[s.given[order]].tolist(),
-                   suggested_name=names[s.suggested[order]].tolist())
+             "source": [sources[i] for i in order],
+             "given_label": s.given[order].tolist(),
+             "suggested_label": s.suggested[order].tolist(),
+             "given_name": names[s.given[order]].tolist(),
+             "suggested_name": names[s.suggested[order]].tolist()}
   flipped = [""] * len(order)
   if clean is not None:
-    clean = np.asarray(clean)
-    differ = (s.given != (clean > 0.5)).any(-1) if s.multi_label else (
-        s.given != clean)
-    flipped = differ[order].astype(int).tolist()
+    flipped = (s.given != np.asarray(clean))[order].astype(int).tolist()
   columns.update(given_probability=number(s.given_probability),
                  suggested_probability=number(s.suggested_probability),
                  score=number(s.score),
@@ -186,19 +188,20 @@ def part_sources(dataset, part: str) -> Sequence:
 
 
 def read(workdir: str, replica: int | None = None,
-         part: str | None = None) -> list[dict[str, str]]:
-  """The rows of a workdir's ``label_issues.csv`` (of one replica, one
-  part), by replica, part and rank.
+         part: str | None = None, *, name: str = contract.LABEL_ISSUES_FILE
+         ) -> list[dict[str, str]]:
+  """The rows of a workdir's ``label_issues.csv`` (``name``: or
+  ``label_issues_images.csv``; of one replica, one part), by replica,
+  part and rank.
 
   Raises:
     FileNotFoundError: the run wrote none (it has not finished, or ran
       with ``config.label_issues = False``).
   """
-  path = os.path.join(workdir, contract.LABEL_ISSUES_FILE)
+  path = os.path.join(workdir, name)
   if not os.path.exists(path):
-    raise FileNotFoundError(f"no {contract.LABEL_ISSUES_FILE} in {workdir}: "
-                            f"a finished run with config.label_issues "
-                            f"writes it")
+    raise FileNotFoundError(f"no {name} in {workdir}: a finished run with "
+                            f"config.label_issues writes it")
   with open(path, newline="") as f:
     rows = list(csv.DictReader(f))
   for row in rows:
@@ -214,7 +217,8 @@ def read(workdir: str, replica: int | None = None,
 def write(workdir: str, parts: Sequence[Part], *, dataset,
           inputs: Callable[[str, np.ndarray], np.ndarray], drawn: int
           ) -> dict[str, Any]:
-  """Writes ``label_issues.csv`` (and, with ``drawn``, the figure).
+  """Writes ``label_issues.csv`` (multi-label: and
+  ``label_issues_images.csv``) and, with ``drawn``, the figure.
 
   Args:
     workdir: the run's folder.
@@ -227,29 +231,42 @@ def write(workdir: str, parts: Sequence[Part], *, dataset,
   Returns:
     What ``run.json`` keeps (``contract.RUN_FIELDS``' ``label_issues``):
     the training part's ``origin`` and ``label_ranking.agreement``'s
-    numbers (those that need the clean labels None without them), lists of
-    R with replicas; ``val``: the same of the validation part, or None.
+    numbers (multi-label: ``label_pairs.agreement``'s; those that need the
+    clean labels None without them), lists of R with replicas; ``val``:
+    the same of the validation part, or None.
   """
   sources = {p.name: part_sources(dataset, p.name) for p in parts}
-  path = os.path.join(workdir, contract.LABEL_ISSUES_FILE)
-  replicas = len(parts[0].suggestions)
-  first = []  # replica 0's rows, for the figure
-  with open(path + ".tmp", "w", newline="") as f:
-    writer = csv.writer(f)
-    for r in range(replicas):
+  multi_label = parts[0].suggestions[0].multi_label
+  names = [contract.LABEL_ISSUES_FILE] + (
+      [contract.LABEL_ISSUES_IMAGES_FILE] if multi_label else [])
+  paths = [os.path.join(workdir, name) for name in names]
+  first = [[] for _ in names]  # replica 0's rows of each file, the figure's
+  with contextlib.ExitStack() as stack:
+    writers = [csv.writer(stack.enter_context(
+        open(path + ".tmp", "w", newline=""))) for path in paths]
+    for r in range(len(parts[0].suggestions)):
       for p in parts:
-        columns = _columns(p, r, dataset.class_names, sources[p.name])
-        if not r and p is parts[0]:
-          writer.writerow(columns)
-        if not r:
-          first += [{k: str(v) for k, v in zip(columns, row)}
-                    for row in zip(*columns.values())]
-        writer.writerows(zip(*columns.values()))
-  os.replace(path + ".tmp", path)
+        if multi_label:
+          tables = label_pairs.columns(
+              p.suggestions[r], None if p.clean is None else p.clean[r],
+              part=p.name, score_from=p.score_from, replica=r,
+              class_names=dataset.class_names, sources=sources[p.name])
+        else:
+          tables = [_columns(p, r, dataset.class_names, sources[p.name])]
+        for writer, rows, columns in zip(writers, first, tables):
+          if not r and p is parts[0]:
+            writer.writerow(columns)
+          if not r:
+            rows += [{k: str(v) for k, v in zip(columns, row)}
+                     for row in zip(*columns.values())]
+          writer.writerows(zip(*columns.values()))
+  for path in paths:
+    os.replace(path + ".tmp", path)
   if drawn:
     try:
-      _draw(workdir, first, drawn, contract.replica_name(0, replicas),
-            inputs, os.path.join(workdir, contract.LABEL_ISSUES_FIGURE))
+      _draw(workdir, first, drawn,
+            contract.replica_name(0, len(parts[0].suggestions)), inputs,
+            os.path.join(workdir, contract.LABEL_ISSUES_FIGURE))
     except Exception as e:  # pylint: disable=broad-except
       # A trained run is not lost to its figure (it can be drawn again).
       print(f"warning: {contract.LABEL_ISSUES_FIGURE} not drawn: "
@@ -259,84 +276,23 @@ def write(workdir: str, parts: Sequence[Part], *, dataset,
 
 
 def _agreement(part: Part) -> dict[str, Any]:
-  """A part's ``origin`` and ``label_ranking.agreement`` (a list of R with
-  replicas)."""
+  """A part's ``origin`` and ``label_ranking.agreement`` (multi-label:
+  ``label_pairs.agreement``), a list of R with replicas."""
   each = []
   for r, s in enumerate(part.suggestions):
-    if part.clean is None:
+    clean = None if part.clean is None else part.clean[r]
+    if s.multi_label:
+      each.append({**label_pairs.agreement(s, clean),
+                   "labels": int(s.given.size)})
+    elif clean is None:
       each.append({"changed": int(s.changed.sum()), "flipped": None,
                    "precision": None, "recall": None,
                    "precision_at_k": None, "restored": None})
     else:
-      each.append(label_ranking.agreement(s, part.clean[r]))
+      each.append(label_ranking.agreement(s, clean))
   return {"origin": part.origin,
           **{key: contract.as_saved([e[key] for e in each])
              for key in each[0]}}
-
-
-def summary_line(issues: Mapping[str, Any], num_train: int,
-                 num_val: int = 0) -> str:
-  """The line a run ends with (``write``'s numbers; with replicas, mean
-  ± standard deviation over them): the training labels, then the
-  validation labels where the run ranked them."""
-  line = (f"label issues: {_part_line(issues, num_train, 'training')}, "
-          f"from {ORIGINS[issues['origin']]}; "
-          f"{contract.LABEL_ISSUES_FILE})")
-  line += _agreement_text(issues)
-  val = issues.get("val")
-  if val is not None and num_val:
-    line += (f"; and {_part_line(val, num_val, 'validation')}, out of "
-             f"sample, from {ORIGINS[val['origin']]}){_agreement_text(val)}")
-  return line
-
-
-def _values(issues: Mapping[str, Any], key: str) -> list:
-  value = issues[key]
-  value = value if isinstance(value, list) else [value]
-  return [v for v in value if v is not None]
-
-
-def _count(issues: Mapping[str, Any], key: str) -> str:
-  v = _values(issues, key)
-  if len(set(v)) == 1:
-    return f"{v[0]:,}"
-  return f"{sum(v) / len(v):,.1f}±{_std(v):,.1f}"
-
-
-def _part_line(issues: Mapping[str, Any], total: int, name: str) -> str:
-  changed = _values(issues, "changed")
-  return (f"the run would change {_count(issues, 'changed')} of its "
-          f"{total:,} {name} labels "
-          f"({100 * sum(changed) / len(changed) / total:.1f} %")
-
-
-def _agreement_text(issues: Mapping[str, Any]) -> str:
-  """``; against the N labels the noise flipped: ...`` ('' where the
-  clean labels are not known)."""
-  def percent(key):
-    v = [100 * x for x in _values(issues, key)]
-    if not v:
-      return "-"
-    spread = f"±{_std(v):.1f}" if len(v) > 1 else ""
-    return f"{sum(v) / len(v):.1f}{spread} %"
-
-  if not _values(issues, "flipped"):
-    return ""
-  if not any(_values(issues, "flipped")):
-    # No precision or recall to give: nothing was flipped to find.
-    return ("; the noise flipped none of them, so every change would "
-            "replace a clean label")
-  flips = _count(issues, "flipped")
-  return (f"; against the {flips} labels the noise flipped: precision "
-          f"{percent('precision')}, recall {percent('recall')}, precision "
-          f"of the {flips} most doubted {percent('precision_at_k')}; "
-          f"{_count(issues, 'restored')} changes restore the clean label")
-
-
-def _std(values: Sequence[float]) -> float:
-  mean = sum(values) / len(values)
-  return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-
 
 
 # ---------------------------------------------------------------------------
@@ -368,16 +324,38 @@ def drawn_rows(rows: Sequence[Mapping[str, str]], k: int
           for row in by_part[p][:share[p]]]
 
 
-def _draw(workdir: str, rows: Sequence[Mapping[str, str]], k: int,
-          replica: str, inputs: Callable[[str, np.ndarray], np.ndarray],
-          out: str) -> str:
+def _draw(workdir: str, tables: Sequence[Sequence[Mapping[str, str]]],
+          k: int, replica: str,
+          inputs: Callable[[str, np.ndarray], np.ndarray], out: str) -> str:
   """``label_figure.draw`` of the ``k`` rows ``drawn_rows`` picks of one
-  replica's ``rows`` (``replica``: its name)."""
-  rows = drawn_rows(rows, k)
+  replica's rows (``replica``: its name): ``tables`` holds the rows of
+  ``label_issues.csv`` and, multi-label, of ``label_issues_images.csv``,
+  whose examples are drawn, each with its two most doubted pairs
+  (``doubts``)."""
+  rows = drawn_rows(tables[-1], k)
+  if len(tables) == 2:
+    doubts = {}
+    for pair in tables[0]:
+      doubts.setdefault((pair["part"], pair["index"]), []).append(pair)
+    rows = [{**row, "doubts": doubts.get((row["part"], row["index"]),
+                                         [])[:2]} for row in rows]
   title = label_figure.figure_title(workdir, len(rows), replica,
                                     rows[0]["flipped"] != "",
-                                    "added" in rows[0])
+                                    len(tables) == 2)
   return label_figure.draw(rows, inputs, out, title=title)
+
+
+def _tables(workdir: str, replica: int) -> list[list[dict[str, str]]]:
+  """One replica's rows of ``label_issues.csv`` and, multi-label (its
+  rows are pairs), of ``label_issues_images.csv``."""
+  rows = read(workdir, replica)
+  if not rows:
+    raise ValueError(f"{contract.LABEL_ISSUES_FILE} in {workdir} has no "
+                     f"replica {replica}")
+  if "class" not in rows[0]:
+    return [rows]
+  return [rows, read(workdir, replica,
+                     name=contract.LABEL_ISSUES_IMAGES_FILE)]
 
 
 def redraw(workdir: str, k: int, out: str, replica: int = 0) -> str:
@@ -385,37 +363,49 @@ def redraw(workdir: str, k: int, out: str, replica: int = 0) -> str:
   (``drawn_rows``): its dataset reloaded from its saved config as the run
   read it."""
   from train.data import training_data  # pylint: disable=g-import-not-at-top
-  rows = read(workdir, replica)
-  if not rows:
-    raise ValueError(f"{contract.LABEL_ISSUES_FILE} in {workdir} has no "
-                     f"replica {replica}")
+  tables = _tables(workdir, replica)
   config = saved_config(workdir)
-  return _draw(workdir, rows, k,
+  return _draw(workdir, tables, k,
                contract.replica_name(replica, config.replicas),
                training_data.inputs_of(config), out)
 
 
+def default_out(workdir: str) -> str:
+  """Where ``--apply`` writes without ``--out``: ``labels_corrected.csv``
+  in the workdir, ``labels_corrected.npz`` for a multi-label ``.npz``."""
+  has_config = os.path.exists(os.path.join(workdir, contract.CONFIG_FILE))
+  run = contract.read_run(workdir) or {}
+  npz = (has_config and run.get("multi_label")
+         and saved_config(workdir).dataset.name == "arrays")
+  return os.path.join(workdir,
+                      f"labels_corrected.{'npz' if npz else 'csv'}")
+
+
 def apply(workdir: str, out: str, *, threshold: float | None = None,
           parts: Sequence[str] = ("train",), replica: int = 0) -> int:
-  """Writes the run's corrected labels to ``out`` as a label file that
-  ``dataset.labels_csv`` reads back (``label_apply``); returns the labels
-  changed. ``parts``: whose labels the suggestions replace; ``threshold``:
-  only the changes whose suggested probability exceeds it.
+  """Writes the run's corrected labels to ``out`` (``label_apply``): a
+  label file that ``dataset.labels_csv`` reads back; multi-label, a copy
+  of the run's ``.npz`` with its label sets corrected, or a CSV of the
+  corrected label sets of a shipped dataset. Returns the labels changed
+  (multi-label: (example, class) pairs). ``parts``: whose labels the
+  suggestions replace; ``threshold``: only the changes whose suggested
+  probability exceeds it.
 
   Raises:
     ValueError: a bad threshold or part, a replica the run lacks, a
       correction the label file cannot hold.
   """
-  rows = read(workdir, replica)
-  if not rows:
-    raise ValueError(f"{contract.LABEL_ISSUES_FILE} in {workdir} has no "
-                     f"replica {replica}")
+  tables = _tables(workdir, replica)
   has_config = os.path.exists(os.path.join(workdir, contract.CONFIG_FILE))
+  dataset = saved_config(workdir).dataset if has_config else {}
   run = contract.read_run(workdir) or {}
+  if len(tables) == 2:
+    return label_apply.write_label_sets(
+        *tables, out, dataset=dataset, class_names=run.get("class_names"),
+        parts=parts, threshold=threshold)
   header, table, changed = label_apply.corrected(
-      rows, dataset=saved_config(workdir).dataset if has_config else {},
-      class_names=run.get("class_names", ()), parts=parts,
-      threshold=threshold)
+      tables[0], dataset=dataset, class_names=run.get("class_names", ()),
+      parts=parts, threshold=threshold)
   with open(out + ".tmp", "w", newline="") as f:
     writer = csv.writer(f)
     writer.writerow(header)
@@ -430,7 +420,7 @@ def main(argv):
   f = flags.FLAGS
   try:
     if f.apply:
-      out = f.out or os.path.join(f.workdir, "labels_corrected.csv")
+      out = f.out or default_out(f.workdir)
       count = apply(f.workdir, out, threshold=f.threshold, parts=f.parts,
                     replica=f.replica)
       print(f"{out}: {count} labels changed")

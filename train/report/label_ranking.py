@@ -12,25 +12,16 @@ under ``q``, that it is wrong:
     \hat y = \arg\max_k q_k, \qquad
     \mathrm{score} = 1 - q_y .
 
-Multi-label data: ``q_k`` is class ``k``'s own (sigmoid) probability, the
-classes independent; the suggested label set is ``{k : q_k > 1/2}``, and
-the score is the probability that at least one of the example's ``C``
-yes/no labels is wrong:
-
-.. math::
-
-    \mathrm{score} = 1 - \prod_k q_k^{y_k} (1 - q_k)^{1 - y_k} .
+Multi-label data is judged pair by pair, each (example, class) label
+against its class's own thresholds: ``label_pairs``.
 
 Why this score: ``1 - score`` is cleanlab's *self-confidence*
 (Northcutt, Jiang and Chuang, "Confident Learning", JAIR 2021; the default
 ranking of cleanlab's ``find_label_issues``), and where ``q`` is
 calibrated the score is the chance that the label is wrong, so the sum of
 the top ``k`` scores is the number of wrong labels expected among them: a
-reader can tell how far down the list is worth reading. It is also the
-one rule that reads the same for one label and for a label set.
-(cleanlab's other scores, the normalized margin ``q_y - max_{k != y}
-q_k`` among them, do not.) Every label the run would change scores above
-1/2: ``q_y < q_max`` and ``q_y + q_max <= 1`` give ``q_y < 1/2``.
+reader can tell how far down the list is worth reading. Every label the
+run would change scores above 1/2: ``q_y < q_max`` and ``q_y + q_max <= 1`` give ``q_y < 1/2``.
 
 The ranking sorts by score, highest first; equal scores keep the
 examples' order (the lower index first), so a ranking is the same
@@ -46,13 +37,8 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True)
 class Suggestions:
-  """Per training example: its given label, the suggested one, both
-  probabilities (``[N]`` each; the labels ``[N]`` int, or ``[N, C]`` bool
-  for multi-label data).
-
-  ``given_probability`` is ``q_y`` (multi-label: the probability of the
-  given label set), ``suggested_probability`` that of the suggestion.
-  """
+  """Per example: its given label, the suggested one (int ``[N]`` each),
+  and the probability ``q`` gives each (``[N]`` each)."""
 
   given: np.ndarray
   suggested: np.ndarray
@@ -61,7 +47,7 @@ class Suggestions:
 
   @property
   def multi_label(self) -> bool:
-    return self.given.ndim == 2
+    return False
 
   @property
   def score(self) -> np.ndarray:
@@ -71,20 +57,15 @@ class Suggestions:
   @property
   def changed(self) -> np.ndarray:
     """Bool ``[N]``: the suggestion differs from the given label."""
-    differ = self.given != self.suggested
-    return differ.any(axis=-1) if self.multi_label else differ
+    return self.given != self.suggested
 
 
-def suggest(given: np.ndarray, distribution: np.ndarray, *,
-            multi_label: bool = False) -> Suggestions:
+def suggest(given: np.ndarray, distribution: np.ndarray) -> Suggestions:
   """The suggestions of ``distribution`` for the labels ``given``.
 
   Args:
-    given: the given labels, int ``[N]``, or ``[N, C]`` multi-hot (0/1,
-      bool or float).
-    distribution: ``[N, C]``: each row a distribution over the classes, or
-      (multi-label) each entry a class's probability.
-    multi_label: whether ``given`` is a multi-hot label set.
+    given: the given labels, int ``[N]``.
+    distribution: ``[N, C]``: each row a distribution over the classes.
 
   Raises:
     ValueError: shapes that do not fit, probabilities outside [0, 1] or
@@ -98,18 +79,10 @@ def suggest(given: np.ndarray, distribution: np.ndarray, *,
       initial=0) > 1 + 1e-6:
     raise ValueError("distribution must hold probabilities in [0, 1]")
   q = np.clip(q, 0.0, 1.0)
-  expected = q.shape if multi_label else q.shape[:1]
-  if given.shape != expected:
+  if given.shape != q.shape[:1]:
     raise ValueError(f"given labels of shape {given.shape} do not fit a "
                      f"distribution of shape {q.shape} (expected "
-                     f"{expected})")
-  if multi_label:
-    given = given > 0.5
-    suggested = q > 0.5
-    return Suggestions(
-        given=given, suggested=suggested,
-        given_probability=np.where(given, q, 1 - q).prod(-1),
-        suggested_probability=np.maximum(q, 1 - q).prod(-1))
+                     f"{q.shape[:1]}; multi-label data: label_pairs)")
   if given.size and not (0 <= given.min() and given.max() < q.shape[1]):
     raise ValueError(f"given labels must lie in [0, {q.shape[1]}), got "
                      f"{given.min()}..{given.max()}")
@@ -144,13 +117,8 @@ def agreement(suggestions: Suggestions, clean: np.ndarray,
   """
   s = suggestions
   clean = np.asarray(clean)
-  if s.multi_label:
-    clean = clean > 0.5
-    flipped = (s.given != clean).any(-1)
-    restored = (s.suggested == clean).all(-1)
-  else:
-    flipped = s.given != clean
-    restored = s.suggested == clean
+  flipped = s.given != clean
+  restored = s.suggested == clean
   changed = s.changed
   if order is None:
     order = rank(s.score)
