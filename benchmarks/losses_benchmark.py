@@ -274,6 +274,16 @@ def _count_fusions(compiled) -> int:
   return len(re.findall(r"= \S+ fusion\(", compiled.as_text()))
 
 
+def _timing_groups(names):
+  """The rows in groups timed back to back: each loss with its
+  ``@baseline`` and ``textbook`` rows, in first-seen order."""
+  groups = {}
+  for name in names:
+    base = name.removesuffix(BASELINE).removesuffix(TEXTBOOK)
+    groups.setdefault(base, []).append(name)
+  return list(groups.values())
+
+
 def _run_shape(b, c):
   rng = np.random.default_rng(0)
   z = jnp.asarray(3 * rng.normal(size=(b, c)), jnp.float32)
@@ -313,13 +323,20 @@ def _run_shape(b, c):
     jax.block_until_ready(compiled[name](z, y, t, multi_hot))
   print(f"  {len(compiled)} functions compiled; timing", flush=True)
   samples = {name: [] for name in compiled}
+  groups = _timing_groups(list(compiled))
   for r in range(_ROUNDS.value):
-    for name, fn in compiled.items():
-      start = time.perf_counter()
-      for _ in range(_CALLS.value):
-        out = fn(z, y, t, multi_hot)
-      jax.block_until_ready(out)
-      samples[name].append((time.perf_counter() - start) / _CALLS.value)
+    # A loss, its baseline and its textbook row back to back, their order
+    # turned each round: the ratios between them see the same moment of a
+    # shared machine (one group after another, the reference first).
+    for group in groups:
+      turn = r % len(group)
+      for name in group[turn:] + group[:turn]:
+        fn = compiled[name]
+        start = time.perf_counter()
+        for _ in range(_CALLS.value):
+          out = fn(z, y, t, multi_hot)
+        jax.block_until_ready(out)
+        samples[name].append((time.perf_counter() - start) / _CALLS.value)
     print(f"  round {r + 1}/{_ROUNDS.value} done", flush=True)
   # Ratios per round (each against the reference timed in the same round),
   # then their median and quartiles: on a shared machine the spread says

@@ -122,7 +122,7 @@ def focal_side(s: Pieces, gamma: jax.Array, weight_as_constant=False
   autodiff wrt ``gamma`` agrees. The sigmoid focal loss and ASL's
   positives.
   """
-  weight = _numerics.pow_from_log(s.log1m_p, gamma)
+  weight = _numerics.power(s.one_minus_p, s.log1m_p, gamma)
   weight = jnp.where(weight_as_constant, jax.lax.stop_gradient(weight),
                      weight)
   focusing = jnp.where(weight_as_constant, 0.0,

@@ -55,7 +55,7 @@ def _asl_negative(s, gamma, clip, weight_as_constant):
   """
   p, one_minus_p = s.p, s.one_minus_p
   x, one_minus_x, log_x, log1m_x, active = _clipped(*s, clip)
-  weight = _numerics.pow_from_log(log_x, gamma)
+  weight = _numerics.power(x, log_x, gamma)
   weight = jnp.where(weight_as_constant, jax.lax.stop_gradient(weight), weight)
   # log(1-x)/x, -1 at x = 0; both logs above are exact for small x.
   log1m_over_x = jnp.where(x > 0, log1m_x / jnp.where(x > 0, x, 1.0), -1.0)
@@ -106,7 +106,10 @@ def sigmoid_asymmetric_loss(logits: ArrayLike, labels: ArrayLike, *,
   one ``log1p`` for ``log p`` and ``log(1 - p)``, the positives' weight
   (an ``exp``), and the clipped negative's ``log p_m``, ``log1p(-p_m)``
   and weight (an ``exp``); the plain form's autodiff, ``gamma`` traced,
-  computes seven (one ``exp``, two ``log``, four ``power``).
+  computes seven (one ``exp``, two ``log``, four ``power``). On CPU a
+  whole exponent up to 4 (the defaults 1 and 4) takes its weight by
+  multiplication instead, chosen at run time with the exponents still
+  traced: four transcendentals at the defaults.
 
   Differences from the official code (``AsymmetricLoss``): it clamps both
   logs at ``log(max(x, 1e-8))``, so a positive with ``p < 1e-8``

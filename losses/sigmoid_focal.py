@@ -55,7 +55,10 @@ def sigmoid_focal_loss(logits: ArrayLike, labels: ArrayLike, *,
   ``exp`` and one ``log1p`` give ``log p`` and ``log(1 - p)``, and each
   side's weight is one ``exp`` (``gamma`` traced: the plain form's
   autodiff computes one ``exp``, two ``log`` and four ``power``; at a
-  constant ``gamma = 2`` it squares instead).
+  constant ``gamma = 2`` it squares instead). On CPU a whole ``gamma`` up
+  to 4, the default 2 among them, takes the weights by multiplication
+  instead, chosen at run time with ``gamma`` still traced: two
+  transcendentals, where the ``exp`` are most of the time.
 
   Plain form (targets ``t`` in ``[0, 1]``; the code takes the logs
   from ``log_sigmoid``)::

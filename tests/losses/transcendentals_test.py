@@ -41,6 +41,8 @@ ALLOWED = {
     "sigmoid_squared_error": (1, "exp(-|z|)"),
     "sigmoid_absolute_error": (1, "exp(-|z|)"),
     "sigmoid_encouraging_loss": (2, "exp(-|z|), log1p of it"),
+    # On CPU a whole gamma's weights are multiplications chosen at run
+    # time (_numerics.power): the exp branch stays in the program, counted.
     "sigmoid_focal_loss": (4, "exp(-|z|), log1p of it, and each side's "
                               "focusing weight exp(gamma log(.))"),
     "sigmoid_asymmetric_loss": (6, "exp(-|z|), log1p of it, the positives' "
