@@ -181,23 +181,6 @@ def folds(labels: np.ndarray, k: int, seed: int) -> list[np.ndarray]:
   return [np.sort(np.asarray(f)) for f in out]
 
 
-def save(path: str, **arrays) -> str:
-  """``arrays`` as the ``.npz`` ``path``, written once, whole."""
-  if not os.path.exists(path):
-    np.savez(path + ".tmp.npz", **arrays)
-    os.replace(path + ".tmp.npz", path)
-  return path
-
-
-def fold_data(data: dict[str, np.ndarray], held: np.ndarray
-              ) -> dict[str, np.ndarray]:
-  """The training set without ``held``, which becomes the test set."""
-  keep = np.setdiff1d(np.arange(len(data["y_train"])), held)
-  return {**{k: data[k] for k in ("x_val", "y_val", "class_names")},
-          "x_train": data["x_train"][keep], "y_train": data["y_train"][keep],
-          "x_test": data["x_train"][held], "y_test": data["y_train"][held]}
-
-
 # --------------------------------------------------------------------------
 # Runs.
 # --------------------------------------------------------------------------
@@ -310,7 +293,7 @@ def rates(root: str, dataset: str, model: str, rate: float
     folder = os.path.join(root, "tuning", name)
     os.makedirs(folder, exist_ok=True)
     seed = _TUNE_SEED.value
-    npz = save(os.path.join(folder, "data.npz"), **noisy(
+    npz = label_issues_runs.save(os.path.join(folder, "data.npz"), noisy(
         clean_splits(dataset, seed), model, 0.4, seed))
     grid = [float(g) for g in _GRID.value]
     tried = {loss: {g: train(os.path.join(folder, f"{loss}_lr{g}"), npz,
@@ -336,7 +319,7 @@ def run_seed(root: str, dataset: str, model: str, rate: float, seed: int,
   lr = rates(root, dataset, model, rate)
   os.makedirs(folder, exist_ok=True)
   data = noisy(clean_splits(dataset, seed), model, rate, seed)
-  npz = save(os.path.join(folder, "data.npz"), **data)
+  npz = label_issues_runs.save(os.path.join(folder, "data.npz"), data)
   labels = data["y_train"]
   flips = labels != data["y_train_clean"]
   run = lambda sub, path, loss, extra=None: train(
@@ -349,8 +332,8 @@ def run_seed(root: str, dataset: str, model: str, rate: float, seed: int,
     oos[k] = np.zeros((len(labels), len(data["class_names"])))
     fold_runs[k] = []
     for i, held in enumerate(folds(labels, k, seed)):
-      path = save(os.path.join(folder, f"cv{k}_{i}.npz"),
-                  **fold_data(data, held))
+      path = label_issues_runs.save(os.path.join(folder, f"cv{k}_{i}.npz"),
+                                   label_issues_runs.fold_data(data, held))
       fold_runs[k].append(run(f"cv{k}_{i}", path, "ce",
                               {"save_test_probabilities": True}))
       oos[k][held] = best_probabilities(

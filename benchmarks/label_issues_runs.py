@@ -1,5 +1,6 @@
-"""What the label-issues benchmarks share: cleanlab, an extra, and a timed
-training run that a rerun of the command skips once it has finished.
+"""What the label-issues benchmarks share: cleanlab, an extra; the ``.npz``
+files they write (a fold's among them); and a timed training run that a
+rerun of the command skips once it has finished.
 
     pip install -c constraints.txt -e '.[train,cleanlab]'
 """
@@ -14,6 +15,7 @@ import time
 from collections.abc import Mapping
 
 from absl import app
+import numpy as np
 
 from train import contract
 
@@ -32,6 +34,26 @@ def output_folder(out: str) -> str:
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def save(path: str, arrays: Mapping[str, np.ndarray]) -> str:
+  """``arrays`` as the ``.npz`` ``path``, whole or not at all; an existing
+  file is kept (two commands may write the same file at once: each its own
+  temporary)."""
+  if not os.path.exists(path):
+    tmp = f"{path[:-4]}.{os.getpid()}.tmp.npz"
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+  return path
+
+
+def fold_data(data: Mapping[str, np.ndarray], held: np.ndarray
+              ) -> dict[str, np.ndarray]:
+  """The training set without ``held``, which becomes the test set."""
+  keep = np.setdiff1d(np.arange(len(data["y_train"])), held)
+  return {**{k: data[k] for k in ("x_val", "y_val", "class_names")},
+          "x_train": data["x_train"][keep], "y_train": data["y_train"][keep],
+          "x_test": data["x_train"][held], "y_test": data["y_train"][held]}
 
 
 def finished(workdir: str) -> bool:

@@ -40,8 +40,7 @@ import losses
 from tests import sigmoid_reference
 from tests import softmax_reference
 
-# 80 classes: COCO's, the multi-label size of the sigmoid family.
-_SHAPES = flags.DEFINE_list("shapes", ["4096x1000", "4096x80", "4096x10"],
+_SHAPES = flags.DEFINE_list("shapes", benchmarks.SHAPES,
                             "Logit shapes BxC.")
 _ROUNDS = flags.DEFINE_integer("rounds", 7, "Interleaved timing rounds.")
 _CALLS = flags.DEFINE_integer("calls", 3, "Calls per sample.")

@@ -70,6 +70,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
+from benchmarks import label_issues_measures
 from benchmarks import label_issues_runs
 from train import contract
 from train.data import local_data
@@ -148,16 +149,6 @@ def folds(num: int, k: int, seed: int) -> list[np.ndarray]:
   return [np.sort(part) for part in np.array_split(order, k)]
 
 
-def save(path: str, arrays: dict[str, np.ndarray]) -> str:
-  """``np.savez`` whole or not at all; an existing file is kept (two
-  commands may write the same file at once: each its own temporary)."""
-  if not os.path.exists(path):
-    tmp = f"{path[:-4]}.{os.getpid()}.tmp.npz"
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)
-  return path
-
-
 # --------------------------------------------------------------------------
 # Runs.
 # --------------------------------------------------------------------------
@@ -191,18 +182,17 @@ def test_ranks(workdir: str) -> np.ndarray:
 # --------------------------------------------------------------------------
 def measures(score: np.ndarray, changed: np.ndarray, given: np.ndarray,
              clean: np.ndarray) -> dict:
-  """A method's pair scores and changed pairs against the flips."""
-  from sklearn import metrics  # pylint: disable=import-outside-toplevel
+  """A method's pair scores and changed pairs against the flips
+  (``label_issues_measures``' ranking and operating point, pair by pair)."""
   flips = (given != clean).ravel()
-  hits = int((changed.ravel() & flips).sum())
+  ranked = label_issues_measures.ranking(score.ravel(), flips)
+  point = label_issues_measures.operating_point(changed.ravel(), flips)
   suggested = given ^ changed
   return {
-      "roc_auc": float(metrics.roc_auc_score(flips, score.ravel())),
-      "average_precision": float(metrics.average_precision_score(
-          flips, score.ravel())),
-      "changed": int(changed.sum()), "flips": int(flips.sum()),
-      "precision": hits / max(int(changed.sum()), 1),
-      "recall": hits / max(int(flips.sum()), 1),
+      "roc_auc": ranked["auroc"],
+      "average_precision": ranked["average_precision"],
+      "changed": point["flagged"], "flips": int(flips.sum()),
+      "precision": point["precision"], "recall": point["recall"],
       "images_changed": int(changed.any(-1).sum()),
       "positives_given": float(given.sum(-1).mean()),
       "positives_suggested": float(suggested.sum(-1).mean()),
@@ -254,18 +244,16 @@ def setting(root: str, clean: dict[str, np.ndarray], noise_name: str,
   folder = os.path.join(root, name)
   os.makedirs(data_dir, exist_ok=True)
   data = noisy(clean, noise_name, seed)
-  npz = save(os.path.join(data_dir, "data.npz"), data)
+  npz = label_issues_runs.save(os.path.join(data_dir, "data.npz"), data)
   given, truth = data["y_train"] > 0.5, data["y_train_clean"] > 0.5
   held_out = folds(len(given), _FOLDS.value, seed)
   # Named by K too: a resumed command with another --folds starts afresh.
   fold_name = lambda i: f"fold{i}of{_FOLDS.value}"
   fold_npz = []
   for i, held in enumerate(held_out):
-    keep = np.setdiff1d(np.arange(len(given)), held)
-    fold_npz.append(save(os.path.join(data_dir, f"{fold_name(i)}.npz"), {
-        **{k: data[k] for k in ("x_val", "y_val", "class_names")},
-        "x_train": data["x_train"][keep], "y_train": data["y_train"][keep],
-        "x_test": data["x_train"][held], "y_test": data["y_train"][held]}))
+    fold_npz.append(label_issues_runs.save(
+        os.path.join(data_dir, f"{fold_name(i)}.npz"),
+        label_issues_runs.fold_data(data, held)))
 
   one = train(os.path.join(folder, "steep"), npz, loss, seed,
               {"save_test_predictions": True})
@@ -305,7 +293,7 @@ def setting(root: str, clean: dict[str, np.ndarray], noise_name: str,
                     f"--workdir={os.path.join(folder, 'steep')}", "--apply",
                     f"--out={corrected['steep']}"], check=True,
                    stdout=subprocess.DEVNULL)
-  save(corrected["cleanlab"], {
+  label_issues_runs.save(corrected["cleanlab"], {
       **data, "y_train": (given ^ found["cleanlab"][1]).astype(np.float32)})
   with np.load(corrected["steep"]) as f:
     np.testing.assert_array_equal(f["y_train"] > 0.5, steep.suggested)

@@ -89,8 +89,7 @@ import torch.nn.functional as F
 import benchmarks
 import losses
 
-# 80 classes: COCO's, the multi-label size of the sigmoid family.
-_SHAPES = flags.DEFINE_list("shapes", ["4096x1000", "4096x80", "4096x10"],
+_SHAPES = flags.DEFINE_list("shapes", benchmarks.SHAPES,
                             "Logit shapes BxC.")
 _ROUNDS = flags.DEFINE_integer("rounds", 15, "Interleaved timing rounds.")
 _SAMPLE_MS = flags.DEFINE_float(

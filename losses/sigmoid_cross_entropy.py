@@ -23,9 +23,10 @@ def _binary_cross_entropy(z, t):
   which the caller's YNNPACK reduction does not take, so it runs in a loop
   of its own and the reduction keeps exactly the textbook's operations.
   Measured against two ``min`` inside the reduction, which it replaced:
-  1.06 against 1.26 times the textbook's time at ``[4096, 10]``, where
-  the reduction's operations dominate; 1.01 against 0.76 at ``[4096,
-  1000]``, where the clip's pass over memory costs (docs/benchmarks.md).
+  1.06-1.12 against 1.18-1.27 times the textbook's time at ``[4096, 10]``,
+  where the reduction's operations dominate; 1.00-1.01 against 0.59-0.76
+  at ``[4096, 1000]``, where the clip's pass over memory costs
+  (docs/benchmarks.md).
 
   The gradient is the exact residual of :func:`_sigmoid.residual`, from the
   value's own ``exp(-|z|)``.

@@ -13,8 +13,9 @@ three numbers per example, where the softmax is ``C``) of the validation
 softmax (out of sample: the network never trained on those examples) and,
 for a run that does not relabel, of the training softmax (in sample): what
 ``label_issues.csv`` ranks (multi-label: the ``[N, C]`` probabilities
-themselves, from which ``label_pairs`` estimates each class's thresholds). All are written to the workdir at each new
-best, so a killed run resumes with them (``resume``); a best that the
+themselves, from which ``label_pairs`` estimates each class's
+thresholds). All are written to the workdir at each new best, so a
+killed run resumes with them (``resume``); a best that the
 resumed records no longer name (the run was killed between the file and
 the checkpoint) is dropped, and found again when its epoch reruns.
 
@@ -243,8 +244,7 @@ class BestPredictions:
                                   probabilities[r])
         s = {key: getattr(s, key) for key in _SUGGESTION_KEYS}
       for key in self._keys:
-        value = s[key]
-        value = np.asarray(value)
+        value = np.asarray(s[key])
         value = (value.astype(np.float32)
                  if np.issubdtype(value.dtype, np.floating) else
                  value if value.dtype == bool else value.astype(np.int32))
