@@ -41,7 +41,11 @@ the precision-recall (average precision) curves of each method's pair
 scores, over every (image, class) pair of the training set; the precision
 and recall of the pairs each method would change (its own operating
 point), the images it would change, and the positive labels per image it
-suggests beside the clean labels' mean. Then a fresh network of the same
+suggests beside the clean labels' mean; and the ranking's own bound, the
+positives per image and the precision where each class changes exactly
+as many pairs as the noise flipped in it, those its score ranks highest
+(an oracle count: what a rule on that score would reach at the right
+counts). Then a fresh network of the same
 loss is trained on each method's corrected labels (``python -m
 train.report.label_issues --apply`` for Steep: a corrected copy of the
 ``.npz``; cleanlab's flagged pairs flipped), and its test mAP at the best
@@ -188,6 +192,12 @@ def measures(score: np.ndarray, changed: np.ndarray, given: np.ndarray,
   ranked = label_issues_measures.ranking(score.ravel(), flips)
   point = label_issues_measures.operating_point(changed.ravel(), flips)
   suggested = given ^ changed
+  # The ranking's own bound: each class changes exactly as many pairs as
+  # the noise flipped in it, those the score ranks highest. No rule on
+  # this score does better at the right counts.
+  at_counts = np.zeros_like(changed, bool)
+  for k, flipped in enumerate((given != clean).sum(0)):
+    at_counts[np.argsort(-score[:, k], kind="stable")[:flipped], k] = True
   return {
       "roc_auc": ranked["auroc"],
       "average_precision": ranked["average_precision"],
@@ -196,7 +206,10 @@ def measures(score: np.ndarray, changed: np.ndarray, given: np.ndarray,
       "images_changed": int(changed.any(-1).sum()),
       "positives_given": float(given.sum(-1).mean()),
       "positives_suggested": float(suggested.sum(-1).mean()),
-      "positives_clean": float(clean.sum(-1).mean())}
+      "positives_clean": float(clean.sum(-1).mean()),
+      "positives_at_flip_counts": float((given ^ at_counts).sum(-1).mean()),
+      "precision_at_flip_counts": float(
+          (at_counts & (given != clean)).sum() / max(at_counts.sum(), 1))}
 
 
 def cleanlab_pairs(given: np.ndarray, probability: np.ndarray
@@ -337,9 +350,10 @@ def table(rows: list[dict]) -> str:
   """Each setting's methods, mean (sd) over seeds."""
   lines = ["| noise | loss | method | seeds | ROC AUC | PR AUC | changed "
            "pairs | precision | recall | images changed | positives per "
-           "image: suggested (given, clean) | retrained mAP (noisy) | runs "
+           "image: suggested (given, clean) | at the flip counts: "
+           "positives per image, precision | retrained mAP (noisy) | runs "
            "| process s |",
-           "|" + "---|" * 14]
+           "|" + "---|" * 15]
   keys = sorted({(r["noise"], r["loss"]) for r in rows},
                 key=lambda k: (_NOISES.value.index(k[0])
                                if k[0] in _NOISES.value else 99, k[1]))
@@ -361,7 +375,8 @@ def table(rows: list[dict]) -> str:
           f"{np.mean([r['images_changed'] for r in mine]):.0f} | "
           f"{get('positives_suggested')} ({get('positives_given')}, "
           f"{get('positives_clean')}) | "
-          f"{retrained} | {mine[0]['runs']} | "
+          f"{get('positives_at_flip_counts')}, "
+          f"{get('precision_at_flip_counts')} | {retrained} | {mine[0]['runs']} | "
           f"{np.mean([r['process_seconds'] for r in mine]):.0f} |")
   return "\n".join(lines)
 
