@@ -5,6 +5,12 @@ Every difference is a method's figure minus JO's (and minus cleanlab's
 5-fold default, kept in ``summary.json`` for the prose), paired by seed
 (``label_issues_measures`` says which interval); a difference marked
 ``*`` survives Holm's correction over the differences of its table.
+Every measure is a fraction, so a difference lies in [-1, 1], and an
+interval reaching past that is printed cut to it: two seeds whose
+retrained networks differ from JO's by exactly as much leave no spread
+over seeds, and the interval over seeds and test examples then has
+Satterthwaite's degrees of freedom near 0 and a half width of many
+orders of magnitude, which says only that nothing is known.
 """
 
 from __future__ import annotations
@@ -141,8 +147,8 @@ def _interval(d: dict | None, survives: bool) -> str:
   if d["n"] < 2 or not math.isfinite(d["low"]):
     return f"{_points(d['mean'])} (1 seed)"
   mark = "*" if survives else ""
-  return (f"{_points(d['mean'])} [{_points(d['low'])}, "
-          f"{_points(d['high'])}]{mark}")
+  return (f"{_points(d['mean'])} [{_points(max(d['low'], -1.0))}, "
+          f"{_points(min(d['high'], 1.0))}]{mark}")
 
 
 def _holm(cells: list[dict | None]) -> list[bool]:

@@ -184,6 +184,15 @@ class ReportTest(absltest.TestCase):
     self.assertIn("## one seed (1)", text)
     self.assertIn("-10.0 (1 seed)", text)
 
+  def test_an_interval_past_every_difference_is_cut(self):
+    wide = {"n": 2, "mean": -0.038, "low": -2.1e148, "high": 2.1e148,
+            "p": 0.996}
+    self.assertEqual(report._interval(wide, False),  # pylint: disable=protected-access
+                     "-3.8 [-100.0, +100.0]")
+    inside = {**wide, "low": -0.05, "high": -0.02}
+    self.assertEqual(report._interval(inside, False),  # pylint: disable=protected-access
+                     "-3.8 [-5.0, -2.0]")
+
 
 @pytest.mark.integration
 @absltest.skipUnless(_CLEANLAB, "cleanlab is a benchmark extra")
