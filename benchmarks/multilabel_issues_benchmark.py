@@ -193,8 +193,8 @@ def measures(score: np.ndarray, changed: np.ndarray, given: np.ndarray,
   point = label_issues_measures.operating_point(changed.ravel(), flips)
   suggested = given ^ changed
   # The ranking's own bound: each class changes exactly as many pairs as
-  # the noise flipped in it, those the score ranks highest. No rule on
-  # this score does better at the right counts.
+  # the noise flipped in it, those the score ranks highest: what a
+  # threshold on this score flags in each class when its count is right.
   at_counts = np.zeros_like(changed, bool)
   for k, flipped in enumerate((given != clean).sum(0)):
     at_counts[np.argsort(-score[:, k], kind="stable")[:flipped], k] = True
@@ -376,7 +376,8 @@ def table(rows: list[dict]) -> str:
           f"{get('positives_suggested')} ({get('positives_given')}, "
           f"{get('positives_clean')}) | "
           f"{get('positives_at_flip_counts')}, "
-          f"{get('precision_at_flip_counts')} | {retrained} | {mine[0]['runs']} | "
+          f"{get('precision_at_flip_counts')} | "
+          f"{retrained} | {mine[0]['runs']} | "
           f"{np.mean([r['process_seconds'] for r in mine]):.0f} |")
   return "\n".join(lines)
 
