@@ -78,6 +78,20 @@ def operating_point(flagged: np.ndarray, flips: np.ndarray
           "recall": recall, "f1": f1}
 
 
+def at_flip_counts(score: np.ndarray, given: np.ndarray, clean: np.ndarray
+                   ) -> np.ndarray:
+  """Multi-label: the pairs a threshold on ``score`` flags in each class
+  when its count is right (bool ``[N, C]``): each class's highest-scored
+  pairs, as many as the noise flipped in it (``rank``'s order). The
+  ranking's own bound: what any per-class threshold on it reaches with
+  the true counts."""
+  flips = np.asarray(given, bool) != np.asarray(clean, bool)
+  out = np.zeros(flips.shape, bool)
+  for k, count in enumerate(flips.sum(0)):
+    out[label_ranking.rank(score[:, k])[:count], k] = True
+  return out
+
+
 def own_score(labels: np.ndarray, probs: np.ndarray) -> np.ndarray:
   """Steep's score, ``1 - q_y`` (``label_ranking``)."""
   return label_ranking.suggest(labels, probs).score

@@ -192,12 +192,7 @@ def measures(score: np.ndarray, changed: np.ndarray, given: np.ndarray,
   ranked = label_issues_measures.ranking(score.ravel(), flips)
   point = label_issues_measures.operating_point(changed.ravel(), flips)
   suggested = given ^ changed
-  # The ranking's own bound: each class changes exactly as many pairs as
-  # the noise flipped in it, those the score ranks highest: what a
-  # threshold on this score flags in each class when its count is right.
-  at_counts = np.zeros_like(changed, bool)
-  for k, flipped in enumerate((given != clean).sum(0)):
-    at_counts[np.argsort(-score[:, k], kind="stable")[:flipped], k] = True
+  at_counts = label_issues_measures.at_flip_counts(score, given, clean)
   return {
       "roc_auc": ranked["auroc"],
       "average_precision": ranked["average_precision"],

@@ -108,24 +108,25 @@ class MeasuresTest(absltest.TestCase):
     self.assertGreaterEqual(seconds, 0.0)
 
   def test_multilabel_bound_at_the_flip_counts(self):
-    from benchmarks import multilabel_issues_benchmark as ml  # pylint: disable=g-import-not-at-top
     # Class 0 has one flip (row 0's positive is spurious), class 1 none:
     # at the flip counts one pair of class 0 changes, the highest scored.
     given = np.array([[1, 0], [0, 1], [0, 1], [0, 0]], bool)
     clean = np.array([[0, 0], [0, 1], [0, 1], [0, 0]], bool)
-    nothing = np.zeros_like(given)
     right = np.array([[0.9, 0.9], [0.1, 0.8], [0.8, 0.7], [0.0, 0.6]])
-    got = ml.measures(right, nothing, given, clean)
-    self.assertAlmostEqual(got["positives_at_flip_counts"], 2 / 4)
-    self.assertAlmostEqual(got["precision_at_flip_counts"], 1.0)
-    self.assertAlmostEqual(got["positives_suggested"], 3 / 4)  # unchanged
-    self.assertAlmostEqual(got["positives_clean"], 2 / 4)
-    # Ranked above the flip, row 2's clean negative gains a positive.
+    np.testing.assert_array_equal(
+        measures.at_flip_counts(right, given, clean),
+        [[True, False], [False, False], [False, False], [False, False]])
+    # Ranked above the flip, row 2's clean negative would gain a positive.
     wrong = right.copy()
     wrong[2, 0] = 0.95
-    got = ml.measures(wrong, nothing, given, clean)
-    self.assertAlmostEqual(got["positives_at_flip_counts"], 4 / 4)
-    self.assertAlmostEqual(got["precision_at_flip_counts"], 0.0)
+    np.testing.assert_array_equal(
+        measures.at_flip_counts(wrong, given, clean),
+        [[False, False], [False, False], [True, False], [False, False]])
+    # A tie goes to the lower index, as the ranking measures break it.
+    tied = np.zeros((4, 2))
+    np.testing.assert_array_equal(
+        measures.at_flip_counts(tied, given, clean)[:, 0],
+        [True, False, False, False])
 
 def _record(seed, jo, ce, flips=100):
   point = lambda f1: {"flagged": 90, "precision": f1, "recall": f1,
