@@ -193,6 +193,7 @@ def measures(score: np.ndarray, changed: np.ndarray, given: np.ndarray,
   point = label_issues_measures.operating_point(changed.ravel(), flips)
   suggested = given ^ changed
   at_counts = label_issues_measures.at_flip_counts(score, given, clean)
+  at_point = label_issues_measures.operating_point(at_counts.ravel(), flips)
   return {
       "roc_auc": ranked["auroc"],
       "average_precision": ranked["average_precision"],
@@ -203,8 +204,7 @@ def measures(score: np.ndarray, changed: np.ndarray, given: np.ndarray,
       "positives_suggested": float(suggested.sum(-1).mean()),
       "positives_clean": float(clean.sum(-1).mean()),
       "positives_at_flip_counts": float((given ^ at_counts).sum(-1).mean()),
-      "precision_at_flip_counts": float(
-          (at_counts & (given != clean)).sum() / max(at_counts.sum(), 1))}
+      "precision_at_flip_counts": at_point["precision"]}
 
 
 def cleanlab_pairs(given: np.ndarray, probability: np.ndarray
