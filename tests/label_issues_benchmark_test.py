@@ -128,6 +128,7 @@ class MeasuresTest(absltest.TestCase):
         measures.at_flip_counts(tied, given, clean)[:, 0],
         [True, False, False, False])
 
+
 def _record(seed, jo, ce, flips=100):
   point = lambda f1: {"flagged": 90, "precision": f1, "recall": f1,
                       "f1": f1}
