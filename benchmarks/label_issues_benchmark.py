@@ -431,7 +431,7 @@ def main(argv):
     with open(tuned) as f:
       summary["tuning"] = json.load(f)
   with open(os.path.join(root, "summary.json"), "w") as f:
-    json.dump(summary, f, indent=1)
+    json.dump(summary, f, indent=1, allow_nan=False)
   print(report.tables(summary))
 
 

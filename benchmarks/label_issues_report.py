@@ -52,9 +52,16 @@ _NOISE_NAMES = {"symmetric": "symmetric", "pair_flip": "pair flip",
                 "instance": "instance"}
 
 
+def _defined(x: float) -> float | None:
+  """``x``, or None where one seed leaves it undefined (an infinite bound,
+  a NaN p): ``summary.json`` stays strict JSON."""
+  return float(x) if math.isfinite(x) else None
+
+
 def _difference(per_seed: dict[int, float], base: dict[int, float]) -> dict:
   d = measures.paired(per_seed, base)
-  return {"n": d.n, "mean": d.mean, "low": d.low, "high": d.high, "p": d.p}
+  return {"n": d.n, "mean": d.mean, "low": _defined(d.low),
+          "high": _defined(d.high), "p": _defined(d.p)}
 
 
 def _figures(records: list[dict], group: str, key: str, measure: str,
@@ -124,8 +131,9 @@ def _retrained(root: str, name: str, rs: list[dict]) -> dict:
     for base in ("jo", "cleanlab"):
       if k != base and base in correct:
         d = measures.paired_accuracy(c, correct[base])
-        out[k][f"vs_{base}"] = {"n": d.n, "mean": d.mean, "low": d.low,
-                                "high": d.high, "p": d.p}
+        out[k][f"vs_{base}"] = {"n": d.n, "mean": d.mean,
+                                "low": _defined(d.low),
+                                "high": _defined(d.high), "p": _defined(d.p)}
   return out
 
 
@@ -144,7 +152,7 @@ def _points(x: float) -> str:
 def _interval(d: dict | None, survives: bool) -> str:
   if d is None:
     return "—"
-  if d["n"] < 2 or not math.isfinite(d["low"]):
+  if d["n"] < 2 or d["low"] is None:
     return f"{_points(d['mean'])} (1 seed)"
   mark = "*" if survives else ""
   return (f"{_points(d['mean'])} [{_points(max(d['low'], -1.0))}, "
@@ -152,7 +160,8 @@ def _interval(d: dict | None, survives: bool) -> str:
 
 
 def _holm(cells: list[dict | None]) -> list[bool]:
-  p = [c["p"] if c is not None and c["n"] > 1 else math.nan for c in cells]
+  p = [c["p"] if c is not None and c["p"] is not None else math.nan
+       for c in cells]
   return measures.holm_marks(p) if p else []
 
 

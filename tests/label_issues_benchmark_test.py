@@ -182,9 +182,14 @@ class ReportTest(absltest.TestCase):
     self.assertTrue(cells[7].endswith("]"), cells[7])
 
   def test_one_seed_has_no_interval(self):
-    text = report.tables(report.summarise("/x", [_record(0, 0.9, 0.8)]))
+    summary = report.summarise("/x", [_record(0, 0.9, 0.8)])
+    text = report.tables(summary)
     self.assertIn("## one seed (1)", text)
     self.assertIn("-10.0 (1 seed)", text)
+    # No infinite bound or NaN p: the summary is strict JSON.
+    d = summary["settings"][0]["ranking"]["ce"]["auroc"]["vs_jo"]
+    self.assertEqual((d["low"], d["high"], d["p"]), (None, None, None))
+    json.dumps(summary, allow_nan=False)
 
   def test_an_interval_past_every_difference_is_cut(self):
     wide = {"n": 2, "mean": -0.038, "low": -2.1e148, "high": 2.1e148,
