@@ -58,10 +58,15 @@ def _defined(x: float) -> float | None:
   return float(x) if math.isfinite(x) else None
 
 
-def _difference(per_seed: dict[int, float], base: dict[int, float]) -> dict:
-  d = measures.paired(per_seed, base)
+def _as_dict(d) -> dict:
+  """A difference (``measures.paired``'s or ``paired_accuracy``'s) as
+  ``summary.json`` keeps it."""
   return {"n": d.n, "mean": d.mean, "low": _defined(d.low),
           "high": _defined(d.high), "p": _defined(d.p)}
+
+
+def _difference(per_seed: dict[int, float], base: dict[int, float]) -> dict:
+  return _as_dict(measures.paired(per_seed, base))
 
 
 def _figures(records: list[dict], group: str, key: str, measure: str,
@@ -130,10 +135,8 @@ def _retrained(root: str, name: str, rs: list[dict]) -> dict:
                                 .tolist()))}
     for base in ("jo", "cleanlab"):
       if k != base and base in correct:
-        d = measures.paired_accuracy(c, correct[base])
-        out[k][f"vs_{base}"] = {"n": d.n, "mean": d.mean,
-                                "low": _defined(d.low),
-                                "high": _defined(d.high), "p": _defined(d.p)}
+        out[k][f"vs_{base}"] = _as_dict(
+            measures.paired_accuracy(c, correct[base]))
   return out
 
 
